@@ -1,0 +1,1 @@
+"""Device adapters, one package per device family, all behind `devices.base.Adapter`."""

@@ -1,0 +1,90 @@
+"""The contract every device adapter fulfils, and what the gateway hands each adapter."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
+
+from gateway.bus import Bus, DeviceStatus
+
+OptionsT = TypeVar("OptionsT")
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A validated command for one device.
+
+    `type` is a bus message type or a generic command (`led`, `sound`, `rumble`); `message` is its
+    dataclass; `client_id` names the commanding client (the holder of any lease the command takes);
+    `deadline` is the `time.monotonic()` by which the command must be answered.
+    """
+
+    type: str
+    message: Any
+    client_id: str
+    deadline: float
+
+
+class DeviceContext:
+    """The adapter's handle on the gateway: publish samples under its id and report availability."""
+
+    def __init__(
+        self, device_id: str, bus: Bus, on_status: Callable[[DeviceStatus, str], None]
+    ) -> None:
+        self.device_id = device_id
+        self._bus = bus
+        self._on_status = on_status
+        self._prefix = device_id + "/"
+
+    def publish(self, stream: str, message: Any, stamp: float | None = None) -> None:
+        """Publish `message` on `<device_id>/<stream>`; `stamp` is device time in s since the epoch."""
+        self._bus.publish(self._prefix + stream, message, stamp)
+
+    def set_status(self, status: DeviceStatus, detail: str = "") -> None:
+        """Report availability: call with "connected" once the device answers."""
+        self._on_status(status, detail)
+
+
+class Adapter(abc.ABC, Generic[OptionsT]):
+    """One device: connect, publish its state, carry out its commands, report its health.
+
+    Subclasses set `kind` (the config's `kind`), `options_class` (a frozen dataclass of its config
+    keys), and the message types they `publishes` and `accepts`. The supervisor calls `run` and
+    restarts it with backoff when it raises; `run` must call `ctx.set_status("connected")` once the
+    device is ready and should raise (not return) when the device is lost.
+    """
+
+    kind: ClassVar[str]
+    options_class: ClassVar[type[Any]]
+    publishes: ClassVar[tuple[str, ...]] = ()
+    accepts: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, ctx: DeviceContext, options: OptionsT) -> None:
+        self.ctx = ctx
+        self.options = options
+
+    def capabilities(self) -> Mapping[str, Any]:
+        """What this device can do beyond its message types (shown by `list_devices`)."""
+        return {}
+
+    @abc.abstractmethod
+    async def run(self) -> None:
+        """Connect and serve the device until cancelled; raise when it fails or goes away."""
+
+    @abc.abstractmethod
+    async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
+        """Carry out a command of a type in `accepts`; return result data, or None for none.
+
+        Raise `gateway.errors.GatewayError` subclasses (`InvalidArgument`, `DeviceError`) to refuse.
+        """
+
+    async def estop(self) -> None:
+        """Stop every actuator now; must not wait on queues. Devices without actuators do nothing."""
+
+    def release(self, client_id: str) -> None:
+        """The client `client_id` is gone: end its leases and put what it drove into a safe state."""
+
+    async def close(self) -> None:
+        """Put the device in its safe state before the gateway stops (called after `run` is cancelled)."""

@@ -1,0 +1,1 @@
+"""Simulated peers that speak the real wire protocols (and a plain simulated controller)."""

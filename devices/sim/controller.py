@@ -1,0 +1,168 @@
+"""A simulated controller: moving sticks and buttons on the bus, and LEDs, sound and rumble to command.
+
+It lets the whole path (bus, sessions, servers, supervisor) run before any hardware adapter, and its
+fault options (`connect_delay_s`, `fail_after_s`, `command_latency_s`, `failing_commands`) let tests
+and demos show reconnects, timeouts and device errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from devices.base import Adapter, Command
+from gateway.errors import DeviceError, InvalidArgument
+from gateway.messages.common import Time
+from gateway.messages.creos import ControllerState
+from gateway.messages.generic import Led, Rumble, Sound
+from gateway.messages.sim import SimOutputs
+
+log = logging.getLogger(__name__)
+
+AXES = 6
+BUTTONS = 17
+#: Beyond this lag the generator skips ahead instead of publishing a burst of stale samples.
+_MAX_CATCH_UP_S = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class SimOptions:
+    """Config of a `kind = "sim"` device.
+
+    `rate_hz`: ControllerState samples per second. `leds`: number of RGB LEDs.
+    `connect_delay_s`: time before it reports connected. `fail_after_s`: raise this long after
+    connecting (0: never), to exercise restarts. `command_latency_s`: delay before each command is
+    answered. `failing_commands`: command types answered with a device error.
+    """
+
+    rate_hz: float = field(default=100.0, metadata={"min": 0.1, "max": 10000.0})
+    leds: int = field(default=1, metadata={"min": 1, "max": 64})
+    connect_delay_s: float = field(default=0.0, metadata={"min": 0.0, "max": 3600.0})
+    fail_after_s: float = field(default=0.0, metadata={"min": 0.0, "max": 86400.0})
+    command_latency_s: float = field(default=0.0, metadata={"min": 0.0, "max": 3600.0})
+    failing_commands: tuple[str, ...] = ()
+
+
+class SimulatedFault(Exception):
+    """The fault that `fail_after_s` injects."""
+
+
+def controller_state(t: float) -> ControllerState:
+    """The simulated pad at time `t` (s): sticks circle, triggers breathe, one button at a time."""
+    phase = 2 * math.pi * 0.25 * t
+    axes = (
+        math.cos(phase),
+        math.sin(phase),
+        math.cos(phase / 2),
+        math.sin(phase / 2),
+        0.5 + 0.5 * math.sin(phase),
+        0.5 - 0.5 * math.sin(phase),
+    )
+    pressed = int(t) % BUTTONS
+    buttons = tuple(1 if index == pressed else 0 for index in range(BUTTONS))
+    return ControllerState(Time.from_seconds(t), axes, buttons)
+
+
+class SimController(Adapter[SimOptions]):
+    """Publishes `<id>/state` (ControllerState) at `rate_hz` and `<id>/outputs` on every command."""
+
+    kind = "sim"
+    options_class = SimOptions
+    publishes = ("creos_messages/ControllerState", "hwgateway/SimOutputs")
+    accepts = ("led", "sound", "rumble")
+
+    def __init__(self, ctx: Any, options: SimOptions) -> None:
+        super().__init__(ctx, options)
+        self._outputs = SimOutputs(leds=((0.0, 0.0, 0.0),) * options.leds)
+        self._rumble_owner: str | None = None
+        self._rumble_stop: asyncio.TimerHandle | None = None
+
+    def capabilities(self) -> Mapping[str, Any]:
+        """LED count and the generic outputs it has."""
+        return {"leds": self.options.leds, "rumble": True, "sound": True}
+
+    async def run(self) -> None:
+        """Connect (after `connect_delay_s`), then publish at `rate_hz` until cancelled or failing."""
+        await asyncio.sleep(self.options.connect_delay_s)
+        self.ctx.set_status("connected")
+        self.ctx.publish("outputs", self._outputs)
+        period = 1.0 / self.options.rate_hz
+        started = next_tick = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if self.options.fail_after_s and now - started >= self.options.fail_after_s:
+                raise SimulatedFault(f"simulated fault after {self.options.fail_after_s} s")
+            if now - next_tick > _MAX_CATCH_UP_S:
+                next_tick = now
+            # Samples due since the last wake-up go out back to back, so the mean rate is exact.
+            while next_tick <= now:
+                self.ctx.publish("state", controller_state(time.time()))
+                next_tick += period
+            await asyncio.sleep(max(next_tick - time.monotonic(), 0.0))
+
+    async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
+        """Apply `led`, `sound` or `rumble` to the simulated outputs and publish them."""
+        if self.options.command_latency_s:
+            await asyncio.sleep(self.options.command_latency_s)
+        if command.type in self.options.failing_commands:
+            raise DeviceError(f"simulated device fault while handling {command.type!r}")
+        message = command.message
+        outputs = self._outputs
+        if isinstance(message, Led):
+            if message.index >= self.options.leds:
+                raise InvalidArgument(
+                    f"data.index: {message.index} is not an LED of this device (it has {self.options.leds})"
+                )
+            leds = list(outputs.leds)
+            for index in range(len(leds)) if message.index < 0 else (message.index,):
+                leds[index] = message.rgb
+            outputs = replace(outputs, leds=tuple(leds))
+        elif isinstance(message, Sound):
+            outputs = replace(outputs, sound_frequency_hz=message.frequency_hz)
+        elif isinstance(message, Rumble):
+            outputs = replace(outputs, rumble_low=message.low, rumble_high=message.high)
+            self._hold_rumble(command.client_id, message.duration_s)
+        self._set_outputs(
+            replace(outputs, last_command=command.type, commands_received=outputs.commands_received + 1)
+        )
+        return {"outputs": command.type}
+
+    async def estop(self) -> None:
+        """Silence and stop rumbling at once."""
+        self._stop_rumble()
+        self._set_outputs(
+            replace(self._outputs, sound_frequency_hz=0.0, estopped=self._outputs.estopped + 1)
+        )
+
+    def release(self, client_id: str) -> None:
+        """A rumble is leased to the client that started it: it stops when that client leaves."""
+        if self._rumble_owner == client_id:
+            log.info("stopping rumble of departed client %s", client_id)
+            self._stop_rumble()
+
+    async def close(self) -> None:
+        """Stop the rumble before the gateway exits."""
+        self._stop_rumble()
+
+    def _hold_rumble(self, client_id: str, duration_s: float) -> None:
+        if self._rumble_stop is not None:
+            self._rumble_stop.cancel()
+        self._rumble_owner = client_id
+        self._rumble_stop = asyncio.get_running_loop().call_later(duration_s, self._stop_rumble)
+
+    def _stop_rumble(self) -> None:
+        if self._rumble_stop is not None:
+            self._rumble_stop.cancel()
+        self._rumble_stop = None
+        self._rumble_owner = None
+        if self._outputs.rumble_low or self._outputs.rumble_high:
+            self._set_outputs(replace(self._outputs, rumble_low=0.0, rumble_high=0.0))
+
+    def _set_outputs(self, outputs: SimOutputs) -> None:
+        self._outputs = outputs
+        self.ctx.publish("outputs", outputs)

@@ -1,0 +1,177 @@
+"""The gateway process: wires bus, supervisor and servers, and runs the start/stop lifecycle.
+
+Shutdown order: stop listening → close clients with `going_away` → stop adapters (safe states) →
+flush logs. The process never exits because a device failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections import deque
+from typing import Any
+
+from aiohttp import web
+
+from gateway import __version__
+from gateway.bus import Bus
+from gateway.commands import CommandRouter
+from gateway.config import Config
+from gateway.errors import ErrorCode
+from gateway.metrics import Metrics
+from gateway.servers.http import build_app
+from gateway.servers.msgpack_server import MsgpackServer
+from gateway.session import Hub
+from gateway.supervisor import Supervisor
+
+log = logging.getLogger(__name__)
+
+#: Event-loop lag (s) beyond which /healthz answers 503.
+UNHEALTHY_LAG_S = 0.5
+_LAG_PERIOD_S = 0.25
+
+
+class LoopMonitor:
+    """Measures how late the event loop wakes a sleeping task (seconds)."""
+
+    def __init__(self, period: float = _LAG_PERIOD_S, window: int = 40) -> None:
+        self.period = period
+        self.samples: deque[float] = deque(maxlen=window)
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def lag(self) -> float:
+        """The last measured lag."""
+        return self.samples[-1] if self.samples else 0.0
+
+    @property
+    def max_lag(self) -> float:
+        """The largest lag in the window (about 10 s)."""
+        return max(self.samples, default=0.0)
+
+    def start(self) -> None:
+        """Start measuring."""
+        self._task = asyncio.create_task(self._run(), name="loop-monitor")
+
+    def stop(self) -> None:
+        """Stop measuring."""
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _run(self) -> None:
+        while True:
+            started = time.monotonic()
+            await asyncio.sleep(self.period)
+            self.samples.append(max(time.monotonic() - started - self.period, 0.0))
+
+
+class Gateway:
+    """One running gateway."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.bus = Bus()
+        self.supervisor = Supervisor(self.bus, config.supervisor, config.devices)
+        self.router = CommandRouter(self.supervisor, self._observe_command)
+        self.hub = Hub(self.bus, self.supervisor, self.router, config.server, config.auth.tokens)
+        self.monitor = LoopMonitor()
+        self.metrics = Metrics(self.hub, lambda: self.monitor.lag)
+        self._runner: web.AppRunner | None = None
+        self._site: web.TCPSite | None = None
+        self._msgpack = MsgpackServer(self.hub)
+        self.http_port: int | None = None
+        self.started = time.time()
+
+    def _observe_command(self, device: str, outcome: str, seconds: float) -> None:
+        self.metrics.observe_command(device, outcome, seconds)
+
+    @property
+    def msgpack_port(self) -> int | None:
+        """The bound msgpack TCP port (None when disabled)."""
+        return self._msgpack.tcp_port
+
+    async def start(self) -> None:
+        """Start adapters, then listen; raise `OSError` when an address cannot be bound."""
+        server = self.config.server
+        self.monitor.start()
+        self.supervisor.start()
+        app = build_app(self.hub, self.health, self.metrics.render)
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        self._site = web.TCPSite(self._runner, server.host, server.http_port, reuse_address=True)
+        await self._site.start()
+        self.http_port = self._runner.addresses[0][1]
+        await self._msgpack.start(server.host, server.msgpack_port, server.unix_socket)
+        log.info(
+            "listening",
+            extra={
+                "http": f"http://{server.host}:{self.http_port}/",
+                "websocket": f"ws://{server.host}:{self.http_port}/ws",
+                "msgpack": f"tcp://{server.host}:{self.msgpack_port}" if self.msgpack_port else None,
+                "unix": server.unix_socket or None,
+                "devices": sorted(self.supervisor.devices),
+            },
+        )
+
+    async def stop(self) -> None:
+        """Stop listening, close clients with `going_away`, stop adapters."""
+        log.info("stopping")
+        self._msgpack.stop_listening()
+        if self._site is not None:
+            await self._site.stop()
+        sessions = list(self.hub.sessions)
+        await asyncio.gather(
+            *(session.close(ErrorCode.GOING_AWAY, "gateway shutting down") for session in sessions),
+            return_exceptions=True,
+        )
+        if self._runner is not None:
+            await self._runner.cleanup()
+        await self.supervisor.stop()
+        self.monitor.stop()
+        log.info("stopped")
+
+    def health(self) -> tuple[int, dict[str, Any]]:
+        """HTTP status and body of /healthz: 503 when the event loop lags or an adapter task died."""
+        lagging = self.monitor.max_lag > UNHEALTHY_LAG_S
+        tasks_alive = self.supervisor.tasks_alive()
+        healthy = not lagging and tasks_alive
+        body = {
+            "status": "ok" if healthy else "unhealthy",
+            "version": __version__,
+            "uptime_s": round(time.time() - self.started, 3),
+            "loop_lag_ms": round(self.monitor.lag * 1000, 3),
+            "loop_lag_max_ms": round(self.monitor.max_lag * 1000, 3),
+            "adapter_tasks_alive": tasks_alive,
+            "clients": len(self.hub.sessions),
+            "devices": [
+                {"id": h.id, "kind": h.kind, "status": h.status, "detail": h.detail, "reconnects": h.reconnects}
+                for h in self.supervisor.devices.values()
+            ],
+        }
+        return (200 if healthy else 503), body
+
+
+async def serve(config: Config) -> int:
+    """Run the gateway until SIGTERM or SIGINT; return the process exit code."""
+    gateway = Gateway(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        try:
+            await gateway.start()
+        except OSError as error:
+            log.error("cannot start: %s", error)
+            await gateway.stop()
+            return 1
+        await stop.wait()
+        await gateway.stop()
+        return 0
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(Exception):
+                loop.remove_signal_handler(signum)

@@ -1,0 +1,284 @@
+"""The bus: latest value per topic, pattern subscriptions, and per-subscriber coalescing mailboxes.
+
+A producer calls `Bus.publish` and never waits. Each subscriber owns a mailbox with one slot per key
+(a topic, or a device's availability): a newer value replaces an unsent older one, so a slow client
+skips stale samples, always receives the newest, and its memory is bounded by the number of topics.
+Each sample is encoded at most once per encoding, however many subscribers receive it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from gateway.messages import to_plain, type_name
+from gateway.topics import check_topic, matches, parse_pattern
+from gateway.wire import Encoding, encode
+
+DeviceStatus = Literal["connecting", "connected", "disconnected", "stopped"]
+
+#: How many frames were encoded, per encoding (shows that fan-out encodes once).
+FRAMES_ENCODED: Counter[str] = Counter()
+
+
+class Outgoing(Protocol):
+    """Something a subscriber's mailbox can hold: keyed, and encodable once per encoding."""
+
+    @property
+    def key(self) -> str:
+        """The mailbox slot: a newer item with the same key replaces an unsent older one."""
+
+    def frame(self, encoding: Encoding) -> bytes:
+        """The encoded protocol message."""
+
+
+@dataclass(slots=True, eq=False)
+class Sample:
+    """One published message with its topic, per-topic `seq` and times (seconds since the epoch).
+
+    `stamp` is the device's time of the sample, `recv_stamp` the gateway's time of receipt.
+    """
+
+    topic: str
+    type: str
+    seq: int
+    stamp: float
+    recv_stamp: float
+    message: Any
+    _plain: dict[str, Any] | None = None
+    _frames: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """Samples are keyed by topic."""
+        return self.topic
+
+    def data(self) -> dict[str, Any]:
+        """The message as plain data (converted once)."""
+        if self._plain is None:
+            self._plain = to_plain(self.message)
+        return self._plain
+
+    def envelope(self) -> dict[str, Any]:
+        """The `state` protocol message."""
+        return {
+            "op": "state",
+            "topic": self.topic,
+            "type": self.type,
+            "seq": self.seq,
+            "stamp": self.stamp,
+            "recv_stamp": self.recv_stamp,
+            "data": self.data(),
+        }
+
+    def frame(self, encoding: Encoding) -> bytes:
+        """The `state` message encoded (once per encoding)."""
+        cached = self._frames.get(encoding)
+        if cached is None:
+            cached = self._frames[encoding] = encode(self.envelope(), encoding)
+            FRAMES_ENCODED[encoding] += 1
+        return cached
+
+
+@dataclass(slots=True, eq=False)
+class DeviceEvent:
+    """A change of a device's availability (`status`), with a human-readable `detail`."""
+
+    device: str
+    kind: str
+    status: DeviceStatus
+    detail: str
+    stamp: float
+    _frames: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """Availability is keyed per device ('$' never appears in a topic)."""
+        return "$device/" + self.device
+
+    def envelope(self) -> dict[str, Any]:
+        """The `device` protocol message."""
+        return {
+            "op": "device",
+            "device": self.device,
+            "kind": self.kind,
+            "status": self.status,
+            "detail": self.detail,
+            "stamp": self.stamp,
+        }
+
+    def frame(self, encoding: Encoding) -> bytes:
+        """The `device` message encoded (once per encoding)."""
+        cached = self._frames.get(encoding)
+        if cached is None:
+            cached = self._frames[encoding] = encode(self.envelope(), encoding)
+        return cached
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """Patterns a subscriber asked for, and the minimum interval between sends (0: every sample)."""
+
+    id: int
+    patterns: tuple[str, ...]
+    min_interval: float
+
+    def matches(self, topic: str) -> bool:
+        """True when any pattern matches `topic`."""
+        return any(matches(pattern, topic) for pattern in self.patterns)
+
+
+class Subscriber:
+    """A client's view of the bus: its subscriptions and its coalescing mailbox."""
+
+    def __init__(self, name: str, encoding: Encoding) -> None:
+        self.name = name
+        self.encoding = encoding
+        self.subscriptions: dict[int, Subscription] = {}
+        self.wakeup = asyncio.Event()
+        self.delivered = 0
+        self.coalesced = 0
+        self.dropped = 0
+        self._pending: OrderedDict[str, Outgoing] = OrderedDict()
+        self._intervals: dict[str, float] = {}
+        self._not_before: dict[str, float] = {}
+
+    @property
+    def depth(self) -> int:
+        """Items waiting to be sent."""
+        return len(self._pending)
+
+    def offer(self, item: Outgoing, min_interval: float = 0.0) -> None:
+        """Put `item` in its slot, replacing an unsent older item (counted as coalesced)."""
+        key = item.key
+        if key in self._pending:
+            self.coalesced += 1
+        self._pending[key] = item
+        if min_interval:
+            self._intervals[key] = min_interval
+            # A held-back slot wakes the writer through its timer, not on every sample.
+            if self._not_before.get(key, 0.0) > time.monotonic():
+                return
+        else:
+            self._intervals.pop(key, None)
+        self.wakeup.set()
+
+    def take_due(self, now: float) -> tuple[list[Outgoing], float | None]:
+        """Remove the items allowed to go now; also return when the next held-back item is due."""
+        due: list[Outgoing] = []
+        next_due: float | None = None
+        for key in list(self._pending):
+            not_before = self._not_before.get(key, 0.0)
+            if not_before > now:
+                next_due = not_before if next_due is None else min(next_due, not_before)
+                continue
+            due.append(self._pending.pop(key))
+            interval = self._intervals.get(key)
+            if interval:
+                self._not_before[key] = now + interval
+        self.delivered += len(due)
+        return due, next_due
+
+    def discard(self) -> None:
+        """Drop everything unsent (the client is gone); counted as dropped."""
+        self.dropped += len(self._pending)
+        self._pending.clear()
+
+    def interval_for(self, topic: str) -> float | None:
+        """The send interval for `topic`, or None when no subscription matches it."""
+        intervals = [sub.min_interval for sub in self.subscriptions.values() if sub.matches(topic)]
+        return min(intervals) if intervals else None
+
+
+class Bus:
+    """Topics, their latest samples, and the subscribers that receive them."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._latest: dict[str, Sample] = {}
+        self._seq: dict[str, int] = {}
+        self._subscribers: set[Subscriber] = set()
+        self._routes: dict[str, list[tuple[Subscriber, float]]] = {}
+        self._ids = itertools.count(1)
+        self.published: Counter[str] = Counter()
+
+    def publish(self, topic: str, message: Any, stamp: float | None = None) -> Sample:
+        """Publish `message` on `topic`; `stamp` is the device's time (seconds since the epoch)."""
+        now = self._clock()
+        seq = self._seq.get(topic)
+        if seq is None:
+            check_topic(topic)
+            seq = 0
+        self._seq[topic] = seq + 1
+        sample = Sample(topic, type_name(message), seq + 1, now if stamp is None else stamp, now, message)
+        self._latest[topic] = sample
+        self.published[topic] += 1
+        routes = self._routes.get(topic)
+        if routes is None:
+            routes = self._routes[topic] = self._route(topic)
+        for subscriber, interval in routes:
+            subscriber.offer(sample, interval)
+        return sample
+
+    def device_event(self, event: DeviceEvent) -> None:
+        """Tell every attached subscriber about a device's availability."""
+        for subscriber in self._subscribers:
+            subscriber.offer(event)
+
+    def latest(self, topic: str) -> Sample | None:
+        """The last sample published on `topic`."""
+        return self._latest.get(topic)
+
+    def topics(self, prefix: str = "") -> list[str]:
+        """Known topics (those published at least once), optionally under `prefix`."""
+        return sorted(topic for topic in self._latest if topic.startswith(prefix))
+
+    def attach(self, subscriber: Subscriber) -> None:
+        """Start delivering device events to `subscriber`."""
+        self._subscribers.add(subscriber)
+
+    def detach(self, subscriber: Subscriber) -> None:
+        """Stop delivering anything to `subscriber` and drop what it had pending."""
+        self._subscribers.discard(subscriber)
+        subscriber.discard()
+        self._routes.clear()
+
+    def subscribe(self, subscriber: Subscriber, patterns: Iterable[str], max_rate_hz: float | None) -> int:
+        """Subscribe to `patterns`; the latest sample of every matching topic is queued at once."""
+        patterns = tuple(patterns)
+        for pattern in patterns:
+            parse_pattern(pattern)
+        subscription = Subscription(next(self._ids), patterns, 1.0 / max_rate_hz if max_rate_hz else 0.0)
+        subscriber.subscriptions[subscription.id] = subscription
+        self._subscribers.add(subscriber)
+        self._routes.clear()
+        # No await between registering and the snapshot, so no sample falls in between.
+        for topic, sample in self._latest.items():
+            if subscription.matches(topic):
+                subscriber.offer(sample, subscriber.interval_for(topic) or 0.0)
+        return subscription.id
+
+    def unsubscribe(self, subscriber: Subscriber, subscription_id: int) -> bool:
+        """Remove one subscription; False when the subscriber has no such id."""
+        if subscriber.subscriptions.pop(subscription_id, None) is None:
+            return False
+        self._routes.clear()
+        return True
+
+    @property
+    def subscribers(self) -> frozenset[Subscriber]:
+        """The attached subscribers."""
+        return frozenset(self._subscribers)
+
+    def _route(self, topic: str) -> list[tuple[Subscriber, float]]:
+        routes = []
+        for subscriber in self._subscribers:
+            interval = subscriber.interval_for(topic)
+            if interval is not None:
+                routes.append((subscriber, interval))
+        return routes

@@ -1,0 +1,102 @@
+"""The `hwgateway` command: run, demo, check-config."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import logging
+import os
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+from gateway import __version__, logs
+from gateway.config import Config, load, loads
+from gateway.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONFIG = "/etc/hwgateway/config.toml"
+EXIT_CONFIG_ERROR = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hwgateway", description="Robot and controller hardware on one bus, over WebSocket and msgpack."
+    )
+    parser.add_argument("--version", action="version", version=f"hwgateway {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def logging_options(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
+                         help="override [logging] level")
+        sub.add_argument("--log-format", choices=["auto", "json", "console"], help="override [logging] format")
+
+    run = commands.add_parser("run", help="run the gateway with a configuration file")
+    run.add_argument("--config", default=DEFAULT_CONFIG, help=f"TOML file (default {DEFAULT_CONFIG})")
+    logging_options(run)
+
+    demo = commands.add_parser("demo", help="run the gateway with simulated devices on the default ports")
+    demo.add_argument("--http-port", type=int, help="HTTP/WebSocket port (default 8470)")
+    demo.add_argument("--msgpack-port", type=int, help="msgpack TCP port (default 8471)")
+    demo.add_argument("--unix-socket", help="msgpack Unix socket path (default: a per-user temporary path)")
+    logging_options(demo)
+
+    check = commands.add_parser("check-config", help="validate a configuration file and exit")
+    check.add_argument("file", help="TOML file to check")
+    return parser
+
+
+def _demo_config(args: argparse.Namespace) -> Config:
+    text = resources.files("gateway").joinpath("demo.toml").read_text(encoding="utf-8")
+    config = loads(text)
+    unix = args.unix_socket or str(Path(tempfile.gettempdir()) / f"hwgateway-demo-{os.getuid()}.sock")
+    server = dataclasses.replace(
+        config.server,
+        unix_socket=unix,
+        http_port=config.server.http_port if args.http_port is None else args.http_port,
+        msgpack_port=config.server.msgpack_port if args.msgpack_port is None else args.msgpack_port,
+    )
+    return dataclasses.replace(config, server=server)
+
+
+def _print_demo_banner(config: Config) -> None:
+    server = config.server
+    base = f"{server.host}:{server.http_port}"
+    print(
+        "hwgateway demo: simulated devices " + ", ".join(d.id for d in config.devices) + "\n"
+        f"  dashboard   http://{base}/\n"
+        f"  WebSocket   ws://{base}/ws\n"
+        f"  health      http://{base}/healthz\n"
+        f"  metrics     http://{base}/metrics\n"
+        f"  msgpack     tcp://{server.host}:{server.msgpack_port} and unix:{server.unix_socket}\n"
+        "Press Ctrl-C to stop.",
+        flush=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `hwgateway` console script."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "check-config":
+            config = load(args.file)
+            devices = ", ".join(f"{d.id} ({d.kind})" for d in config.devices) or "none"
+            print(f"{args.file}: ok; devices: {devices}")
+            return 0
+        config = load(args.config) if args.command == "run" else _demo_config(args)
+    except ConfigError as error:
+        print(f"hwgateway: configuration error: {error}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+    logs.configure(args.log_level or config.logging.level, args.log_format or config.logging.format)
+    if args.command == "demo":
+        _print_demo_banner(config)
+    from gateway.app import serve  # after logging is configured
+
+    return asyncio.run(serve(config))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""The configuration file (TOML) read into frozen dataclasses; every error names its TOML path.
+
+Layout::
+
+    [server]      listen addresses, limits
+    [auth]        tokens (empty: no authentication)
+    [logging]     level and format
+    [supervisor]  restart backoff of failed adapters
+    [devices.<id>]  kind = "...", enabled = true, then the kind's own options
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from gateway.errors import ConfigError
+from gateway.topics import check_device_id
+
+T = TypeVar("T")
+
+
+def _range(low: float | None = None, high: float | None = None) -> dict[str, float | None]:
+    return {"min": low, "max": high}
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """Where clients connect, and the limits each connection lives with.
+
+    Ports 0 pick a free port (for tests); `msgpack_port = -1` and `unix_socket = ""` disable those
+    listeners. Sizes are in bytes, times in seconds, rates in requests per second.
+    """
+
+    host: str = "127.0.0.1"
+    http_port: int = field(default=8470, metadata=_range(0, 65535))
+    msgpack_port: int = field(default=8471, metadata=_range(-1, 65535))
+    unix_socket: str = "/run/hwgateway/hwgateway.sock"
+    max_request_bytes: int = field(default=65536, metadata=_range(256, 64 * 1024 * 1024))
+    max_frame_bytes: int = field(default=1048576, metadata=_range(256, 256 * 1024 * 1024))
+    command_timeout_s: float = field(default=5.0, metadata=_range(0.001, 3600))
+    max_requests_per_s: float = field(default=200.0, metadata=_range(0.1, 1e6))
+    request_burst: int = field(default=400, metadata=_range(1, 1_000_000))
+    max_inflight_commands: int = field(default=32, metadata=_range(1, 10_000))
+    heartbeat_s: float = field(default=30.0, metadata=_range(0, 3600))
+    allowed_origins: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AuthConfig:
+    """Tokens a client may present with `auth`; when empty, no authentication is asked."""
+
+    tokens: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LoggingConfig:
+    """Log `level`, and `format`: auto (console on a TTY, JSON otherwise), json or console."""
+
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    format: Literal["auto", "json", "console"] = "auto"
+
+
+@dataclass(frozen=True, slots=True)
+class SupervisorConfig:
+    """Restart policy of failed adapters (seconds): delay doubles from initial up to max.
+
+    The delay starts over once an adapter stayed connected for `backoff_reset_s`.
+    """
+
+    backoff_initial_s: float = field(default=0.5, metadata=_range(0.01, 3600))
+    backoff_max_s: float = field(default=30.0, metadata=_range(0.01, 86400))
+    backoff_reset_s: float = field(default=10.0, metadata=_range(0, 86400))
+    stop_timeout_s: float = field(default=5.0, metadata=_range(0.1, 600))
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceConfig:
+    """One configured device: its stable `id`, adapter `kind` and the kind's `options`."""
+
+    id: str
+    kind: str
+    enabled: bool
+    options: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The whole configuration."""
+
+    server: ServerConfig = ServerConfig()
+    auth: AuthConfig = AuthConfig()
+    logging: LoggingConfig = LoggingConfig()
+    supervisor: SupervisorConfig = SupervisorConfig()
+    devices: tuple[DeviceConfig, ...] = ()
+
+
+def _describe(value: object) -> str:
+    return f"{type(value).__name__} {value!r}"
+
+
+def _convert(value: object, hint: Any, path: str) -> Any:
+    origin = typing.get_origin(hint)
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(path, f"expected true or false, got {_describe(value)}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(path, f"expected an integer, got {_describe(value)}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(path, f"expected a number, got {_describe(value)}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(path, f"expected a string, got {_describe(value)}")
+        return value
+    if origin is Literal:
+        choices = typing.get_args(hint)
+        if value not in choices:
+            raise ConfigError(path, f"expected one of {', '.join(map(repr, choices))}, got {value!r}")
+        return value
+    if origin is tuple:
+        item_hint = typing.get_args(hint)[0]
+        if not isinstance(value, list):
+            raise ConfigError(path, f"expected an array, got {_describe(value)}")
+        return tuple(_convert(item, item_hint, f"{path}[{index}]") for index, item in enumerate(value))
+    if origin in (types.UnionType, typing.Union):
+        args = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        return _convert(value, args[0], path)
+    raise TypeError(f"{path}: unsupported config type {hint!r}")
+
+
+def build(cls: type[T], table: object, path: str, skip: tuple[str, ...] = ()) -> T:
+    """Build config dataclass `cls` from a TOML table, refusing unknown keys and wrong types."""
+    if not isinstance(table, dict):
+        raise ConfigError(path, f"expected a table, got {_describe(table)}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    values: dict[str, Any] = {}
+    prefix = f"{path}." if path else ""
+    for key, raw in table.items():
+        if key in skip:
+            continue
+        if key not in fields:
+            known = ", ".join(sorted(k for k in fields if k not in skip)) or "none"
+            raise ConfigError(f"{prefix}{key}", f"unknown key (known keys: {known})")
+        value = _convert(raw, hints[key], f"{prefix}{key}")
+        low, high = fields[key].metadata.get("min"), fields[key].metadata.get("max")
+        if low is not None and value < low or high is not None and value > high:
+            raise ConfigError(f"{prefix}{key}", f"{value!r} is outside [{low}, {high}]")
+        values[key] = value
+    missing = [
+        name
+        for name, f in fields.items()
+        if name not in values
+        and name not in skip
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        raise ConfigError(f"{prefix}{missing[0]}", "required key is missing")
+    try:
+        return cls(**values)
+    except ValueError as error:
+        raise ConfigError(path, str(error)) from None
+
+
+def _build_devices(table: object) -> tuple[DeviceConfig, ...]:
+    from devices.registry import options_class  # devices depend on the gateway, not the reverse
+
+    if not isinstance(table, dict):
+        raise ConfigError("devices", f"expected a table of [devices.<id>] tables, got {_describe(table)}")
+    devices = []
+    for device_id, device_table in table.items():
+        path = f"devices.{device_id}"
+        try:
+            check_device_id(device_id)
+        except ValueError as error:
+            raise ConfigError(path, str(error)) from None
+        if not isinstance(device_table, dict):
+            raise ConfigError(path, f"expected a table, got {_describe(device_table)}")
+        kind = _convert(device_table.get("kind"), str, f"{path}.kind")
+        try:
+            options_cls = options_class(kind)
+        except KeyError as error:
+            raise ConfigError(f"{path}.kind", str(error.args[0])) from None
+        enabled = _convert(device_table.get("enabled", True), bool, f"{path}.enabled")
+        options = build(options_cls, device_table, path, skip=("kind", "enabled"))
+        devices.append(DeviceConfig(device_id, kind, enabled, options))
+    return tuple(devices)
+
+
+def parse(document: dict[str, Any]) -> Config:
+    """Build a `Config` from a parsed TOML document."""
+    sections = {f.name for f in dataclasses.fields(Config)}
+    for key in document:
+        if key not in sections:
+            raise ConfigError(key, f"unknown section (known sections: {', '.join(sorted(sections))})")
+    config = Config(
+        server=build(ServerConfig, document.get("server", {}), "server"),
+        auth=build(AuthConfig, document.get("auth", {}), "auth"),
+        logging=build(LoggingConfig, document.get("logging", {}), "logging"),
+        supervisor=build(SupervisorConfig, document.get("supervisor", {}), "supervisor"),
+        devices=_build_devices(document.get("devices", {})),
+    )
+    if config.supervisor.backoff_max_s < config.supervisor.backoff_initial_s:
+        raise ConfigError("supervisor.backoff_max_s", "must be at least supervisor.backoff_initial_s")
+    if config.server.max_frame_bytes < config.server.max_request_bytes:
+        raise ConfigError("server.max_frame_bytes", "must be at least server.max_request_bytes")
+    return config
+
+
+def loads(text: str) -> Config:
+    """Parse TOML text into a `Config`."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError("", f"not valid TOML: {error}") from None
+    return parse(document)
+
+
+def load(path: str | Path) -> Config:
+    """Read and parse the configuration file at `path`."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError("", f"cannot read {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise ConfigError("", f"{path} is not UTF-8 text") from None
+    return loads(text)

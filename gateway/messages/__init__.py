@@ -1,0 +1,25 @@
+"""Every message type of the bus, registered by its ecosystem name (e.g. ``wiimote/State``).
+
+Importing this package registers them all in `REGISTRY`.
+"""
+
+from gateway.messages import asebaros, common, creos, generic, kortex, sim, thymio, wiimote
+from gateway.messages.schema import REGISTRY, MessageInfo, from_plain, info_of, schema_of, to_plain, type_name
+
+__all__ = [
+    "REGISTRY",
+    "MessageInfo",
+    "asebaros",
+    "common",
+    "creos",
+    "from_plain",
+    "generic",
+    "info_of",
+    "kortex",
+    "schema_of",
+    "sim",
+    "thymio",
+    "to_plain",
+    "type_name",
+    "wiimote",
+]

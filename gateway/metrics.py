@@ -1,0 +1,82 @@
+"""Prometheus metrics, read from the live objects at scrape time so the hot path only bumps ints."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from gateway.bus import FRAMES_ENCODED
+from gateway.session import Hub
+
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class _GatewayCollector(Collector):
+    def __init__(self, hub: Hub, loop_lag: Callable[[], float]) -> None:
+        self._hub = hub
+        self._loop_lag = loop_lag
+
+    def collect(self) -> Iterator[Metric]:
+        hub = self._hub
+        published = CounterMetricFamily(
+            "hwgw_bus_published", "Samples published per topic (rate() gives the topic's rate)", labels=["topic"]
+        )
+        for topic, count in sorted(hub.bus.published.items()):
+            published.add_metric([topic], count)
+        yield published
+
+        encoded = CounterMetricFamily("hwgw_frames_encoded", "State frames encoded, per encoding", labels=["encoding"])
+        for encoding, count in sorted(FRAMES_ENCODED.items()):
+            encoded.add_metric([encoding], count)
+        yield encoded
+
+        depth = GaugeMetricFamily("hwgw_client_queue_depth", "Messages waiting in a client's mailbox", labels=["client"])
+        delivered = CounterMetricFamily("hwgw_client_delivered", "Messages sent to a client", labels=["client"])
+        coalesced = CounterMetricFamily(
+            "hwgw_client_coalesced", "Unsent samples replaced by a newer one of their topic", labels=["client"]
+        )
+        dropped = CounterMetricFamily("hwgw_client_dropped", "Unsent messages dropped at disconnect", labels=["client"])
+        for session in sorted(hub.sessions, key=lambda s: s.id):
+            subscriber = session.subscriber
+            depth.add_metric([session.id], subscriber.depth)
+            delivered.add_metric([session.id], subscriber.delivered)
+            coalesced.add_metric([session.id], subscriber.coalesced)
+            dropped.add_metric([session.id], subscriber.dropped)
+        yield from (depth, delivered, coalesced, dropped)
+        yield GaugeMetricFamily("hwgw_clients", "Connected clients", value=len(hub.sessions))
+
+        up = GaugeMetricFamily("hwgw_device_connected", "1 while the device is connected", labels=["device", "kind"])
+        reconnects = CounterMetricFamily("hwgw_device_reconnects", "Restarts after a failure", labels=["device"])
+        for handle in hub.supervisor.devices.values():
+            up.add_metric([handle.id, handle.kind], 1.0 if handle.status == "connected" else 0.0)
+            reconnects.add_metric([handle.id], handle.reconnects)
+        yield from (up, reconnects)
+        yield GaugeMetricFamily("hwgw_event_loop_lag_seconds", "Last measured event-loop lag", value=self._loop_lag())
+
+
+class Metrics:
+    """The gateway's own Prometheus registry."""
+
+    def __init__(self, hub: Hub, loop_lag: Callable[[], float]) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.registry.register(_GatewayCollector(hub, loop_lag))
+        self.command_latency = Histogram(
+            "hwgw_command_latency_seconds",
+            "Time from command receipt to its result, by device and outcome",
+            ["device", "outcome"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.started = time.time()
+
+    def observe_command(self, device: str, outcome: str, seconds: float) -> None:
+        """Record one command's latency."""
+        self.command_latency.labels(device, outcome).observe(seconds)
+
+    def render(self) -> bytes:
+        """The text exposition format."""
+        return generate_latest(self.registry)

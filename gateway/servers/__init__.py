@@ -1,0 +1,1 @@
+"""Network front ends: HTTP + WebSocket (JSON) and the msgpack stream socket (TCP and Unix)."""

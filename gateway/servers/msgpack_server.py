@@ -1,0 +1,93 @@
+"""The msgpack socket: a stream of msgpack maps each way, on TCP and on a Unix socket."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import stat
+from pathlib import Path
+
+from gateway.errors import ErrorCode
+from gateway.session import Hub, Session
+from gateway.wire import Encoding
+from protocols.errors import ProtocolError
+from protocols.msgpack_stream import MessageTooLarge, MsgpackStreamReader
+
+log = logging.getLogger(__name__)
+
+READ_SIZE = 65536
+
+
+class StreamTransport:
+    """Frames out over an asyncio stream writer."""
+
+    encoding: Encoding = "msgpack"
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+
+    async def send(self, frames: list[bytes]) -> None:
+        """Write frames as one chunk, then wait for the socket to drain."""
+        self._writer.write(b"".join(frames))
+        await self._writer.drain()
+
+    async def close(self, code: ErrorCode, reason: str) -> None:
+        """Close the socket (the `close` message already went out)."""
+        self._writer.close()
+        with contextlib.suppress(OSError):
+            await self._writer.wait_closed()
+
+
+class MsgpackServer:
+    """Serves sessions on TCP and/or a Unix socket."""
+
+    def __init__(self, hub: Hub) -> None:
+        self._hub = hub
+        self._servers: list[asyncio.Server] = []
+        self._unix_path: Path | None = None
+        self.tcp_port: int | None = None
+
+    async def start(self, host: str, port: int, unix_path: str) -> None:
+        """Listen on `host:port` (port -1: not at all) and on `unix_path` (empty: not at all)."""
+        if port >= 0:
+            server = await asyncio.start_server(self._serve, host, port, limit=READ_SIZE)
+            self._servers.append(server)
+            self.tcp_port = server.sockets[0].getsockname()[1]
+        if unix_path:
+            path = Path(unix_path)
+            if path.is_socket():
+                path.unlink()  # left over from a run that did not stop cleanly
+            server = await asyncio.start_unix_server(self._serve, str(path), limit=READ_SIZE)
+            os.chmod(path, stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IWGRP)
+            self._servers.append(server)
+            self._unix_path = path
+
+    def stop_listening(self) -> None:
+        """Refuse new connections; live sessions go on until closed."""
+        for server in self._servers:
+            server.close()
+        if self._unix_path is not None:
+            with contextlib.suppress(OSError):
+                self._unix_path.unlink()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername") or "unix"
+        session = Session(self._hub, StreamTransport(writer), str(peer))
+        session.start()
+        decoder = MsgpackStreamReader(self._hub.server.max_frame_bytes, READ_SIZE)
+        try:
+            while data := await reader.read(READ_SIZE):
+                decoder.receive_data(data)
+                while (message := decoder.next_message()) is not None:
+                    await session.receive(*message)
+        except MessageTooLarge as error:
+            await session.close(ErrorCode.TOO_LARGE, str(error))
+        except ProtocolError as error:
+            await session.close(ErrorCode.BAD_REQUEST, str(error))
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            session.finish()
+            writer.close()
