@@ -30,9 +30,7 @@ class Command:
 class DeviceContext:
     """The adapter's handle on the gateway: publish samples under its id and report availability."""
 
-    def __init__(
-        self, device_id: str, bus: Bus, on_status: Callable[[DeviceStatus, str], None]
-    ) -> None:
+    def __init__(self, device_id: str, bus: Bus, on_status: Callable[[DeviceStatus, str], None]) -> None:
         self.device_id = device_id
         self._bus = bus
         self._on_status = on_status

@@ -30,8 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def logging_options(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--log-level", choices=["debug", "info", "warning", "error"],
-                         help="override [logging] level")
+        sub.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="override [logging] level")
         sub.add_argument("--log-format", choices=["auto", "json", "console"], help="override [logging] format")
 
     run = commands.add_parser("run", help="run the gateway with a configuration file")

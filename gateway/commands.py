@@ -61,7 +61,7 @@ class CommandRouter:
         handle = self.device(device_id)
         adapter = handle.adapter
         info = REGISTRY.get(type_name)
-        if info is None or info.kind == "message" and type_name not in adapter.accepts:
+        if info is None or (info.kind == "message" and type_name not in adapter.accepts):
             raise UnknownCommand(
                 f"{type_name!r} is not a command type (describe lists every type)"
                 if info is None

@@ -154,7 +154,7 @@ def build(cls: type[T], table: object, path: str, skip: tuple[str, ...] = ()) ->
             raise ConfigError(f"{prefix}{key}", f"unknown key (known keys: {known})")
         value = _convert(raw, hints[key], f"{prefix}{key}")
         low, high = fields[key].metadata.get("min"), fields[key].metadata.get("max")
-        if low is not None and value < low or high is not None and value > high:
+        if (low is not None and value < low) or (high is not None and value > high):
             raise ConfigError(f"{prefix}{key}", f"{value!r} is outside [{low}, {high}]")
         values[key] = value
     missing = [

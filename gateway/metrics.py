@@ -34,7 +34,9 @@ class _GatewayCollector(Collector):
             encoded.add_metric([encoding], count)
         yield encoded
 
-        depth = GaugeMetricFamily("hwgw_client_queue_depth", "Messages waiting in a client's mailbox", labels=["client"])
+        depth = GaugeMetricFamily(
+            "hwgw_client_queue_depth", "Messages waiting in a client's mailbox", labels=["client"]
+        )
         delivered = CounterMetricFamily("hwgw_client_delivered", "Messages sent to a client", labels=["client"])
         coalesced = CounterMetricFamily(
             "hwgw_client_coalesced", "Unsent samples replaced by a newer one of their topic", labels=["client"]

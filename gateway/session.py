@@ -221,12 +221,9 @@ class Session:
             if not isinstance(op, str):
                 raise BadRequest("every request needs an 'op' string")
             if op != "estop" and not self._bucket.take():
-                raise RateLimited(
-                    f"more than {self.hub.server.max_requests_per_s:g} requests per second; slow down"
-                )
-            if not self.authenticated and op not in ("auth", "ping"):
-                if op in self._ops or op == "command":
-                    raise Unauthorized(f"{op}: authenticate first with the 'auth' op")
+                raise RateLimited(f"more than {self.hub.server.max_requests_per_s:g} requests per second; slow down")
+            if not self.authenticated and op not in ("auth", "ping") and (op in self._ops or op == "command"):
+                raise Unauthorized(f"{op}: authenticate first with the 'auth' op")
             if op == "command":
                 self._start_command(request_id, request)
                 return

@@ -43,8 +43,13 @@ class DeviceHandle:
             return
         self.status, self.detail = status, detail
         self.connected_since = time.monotonic() if status == "connected" else None
-        log.info("device %s is %s%s", self.id, status, f": {detail}" if detail else "",
-                 extra={"device": self.id, "status": status})
+        log.info(
+            "device %s is %s%s",
+            self.id,
+            status,
+            f": {detail}" if detail else "",
+            extra={"device": self.id, "status": status},
+        )
         self._bus.device_event(DeviceEvent(self.id, self.kind, status, detail, time.time()))
 
     def event(self) -> DeviceEvent:

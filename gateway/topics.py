@@ -14,9 +14,7 @@ _SEGMENT = re.compile(r"^[A-Za-z0-9_.:\-]+$")
 def check_device_id(device_id: str) -> str:
     """Return `device_id` if it is one valid topic segment, else raise `ValueError`."""
     if not _SEGMENT.match(device_id) or len(device_id) > 128:
-        raise ValueError(
-            f"device id {device_id!r} must be 1-128 characters of letters, digits and _ . : -"
-        )
+        raise ValueError(f"device id {device_id!r} must be 1-128 characters of letters, digits and _ . : -")
     return device_id
 
 

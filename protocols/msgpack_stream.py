@@ -53,8 +53,6 @@ class MsgpackStreamReader:
             raise self._failed from None
         size = self._unpacker.tell() - start
         if size > self.max_message_bytes:
-            self._failed = MessageTooLarge(
-                f"a message of {size} bytes exceeds the {self.max_message_bytes}-byte limit"
-            )
+            self._failed = MessageTooLarge(f"a message of {size} bytes exceeds the {self.max_message_bytes}-byte limit")
             raise self._failed
         return value, size

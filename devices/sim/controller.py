@@ -127,17 +127,13 @@ class SimController(Adapter[SimOptions]):
         elif isinstance(message, Rumble):
             outputs = replace(outputs, rumble_low=message.low, rumble_high=message.high)
             self._hold_rumble(command.client_id, message.duration_s)
-        self._set_outputs(
-            replace(outputs, last_command=command.type, commands_received=outputs.commands_received + 1)
-        )
+        self._set_outputs(replace(outputs, last_command=command.type, commands_received=outputs.commands_received + 1))
         return {"outputs": command.type}
 
     async def estop(self) -> None:
         """Silence and stop rumbling at once."""
         self._stop_rumble()
-        self._set_outputs(
-            replace(self._outputs, sound_frequency_hz=0.0, estopped=self._outputs.estopped + 1)
-        )
+        self._set_outputs(replace(self._outputs, sound_frequency_hz=0.0, estopped=self._outputs.estopped + 1))
 
     def release(self, client_id: str) -> None:
         """A rumble is leased to the client that started it: it stops when that client leaves."""

@@ -33,4 +33,3 @@ class ControllerState:
     timestamp: Annotated[Time, Nested(Time)] = Time()
     axes: Annotated[tuple[float, ...], Array(Float(32, -1.0, 1.0), max_length=64)] = ()
     buttons: Annotated[tuple[int, ...], Array(_BUTTON_STATE, max_length=128)] = ()
-

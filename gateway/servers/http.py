@@ -88,8 +88,9 @@ def build_app(
         return web.json_response(body, status=status, dumps=lambda obj: orjson.dumps(obj).decode())
 
     async def prometheus(request: web.Request) -> web.Response:
-        return web.Response(body=metrics(), content_type="text/plain", charset="utf-8",
-                            headers={"X-Content-Type-Options": "nosniff"})
+        return web.Response(
+            body=metrics(), content_type="text/plain", charset="utf-8", headers={"X-Content-Type-Options": "nosniff"}
+        )
 
     async def index(request: web.Request) -> web.Response:
         return web.Response(text=_index_page(hub), content_type="text/html")
@@ -126,4 +127,3 @@ def _index_page(hub: Hub) -> str:
         "<tr><th>device</th><th>kind</th><th>status</th><th>topics</th></tr>"
         f"{rows}</table></body></html>"
     )
-

@@ -40,6 +40,12 @@ class StreamTransport:
             await self._writer.wait_closed()
 
 
+def _remove_stale_socket(path: Path) -> None:
+    # A socket file left by a run that did not stop cleanly would make bind() fail.
+    if path.is_socket():
+        path.unlink()
+
+
 class MsgpackServer:
     """Serves sessions on TCP and/or a Unix socket."""
 
@@ -57,8 +63,7 @@ class MsgpackServer:
             self.tcp_port = server.sockets[0].getsockname()[1]
         if unix_path:
             path = Path(unix_path)
-            if path.is_socket():
-                path.unlink()  # left over from a run that did not stop cleanly
+            _remove_stale_socket(path)
             server = await asyncio.start_unix_server(self._serve, str(path), limit=READ_SIZE)
             os.chmod(path, stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IWGRP)
             self._servers.append(server)

@@ -1,0 +1,43 @@
+# hwgateway: `make demo` runs the gateway with simulated devices; `make test` runs every check.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Debian packages the tests use: unshare (util-linux) and ip (iproute2) for the loopback-only namespace.
+DEB_PACKAGES := util-linux iproute2
+
+.PHONY: demo test lint typecheck pytest deb-deps bench clean
+
+$(VENV)/.runtime: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.test: pyproject.toml $(VENV)/.runtime
+	$(BIN)/pip install --quiet -e '.[test,dev]'
+	touch $@
+
+demo: $(VENV)/.runtime
+	$(BIN)/hwgateway demo
+
+test: deb-deps $(VENV)/.test lint typecheck pytest
+
+deb-deps:
+	@scripts/install-deb-deps.sh $(DEB_PACKAGES)
+
+lint: $(VENV)/.test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.test
+	$(BIN)/mypy
+
+# Tests run in a fresh network namespace holding only loopback, so nothing can leave this host.
+pytest: $(VENV)/.test
+	scripts/loopback-only.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(VENV)/.test
+	scripts/loopback-only.sh $(BIN)/python bench/fanout.py $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,278 @@
+"""Test harness: the real daemon started through its CLI, and real clients on every transport."""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import msgpack
+import websockets
+
+TransportName = Literal["ws", "tcp", "unix"]
+TRANSPORTS: tuple[TransportName, ...] = ("ws", "tcp", "unix")
+START_TIMEOUT_S = 15.0
+
+SIM_DEVICE = """
+[devices.sim-1]
+kind = "sim"
+rate_hz = 50.0
+leds = 3
+"""
+
+
+def gateway_config(tmp_path: Path, devices: str = SIM_DEVICE, server: str = "", extra: str = "") -> str:
+    """A config on free ports (0) with a Unix socket in `tmp_path`, plus `devices` and extra TOML."""
+    return (
+        '[server]\nhost = "127.0.0.1"\nhttp_port = 0\nmsgpack_port = 0\n'
+        f'unix_socket = "{tmp_path / "gw.sock"}"\n{server}\n'
+        "[supervisor]\nbackoff_initial_s = 0.1\nbackoff_max_s = 0.4\n"
+        f"{extra}\n{devices}"
+    )
+
+
+@dataclass
+class RunningGateway:
+    """A gateway process started with `hwgateway run`; `logs` collects its JSON log lines."""
+
+    proc: asyncio.subprocess.Process
+    http_port: int
+    msgpack_port: int | None
+    unix_socket: str | None
+    logs: list[dict[str, Any]] = field(default_factory=list)
+    _drain: asyncio.Task[None] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    async def stop(self, signum: int = signal.SIGTERM, timeout: float = 10.0) -> int:
+        """Signal the process and return its exit code."""
+        if self.proc.returncode is None:
+            self.proc.send_signal(signum)
+        try:
+            async with asyncio.timeout(timeout):
+                code = await self.proc.wait()
+        finally:
+            if self.proc.returncode is None:
+                self.proc.kill()
+                await self.proc.wait()
+        if self._drain is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._drain, 2.0)
+        return code
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        return [line for line in self.logs if line.get("event") == name]
+
+
+async def _read_logs(proc: asyncio.subprocess.Process, logs: list[dict[str, Any]]) -> None:
+    assert proc.stdout is not None
+    async for raw in proc.stdout:
+        try:
+            logs.append(json.loads(raw))
+        except ValueError:
+            logs.append({"event": raw.decode(errors="replace").rstrip()})
+
+
+def _write_config(tmp_path: Path, config_text: str) -> Path:
+    config_path = tmp_path / f"gateway-{next(_config_numbers)}.toml"
+    config_path.write_text(config_text)
+    return config_path
+
+
+_config_numbers = itertools.count(1)
+
+
+async def start_gateway(tmp_path: Path, config_text: str, *extra_args: str) -> RunningGateway:
+    """Write `config_text` and run `python -m gateway run` on it until it logs `listening`."""
+    config_path = _write_config(tmp_path, config_text)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gateway",
+        "run",
+        "--config",
+        str(config_path),
+        "--log-format",
+        "json",
+        *extra_args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    logs: list[dict[str, Any]] = []
+    drain = asyncio.create_task(_read_logs(proc, logs))
+    try:
+        async with asyncio.timeout(START_TIMEOUT_S):
+            while not any(line.get("event") == "listening" for line in logs):
+                if drain.done():
+                    raise RuntimeError(f"gateway exited during start: {logs}")
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        proc.kill()
+        raise RuntimeError(f"gateway did not start: {logs}") from None
+    listening = next(line for line in logs if line.get("event") == "listening")
+    http_port = int(listening["http"].rstrip("/").rsplit(":", 1)[1])
+    msgpack_port = int(listening["msgpack"].rsplit(":", 1)[1]) if listening.get("msgpack") else None
+    return RunningGateway(proc, http_port, msgpack_port, listening.get("unix"), logs, drain)
+
+
+class Client(abc.ABC):
+    """A protocol client: requests with ids, and the pushed messages kept apart in `pushed`."""
+
+    encoding: str = ""
+
+    def __init__(self) -> None:
+        self.hello: dict[str, Any] = {}
+        self.pushed: list[dict[str, Any]] = []
+        self._ids = itertools.count(1)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.send_raw(self.encode(message))
+
+    @abc.abstractmethod
+    def encode(self, message: Any) -> bytes:
+        """Encode one message for this transport."""
+
+    @abc.abstractmethod
+    async def send_raw(self, data: bytes) -> None:
+        """Send bytes as they are."""
+
+    @abc.abstractmethod
+    async def recv(self, timeout: float = 5.0) -> dict[str, Any]:
+        """The next message from the gateway."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Close the connection."""
+
+    async def start(self) -> Client:
+        self.hello = await self.recv()
+        assert self.hello["op"] == "hello", self.hello
+        return self
+
+    async def result(self, request_id: Any, timeout: float = 5.0) -> dict[str, Any]:
+        """Wait for the result of `request_id`, keeping pushed messages in `pushed`."""
+        async with asyncio.timeout(timeout):
+            while True:
+                message = await self.recv(timeout)
+                if message["op"] == "result" and message["id"] == request_id:
+                    return message
+                self.pushed.append(message)
+
+    async def request(self, op: str, timeout: float = 5.0, **fields: Any) -> dict[str, Any]:
+        request_id = next(self._ids)
+        await self.send({"op": op, "id": request_id, **fields})
+        return await self.result(request_id, timeout)
+
+    async def ok(self, op: str, **fields: Any) -> dict[str, Any]:
+        """Send a request that must succeed; return its data."""
+        answer = await self.request(op, **fields)
+        assert answer["ok"], answer
+        data: dict[str, Any] = answer["data"]
+        return data
+
+    async def error(self, op: str, **fields: Any) -> dict[str, str]:
+        """Send a request that must fail; return its error."""
+        answer = await self.request(op, **fields)
+        assert not answer["ok"], answer
+        error: dict[str, str] = answer["error"]
+        return error
+
+    async def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 5.0) -> dict[str, Any]:
+        """The first pushed message (already kept or new) that satisfies `predicate`."""
+        for index, message in enumerate(self.pushed):
+            if predicate(message):
+                return self.pushed.pop(index)
+        async with asyncio.timeout(timeout):
+            while True:
+                message = await self.recv(timeout)
+                if predicate(message):
+                    return message
+                self.pushed.append(message)
+
+
+class WsClient(Client):
+    """The `websockets` library's client on /ws."""
+
+    encoding = "json"
+
+    def __init__(self, ws: Any) -> None:
+        super().__init__()
+        self.ws = ws
+
+    def encode(self, message: Any) -> bytes:
+        return json.dumps(message).encode()
+
+    async def send_raw(self, data: bytes) -> None:
+        await self.ws.send(data.decode())
+
+    async def recv(self, timeout: float = 5.0) -> dict[str, Any]:
+        async with asyncio.timeout(timeout):
+            message: dict[str, Any] = json.loads(await self.ws.recv())
+            return message
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+class MsgpackClient(Client):
+    """A plain asyncio stream client speaking the msgpack socket."""
+
+    encoding = "msgpack"
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        super().__init__()
+        self.reader = reader
+        self.writer = writer
+        self.unpacker = msgpack.Unpacker(raw=False)
+
+    def encode(self, message: Any) -> bytes:
+        packed: bytes = msgpack.packb(message, use_bin_type=True)
+        return packed
+
+    async def send_raw(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def recv(self, timeout: float = 5.0) -> dict[str, Any]:
+        async with asyncio.timeout(timeout):
+            while True:
+                for message in self.unpacker:
+                    return message  # type: ignore[no-any-return]
+                data = await self.reader.read(65536)
+                if not data:
+                    raise ConnectionError("connection closed")
+                self.unpacker.feed(data)
+
+    async def close(self) -> None:
+        self.writer.close()
+        with contextlib.suppress(OSError):
+            await self.writer.wait_closed()
+
+
+async def connect(gateway: RunningGateway, transport: TransportName, **ws_options: Any) -> Client:
+    """Connect a client over `transport` and read its `hello`."""
+    client: Client
+    if transport == "ws":
+        ws = await websockets.connect(
+            f"ws://127.0.0.1:{gateway.http_port}/ws", max_size=None, compression=None, **ws_options
+        )
+        client = WsClient(ws)
+    elif transport == "tcp":
+        assert gateway.msgpack_port is not None
+        client = MsgpackClient(*await asyncio.open_connection("127.0.0.1", gateway.msgpack_port))
+    else:
+        assert gateway.unix_socket is not None
+        client = MsgpackClient(*await asyncio.open_unix_connection(gateway.unix_socket))
+    return await client.start()
