@@ -26,6 +26,9 @@ class MsgpackStreamReader:
             raw=False, strict_map_key=False, max_buffer_size=max_message_bytes + read_size
         )
         self._failed: ProtocolError | None = None
+        # The unpacker parses partial values incrementally, so tell() moves before a value is complete:
+        # a value starts where the previous one ended.
+        self._message_start = 0
 
     def receive_data(self, data: bytes) -> None:
         """Add bytes read from the socket; raise `MessageTooLarge` when a value cannot fit."""
@@ -41,7 +44,7 @@ class MsgpackStreamReader:
         """The next complete value and its size in bytes, or None until more bytes arrive."""
         if self._failed:
             raise self._failed
-        start = self._unpacker.tell()
+        start = self._message_start
         try:
             value = self._unpacker.unpack()
         except msgpack.OutOfData:
@@ -51,7 +54,8 @@ class MsgpackStreamReader:
             detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
             self._failed = ProtocolError(f"undecodable msgpack at stream byte {start} ({detail})")
             raise self._failed from None
-        size = self._unpacker.tell() - start
+        self._message_start = self._unpacker.tell()
+        size = self._message_start - start
         if size > self.max_message_bytes:
             self._failed = MessageTooLarge(f"a message of {size} bytes exceeds the {self.max_message_bytes}-byte limit")
             raise self._failed

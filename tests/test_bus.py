@@ -1,0 +1,105 @@
+"""The bus on its own: latest value, patterns, coalescing, rate holding, encode-once, seq and stamps."""
+
+from __future__ import annotations
+
+import time
+
+import msgpack
+import orjson
+
+from gateway.bus import FRAMES_ENCODED, Bus, DeviceEvent, Sample, Subscriber
+from gateway.messages.generic import Led
+
+
+def led(value: float) -> Led:
+    return Led(index=0, rgb=(value, 0.0, 0.0))
+
+
+def take(subscriber: Subscriber) -> list[Sample]:
+    due, _ = subscriber.take_due(time.monotonic())
+    return [item for item in due if isinstance(item, Sample)]
+
+
+async def test_new_subscriber_gets_latest_value_at_once() -> None:
+    bus = Bus()
+    bus.publish("dev/a", led(0.1))
+    bus.publish("dev/a", led(0.2))
+    bus.publish("other/a", led(0.3))
+    subscriber = Subscriber("c", "json")
+    bus.subscribe(subscriber, ["dev/*"], None)
+    samples = take(subscriber)
+    assert [(s.topic, s.seq, s.message.rgb[0]) for s in samples] == [("dev/a", 2, 0.2)]
+
+
+async def test_slow_subscriber_keeps_one_slot_per_topic_and_the_newest_value() -> None:
+    bus = Bus()
+    subscriber = Subscriber("c", "json")
+    bus.subscribe(subscriber, ["dev/**"], None)
+    for index in range(1000):
+        bus.publish("dev/a", led(index / 1000))
+        bus.publish("dev/b/c", led(index / 1000))
+    assert subscriber.depth == 2
+    assert subscriber.coalesced == 2 * 999
+    samples = take(subscriber)
+    assert [(s.topic, s.seq) for s in samples] == [("dev/a", 1000), ("dev/b/c", 1000)]
+    assert subscriber.depth == 0
+
+
+async def test_max_rate_holds_samples_back_but_delivers_the_newest() -> None:
+    bus = Bus()
+    subscriber = Subscriber("c", "json")
+    bus.subscribe(subscriber, ["dev/a"], 10.0)
+    bus.publish("dev/a", led(0.1))
+    assert [s.seq for s in take(subscriber)] == [1]
+    bus.publish("dev/a", led(0.2))
+    bus.publish("dev/a", led(0.3))
+    due, next_due = subscriber.take_due(time.monotonic())
+    assert due == []
+    assert next_due is not None and 0.05 < next_due - time.monotonic() <= 0.1
+    due, _ = subscriber.take_due(next_due)
+    assert [(s.seq, s.message.rgb[0]) for s in due if isinstance(s, Sample)] == [(3, 0.3)]
+
+
+async def test_each_sample_is_encoded_once_per_encoding_for_any_number_of_subscribers() -> None:
+    bus = Bus()
+    subscribers = [Subscriber(f"c{i}", "json" if i % 2 else "msgpack") for i in range(20)]
+    for subscriber in subscribers:
+        bus.subscribe(subscriber, ["dev/a"], None)
+    before = FRAMES_ENCODED.copy()
+    bus.publish("dev/a", led(0.5), stamp=123.25)
+    frames = [item.frame(s.encoding) for s in subscribers for item in s.take_due(time.monotonic())[0]]
+    assert FRAMES_ENCODED["json"] - before["json"] == 1
+    assert FRAMES_ENCODED["msgpack"] - before["msgpack"] == 1
+    decoded = orjson.loads(frames[1])
+    assert decoded == msgpack.unpackb(frames[0])
+    assert decoded["stamp"] == 123.25
+    assert decoded["recv_stamp"] > 1.7e9
+    assert decoded["type"] == "led"
+    assert decoded["data"] == {"index": 0, "rgb": [0.5, 0.0, 0.0]}
+
+
+async def test_unsubscribe_and_detach_stop_delivery() -> None:
+    bus = Bus()
+    subscriber = Subscriber("c", "json")
+    first = bus.subscribe(subscriber, ["dev/a"], None)
+    bus.publish("dev/a", led(0.1))
+    assert bus.unsubscribe(subscriber, first)
+    assert not bus.unsubscribe(subscriber, first)
+    bus.publish("dev/a", led(0.2))
+    assert [s.seq for s in take(subscriber)] == [1]
+    bus.subscribe(subscriber, ["dev/a"], None)
+    bus.detach(subscriber)
+    assert subscriber.dropped == 1
+    bus.publish("dev/a", led(0.3))
+    assert subscriber.depth == 0
+
+
+async def test_device_events_reach_attached_subscribers_keyed_per_device() -> None:
+    bus = Bus()
+    subscriber = Subscriber("c", "json")
+    bus.attach(subscriber)
+    bus.device_event(DeviceEvent("dev", "sim", "connecting", "", 1.0))
+    bus.device_event(DeviceEvent("dev", "sim", "connected", "", 2.0))
+    due, _ = subscriber.take_due(time.monotonic())
+    assert len(due) == 1
+    assert orjson.loads(due[0].frame("json"))["status"] == "connected"
