@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
@@ -45,7 +46,7 @@ SEED_TYPES = {
 
 
 def test_every_seed_type_is_registered() -> None:
-    assert SEED_TYPES <= set(REGISTRY)
+    assert set(REGISTRY) >= SEED_TYPES
     assert {"led", "sound", "rumble"} <= set(REGISTRY)
 
 
@@ -190,7 +191,5 @@ def test_every_type_has_a_closed_json_schema(name: str) -> None:
 )
 def test_no_input_crashes_validation(data: object) -> None:
     for name in ("wiimote/State", "thymio_msgs/Led", "led", "asebaros_msgs/LoadScript"):
-        try:
+        with contextlib.suppress(InvalidArgument):
             from_plain(REGISTRY[name].cls, data)
-        except InvalidArgument:
-            pass
