@@ -1,0 +1,73 @@
+"""A client that reads nothing for 5 s while 1 kHz flows: bounded memory, then the newest values arrive."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from pathlib import Path
+
+import aiohttp
+import psutil
+import pytest
+
+from tests.harness import TransportName, connect, gateway_config, start_gateway
+
+FAST_DEVICE = '[devices.fast]\nkind = "sim"\nrate_hz = 1000.0\n'
+STALL_S = 5.0
+#: The gateway may grow by socket buffers and allocator slack, not by a backlog (5,000 samples × ~400 B).
+MAX_GROWTH_BYTES = 8 * 1024 * 1024
+
+
+async def metric(base_url: str, name: str, client: str) -> float:
+    async with aiohttp.ClientSession() as http:
+        text = await (await http.get(f"{base_url}/metrics")).text()
+    found = re.search(rf'^{name}{{client="{client}"}} (\S+)$', text, re.MULTILINE)
+    assert found, f"{name} for {client} not in /metrics"
+    return float(found.group(1))
+
+
+@pytest.mark.parametrize("transport", ["ws", "tcp"])
+async def test_stalled_client_costs_bounded_memory_and_then_gets_the_newest(
+    tmp_path: Path, transport: TransportName
+) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, FAST_DEVICE))
+    try:
+        process = psutil.Process(gateway.proc.pid)
+        slow = await connect(gateway, transport)
+        commander = await connect(gateway, "ws")
+        session = slow.hello["session"]
+        await slow.ok("subscribe", topics=["fast/**"])
+        await asyncio.sleep(0.5)
+        rss_before = process.memory_info().rss
+
+        # The slow client reads nothing from here on; meanwhile its LED is changed twice.
+        await commander.ok("command", device="fast", type="led", data={"rgb": [1, 0, 0]})
+        samples: list[int] = []
+        deadline = time.monotonic() + STALL_S
+        while time.monotonic() < deadline:
+            samples.append(process.memory_info().rss)
+            await asyncio.sleep(0.25)
+        await commander.ok("command", device="fast", type="led", data={"rgb": [0, 0, 1]})
+        assert max(samples) - rss_before < MAX_GROWTH_BYTES
+        assert await metric(gateway.base_url, "hwgw_client_queue_depth", session) <= 2  # one slot per topic
+        assert await metric(gateway.base_url, "hwgw_client_coalesced_total", session) > 100
+        healthy = await commander.ok("ping")  # the producer and the other clients never waited
+        assert healthy["pong"] is True
+
+        # Reading again, the client drains what the socket buffers held and then receives fresh values.
+        resumed = time.time()
+        async with asyncio.timeout(10):
+            while True:
+                message = await slow.recv()
+                if message["op"] == "state" and message["topic"] == "fast/state" and message["recv_stamp"] > resumed:
+                    break
+                slow.pushed.append(message)
+        outputs = await slow.wait_for(
+            lambda m: m["op"] == "state" and m["topic"] == "fast/outputs" and m["data"]["leds"] == [[0.0, 0.0, 1.0]]
+        )
+        assert outputs["data"]["commands_received"] == 2
+        await slow.close()
+        await commander.close()
+    finally:
+        assert await gateway.stop() == 0
