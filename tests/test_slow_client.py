@@ -15,7 +15,7 @@ from tests.harness import TransportName, connect, gateway_config, start_gateway
 
 FAST_DEVICE = '[devices.fast]\nkind = "sim"\nrate_hz = 1000.0\n'
 STALL_S = 5.0
-#: The gateway may grow by socket buffers and allocator slack, not by a backlog (5,000 samples × ~400 B).
+#: The gateway may grow by socket buffers and allocator slack, not by a backlog (5,000 samples of about 400 B).
 MAX_GROWTH_BYTES = 8 * 1024 * 1024
 
 
