@@ -2,10 +2,11 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Debian packages the tests use: unshare (util-linux) and ip (iproute2) for the loopback-only namespace.
-DEB_PACKAGES := util-linux iproute2
+# Debian packages the tests use: unshare (util-linux) and ip (iproute2) for the loopback-only namespace,
+# systemd-analyze (systemd) for the unit, chromium for the dashboard.
+DEB_PACKAGES := util-linux iproute2 systemd chromium
 
-.PHONY: demo test lint typecheck pytest deb-deps bench clean
+.PHONY: demo test lint typecheck pytest deb-deps bench install check-install clean
 
 $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +21,7 @@ $(VENV)/.test: pyproject.toml $(VENV)/.runtime
 demo: $(VENV)/.runtime
 	$(BIN)/hwgateway demo
 
-test: deb-deps $(VENV)/.test lint typecheck pytest
+test: deb-deps $(VENV)/.test lint typecheck pytest check-install
 
 deb-deps:
 	@scripts/install-deb-deps.sh $(DEB_PACKAGES)
@@ -35,6 +36,16 @@ typecheck: $(VENV)/.test
 # Tests run in a fresh network namespace holding only loopback, so nothing can leave this host.
 pytest: $(VENV)/.test
 	scripts/loopback-only.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Install as a systemd service (root): /opt/hwgateway, /etc/hwgateway, the unit and the udev rules.
+install:
+	scripts/install-service.sh
+
+# The same install into a staging root, then the installed program checks the installed config.
+check-install:
+	rm -rf build/stage
+	DESTDIR=$(CURDIR)/build/stage scripts/install-service.sh
+	build/stage/opt/hwgateway/venv/bin/hwgateway check-config build/stage/etc/hwgateway/config.toml
 
 bench: $(VENV)/.test
 	scripts/loopback-only.sh $(BIN)/python bench/fanout.py $(BENCH_ARGS)

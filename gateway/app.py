@@ -22,6 +22,7 @@ from gateway.commands import CommandRouter
 from gateway.config import Config
 from gateway.errors import ErrorCode
 from gateway.metrics import Metrics
+from gateway.sdnotify import Notifier
 from gateway.servers.http import build_app
 from gateway.servers.msgpack_server import MsgpackServer
 from gateway.session import Hub
@@ -133,6 +134,17 @@ class Gateway:
         self.monitor.stop()
         log.info("stopped")
 
+    def healthy(self) -> bool:
+        """True while the event loop keeps up and every adapter task is alive."""
+        return self.monitor.lag <= UNHEALTHY_LAG_S and self.supervisor.tasks_alive()
+
+    def summary(self) -> str:
+        """One line for systemd's STATUS=."""
+        devices = self.supervisor.devices.values()
+        connected = sum(1 for handle in devices if handle.status == "connected")
+        clients = len(self.hub.sessions)
+        return f"{connected}/{len(devices)} devices connected, {clients} client{'s' if clients != 1 else ''}"
+
     def health(self) -> tuple[int, dict[str, Any]]:
         """HTTP status and body of /healthz: 503 when the event loop lags or an adapter task died."""
         lagging = self.monitor.max_lag > UNHEALTHY_LAG_S
@@ -155,8 +167,13 @@ class Gateway:
 
 
 async def serve(config: Config) -> int:
-    """Run the gateway until SIGTERM or SIGINT; return the process exit code."""
+    """Run the gateway until SIGTERM or SIGINT; return the process exit code.
+
+    Under systemd (`Type=notify`) it reports READY=1 once every server listens, pings the watchdog
+    while healthy, and reports STOPPING=1 when it starts to shut down.
+    """
     gateway = Gateway(config)
+    notifier = Notifier()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -168,10 +185,15 @@ async def serve(config: Config) -> int:
             log.error("cannot start: %s", error)
             await gateway.stop()
             return 1
+        notifier.notify("READY=1", f"STATUS={gateway.summary()}")
+        watchdog = asyncio.create_task(notifier.watchdog(gateway.healthy, gateway.summary), name="watchdog")
         await stop.wait()
+        notifier.notify("STOPPING=1", "STATUS=stopping")
+        watchdog.cancel()
         await gateway.stop()
         return 0
     finally:
+        notifier.close()
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(Exception):
                 loop.remove_signal_handler(signum)

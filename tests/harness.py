@@ -9,6 +9,7 @@ import itertools
 import json
 import os
 import signal
+import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,14 @@ kind = "sim"
 rate_hz = 50.0
 leds = 3
 """
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (for commands that print their ports)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def gateway_config(tmp_path: Path, devices: str = SIM_DEVICE, server: str = "", extra: str = "") -> str:

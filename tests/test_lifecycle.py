@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 import websockets
 
-from tests.harness import TRANSPORTS, RunningGateway, connect, gateway_config, start_gateway
+from tests.harness import TRANSPORTS, RunningGateway, connect, free_port, gateway_config, start_gateway
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
@@ -164,13 +164,6 @@ async def test_browser_origin_of_another_site_is_refused(gateway: RunningGateway
         own = f"http://127.0.0.1:{gateway.http_port}"
         async with http.ws_connect(f"{gateway.base_url}/ws", origin=own) as ws:
             assert (await ws.receive_json())["op"] == "hello"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 async def test_demo_serves_states_and_a_led_command_round_trips(tmp_path: Path) -> None:

@@ -38,6 +38,8 @@ class SimOptions:
     `connect_delay_s`: time before it reports connected. `fail_after_s`: raise this long after
     connecting (0: never), to exercise restarts. `command_latency_s`: delay before each command is
     answered. `failing_commands`: command types answered with a device error.
+    `block_loop_after_s` / `block_loop_s`: once, this long after connecting, block the whole event
+    loop for `block_loop_s` (a hung daemon, for watchdog tests).
     """
 
     rate_hz: float = field(default=100.0, metadata={"min": 0.1, "max": 10000.0})
@@ -46,6 +48,8 @@ class SimOptions:
     fail_after_s: float = field(default=0.0, metadata={"min": 0.0, "max": 86400.0})
     command_latency_s: float = field(default=0.0, metadata={"min": 0.0, "max": 3600.0})
     failing_commands: tuple[str, ...] = ()
+    block_loop_after_s: float = field(default=0.0, metadata={"min": 0.0, "max": 86400.0})
+    block_loop_s: float = field(default=0.0, metadata={"min": 0.0, "max": 600.0})
 
 
 class SimulatedFault(Exception):
@@ -93,10 +97,15 @@ class SimController(Adapter[SimOptions]):
         self.ctx.publish("outputs", self._outputs)
         period = 1.0 / self.options.rate_hz
         started = next_tick = time.monotonic()
+        blocked = False
         while True:
             now = time.monotonic()
             if self.options.fail_after_s and now - started >= self.options.fail_after_s:
                 raise SimulatedFault(f"simulated fault after {self.options.fail_after_s} s")
+            if self.options.block_loop_s and not blocked and now - started >= self.options.block_loop_after_s:
+                blocked = True
+                log.warning("blocking the event loop for %s s on purpose", self.options.block_loop_s)
+                time.sleep(self.options.block_loop_s)  # noqa: ASYNC251 - the fault being simulated
             if now - next_tick > _MAX_CATCH_UP_S:
                 next_tick = now
             # Samples due since the last wake-up go out back to back, so the mean rate is exact.
