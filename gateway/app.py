@@ -197,3 +197,5 @@ async def serve(config: Config) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(Exception):
                 loop.remove_signal_handler(signum)
+            # A repeated signal while the process winds down must not turn a clean exit into a kill.
+            signal.signal(signum, signal.SIG_IGN)

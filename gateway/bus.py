@@ -156,13 +156,14 @@ class Subscriber:
     def offer(self, item: Outgoing, min_interval: float = 0.0) -> None:
         """Put `item` in its slot, replacing an unsent older item (counted as coalesced)."""
         key = item.key
-        if key in self._pending:
+        was_pending = key in self._pending
+        if was_pending:
             self.coalesced += 1
         self._pending[key] = item
         if min_interval:
             self._intervals[key] = min_interval
-            # A held-back slot wakes the writer through its timer, not on every sample.
-            if self._not_before.get(key, 0.0) > time.monotonic():
+            # A slot already held back has its wake-up timer set; only a new one needs the writer.
+            if was_pending and self._not_before.get(key, 0.0) > time.monotonic():
                 return
         else:
             self._intervals.pop(key, None)
@@ -188,6 +189,14 @@ class Subscriber:
         """Drop everything unsent (the client is gone); counted as dropped."""
         self.dropped += len(self._pending)
         self._pending.clear()
+
+    def forget_unmatched(self) -> None:
+        """Drop unsent samples of topics that no subscription matches any more."""
+        for key in list(self._pending):
+            if not key.startswith("$") and self.interval_for(key) is None:
+                del self._pending[key]
+                self._intervals.pop(key, None)
+                self._not_before.pop(key, None)
 
     def interval_for(self, topic: str) -> float | None:
         """The send interval for `topic`, or None when no subscription matches it."""
@@ -264,9 +273,10 @@ class Bus:
         return subscription.id
 
     def unsubscribe(self, subscriber: Subscriber, subscription_id: int) -> bool:
-        """Remove one subscription; False when the subscriber has no such id."""
+        """Remove one subscription and what it left unsent; False when the subscriber has no such id."""
         if subscriber.subscriptions.pop(subscription_id, None) is None:
             return False
+        subscriber.forget_unmatched()
         self._routes.clear()
         return True
 

@@ -168,7 +168,7 @@ class Session:
         )
         self.hub.sessions.add(self)
         if self.authenticated:
-            self.hub.bus.attach(self.subscriber)
+            self._attach()
         self._writer = asyncio.create_task(self._write_loop(), name=f"session:{self.id}:writer")
         log.info("client %s connected from %s (%s)", self.id, self.peer, self.transport.encoding)
 
@@ -202,8 +202,12 @@ class Session:
     # -- requests ----------------------------------------------------------------------------
 
     async def receive(self, request: object, size: int) -> None:
-        """Handle one decoded request of `size` bytes; waits while the client is not reading."""
-        await self._room.wait()
+        """Handle one decoded request of `size` bytes; waits while the client is not reading.
+
+        An `estop` never waits: it goes ahead of a full result queue.
+        """
+        if not (isinstance(request, Mapping) and request.get("op") == "estop"):
+            await self._room.wait()
         request_id: RequestId = None
         try:
             if not isinstance(request, Mapping):
@@ -252,8 +256,14 @@ class Session:
             raise Unauthorized("token refused")
         if not self.authenticated:
             self.authenticated = True
-            self.hub.bus.attach(self.subscriber)
+            self._attach()
         return {"authenticated": True}
+
+    def _attach(self) -> None:
+        """Start receiving device events, beginning with every device's current availability."""
+        self.hub.bus.attach(self.subscriber)
+        for handle in self.hub.supervisor.devices.values():
+            self.subscriber.offer(handle.event())
 
     async def _ping(self, request: Mapping[str, Any]) -> dict[str, Any]:
         _check_fields(request, "ping", frozenset({"op", "id"}))

@@ -8,12 +8,12 @@ from functools import lru_cache
 from gateway.errors import InvalidArgument
 
 MAX_TOPIC_LENGTH = 256
-_SEGMENT = re.compile(r"^[A-Za-z0-9_.:\-]+$")
+_SEGMENT = re.compile(r"[A-Za-z0-9_.:\-]+")
 
 
 def check_device_id(device_id: str) -> str:
     """Return `device_id` if it is one valid topic segment, else raise `ValueError`."""
-    if not _SEGMENT.match(device_id) or len(device_id) > 128:
+    if not _SEGMENT.fullmatch(device_id) or len(device_id) > 128:
         raise ValueError(f"device id {device_id!r} must be 1-128 characters of letters, digits and _ . : -")
     return device_id
 
@@ -21,7 +21,7 @@ def check_device_id(device_id: str) -> str:
 def check_topic(topic: str) -> str:
     """Return `topic` if it has a device id and at least one stream segment, else raise `ValueError`."""
     segments = topic.split("/")
-    if len(topic) > MAX_TOPIC_LENGTH or len(segments) < 2 or not all(_SEGMENT.match(s) for s in segments):
+    if len(topic) > MAX_TOPIC_LENGTH or len(segments) < 2 or not all(_SEGMENT.fullmatch(s) for s in segments):
         raise ValueError(f"topic {topic!r} must be <device_id>/<stream>[/...] of letters, digits and _ . : -")
     return topic
 
@@ -33,7 +33,7 @@ def parse_pattern(pattern: str) -> tuple[str, ...]:
         raise InvalidArgument(f"pattern {pattern!r} must be 1-{MAX_TOPIC_LENGTH} characters")
     segments = tuple(pattern.split("/"))
     for segment in segments:
-        if segment not in ("*", "**") and not _SEGMENT.match(segment):
+        if segment not in ("*", "**") and not _SEGMENT.fullmatch(segment):
             raise InvalidArgument(
                 f"pattern {pattern!r}: segment {segment!r} must be '*', '**' or letters, digits and _ . : -"
             )

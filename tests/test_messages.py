@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gateway.errors import InvalidArgument
@@ -164,7 +164,7 @@ def _plain_strategy(cls: type[Any]) -> st.SearchStrategy[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_type_round_trips_through_plain_data(name: str, data: st.DataObject) -> None:
     cls = REGISTRY[name].cls
@@ -182,7 +182,7 @@ def test_every_type_has_a_closed_json_schema(name: str) -> None:
     assert set(schema["properties"]) == {field for field, _ in REGISTRY[name].fields}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=st.recursive(
         st.none() | st.booleans() | st.integers() | st.floats() | st.text(),

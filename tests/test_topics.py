@@ -42,3 +42,10 @@ def test_topic_and_device_id_rules() -> None:
     assert check_device_id("wiimote-00:1f:32:aa:bb:cc")
     with pytest.raises(ValueError, match="device id"):
         check_device_id("a/b")
+
+
+def test_a_trailing_newline_is_not_a_name() -> None:
+    with pytest.raises(ValueError, match="device id"):
+        check_device_id("sim\n")
+    with pytest.raises(InvalidArgument):
+        matches("sim-1/state\n", "sim-1/state")
