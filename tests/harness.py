@@ -119,6 +119,21 @@ async def start_gateway(tmp_path: Path, config_text: str, *extra_args: str) -> R
         stderr=asyncio.subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+    return await _until_listening(proc)
+
+
+async def start_demo(tmp_path: Path, http_port: int, msgpack_port: int) -> RunningGateway:
+    """Run `python -m gateway demo` on the given ports (and a Unix socket in `tmp_path`) until it listens."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway", "demo", "--http-port", str(http_port), "--msgpack-port", str(msgpack_port),
+        "--unix-socket", str(tmp_path / "demo.sock"), "--log-format", "json",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    return await _until_listening(proc)
+
+
+async def _until_listening(proc: asyncio.subprocess.Process) -> RunningGateway:
     logs: list[dict[str, Any]] = []
     drain = asyncio.create_task(_read_logs(proc, logs))
     try:
@@ -144,10 +159,22 @@ class Client(abc.ABC):
     def __init__(self) -> None:
         self.hello: dict[str, Any] = {}
         self.pushed: list[dict[str, Any]] = []
+        #: Called with every message sent and received (tests check them against the schemas).
+        self.on_send: Callable[[dict[str, Any]], None] | None = None
+        self.on_receive: Callable[[dict[str, Any]], None] | None = None
         self._ids = itertools.count(1)
 
     async def send(self, message: dict[str, Any]) -> None:
+        if self.on_send is not None:
+            self.on_send(message)
         await self.send_raw(self.encode(message))
+
+    async def recv(self, timeout: float = 5.0) -> dict[str, Any]:
+        """The next message from the gateway."""
+        message = await self.receive(timeout)
+        if self.on_receive is not None:
+            self.on_receive(message)
+        return message
 
     @abc.abstractmethod
     def encode(self, message: Any) -> bytes:
@@ -158,8 +185,8 @@ class Client(abc.ABC):
         """Send bytes as they are."""
 
     @abc.abstractmethod
-    async def recv(self, timeout: float = 5.0) -> dict[str, Any]:
-        """The next message from the gateway."""
+    async def receive(self, timeout: float = 5.0) -> dict[str, Any]:
+        """The next message as the transport decodes it."""
 
     @abc.abstractmethod
     async def close(self) -> None:
@@ -226,7 +253,7 @@ class WsClient(Client):
     async def send_raw(self, data: bytes) -> None:
         await self.ws.send(data.decode())
 
-    async def recv(self, timeout: float = 5.0) -> dict[str, Any]:
+    async def receive(self, timeout: float = 5.0) -> dict[str, Any]:
         async with asyncio.timeout(timeout):
             message: dict[str, Any] = json.loads(await self.ws.recv())
             return message
@@ -254,7 +281,7 @@ class MsgpackClient(Client):
         self.writer.write(data)
         await self.writer.drain()
 
-    async def recv(self, timeout: float = 5.0) -> dict[str, Any]:
+    async def receive(self, timeout: float = 5.0) -> dict[str, Any]:
         async with asyncio.timeout(timeout):
             while True:
                 for message in self.unpacker:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import itertools
 import json
 import re
 import signal
@@ -95,13 +94,26 @@ class Checked:
 
     def __init__(self, client: Client) -> None:
         self.client = client
-        self.pushed: list[dict[str, Any]] = []
+        self.pushed = client.pushed
         self.received: Counter[str] = Counter()
         self.error_codes: Counter[str] = Counter()
         self.data_checked: Counter[str] = Counter()
-        self._ids = itertools.count(1)
         self._sent_ops: dict[RequestId, str] = {}
+        self._next_is_invalid = False
+        client.on_send = self._check_sent
+        client.on_receive = self._check_received
         self._check_received(client.hello)
+
+    def _check_sent(self, request: dict[str, Any]) -> None:
+        name = f"request.{request.get('op')}"
+        if not self._next_is_invalid:
+            assert_valid(name, request)
+        elif (SCHEMA_DIR / f"{name}.json").exists():
+            assert_invalid(name, request)
+        self._next_is_invalid = False
+        request_id = request.get("id")
+        if isinstance(request_id, int | str):
+            self._sent_ops[request_id] = str(request.get("op"))
 
     def _check_received(self, message: dict[str, Any]) -> None:
         op = message.get("op")
@@ -118,48 +130,24 @@ class Checked:
             else:
                 self.error_codes[message["error"]["code"]] += 1
 
-    async def recv(self, timeout: float = 5.0) -> dict[str, Any]:
-        message = await self.client.recv(timeout)
-        self._check_received(message)
-        return message
-
     async def send(self, request: dict[str, Any], *, valid: bool = True) -> None:
         """Send `request`, which must satisfy its request schema (or, with valid=False, break it)."""
-        name = f"request.{request.get('op')}"
-        if valid:
-            assert_valid(name, request)
-        elif (SCHEMA_DIR / f"{name}.json").exists():
-            assert_invalid(name, request)
-        request_id = request.get("id")
-        if isinstance(request_id, int | str):
-            self._sent_ops[request_id] = str(request.get("op"))
+        self._next_is_invalid = not valid
         await self.client.send(request)
 
     async def result(self, request_id: RequestId, timeout: float = 5.0) -> dict[str, Any]:
-        async with asyncio.timeout(timeout):
-            while True:
-                message = await self.recv(timeout)
-                if message["op"] == "result" and message["id"] == request_id:
-                    return message
-                self.pushed.append(message)
+        return await self.client.result(request_id, timeout)
 
     async def request(self, op: str, **fields: Any) -> dict[str, Any]:
-        request = {"op": op, "id": next(self._ids), **fields}
-        await self.send(request)
-        return await self.result(request["id"])
+        return await self.client.request(op, **fields)
 
     async def ok(self, op: str, **fields: Any) -> dict[str, Any]:
-        answer = await self.request(op, **fields)
-        assert answer["ok"] is True, answer
-        data: dict[str, Any] = answer["data"]
-        return data
+        return await self.client.ok(op, **fields)
 
     async def error(self, op: str, code: ErrorCode, **fields: Any) -> str:
-        answer = await self.request(op, **fields)
-        assert answer["ok"] is False, answer
-        assert answer["error"]["code"] == code.value, answer
-        message: str = answer["error"]["message"]
-        return message
+        error = await self.client.error(op, **fields)
+        assert error["code"] == code.value, error
+        return error["message"]
 
     async def refused(
         self, request: dict[str, Any], code: ErrorCode, *, expect_id: RequestId, valid: bool = False
@@ -173,21 +161,13 @@ class Checked:
         return message
 
     async def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 5.0) -> dict[str, Any]:
-        for index, message in enumerate(self.pushed):
-            if predicate(message):
-                return self.pushed.pop(index)
-        async with asyncio.timeout(timeout):
-            while True:
-                message = await self.recv(timeout)
-                if predicate(message):
-                    return message
-                self.pushed.append(message)
+        return await self.client.wait_for(predicate, timeout)
 
     async def closed(self, timeout: float = 5.0) -> BaseException:
         """Wait until the gateway ends the connection; return how the client saw it end."""
         try:
             while True:
-                self.pushed.append(await self.recv(timeout))
+                self.pushed.append(await self.client.recv(timeout))
         except (ConnectionError, websockets.ConnectionClosed) as error:
             return error
 
@@ -535,7 +515,7 @@ async def test_close_messages_live(tmp_path: Path, transport: TransportName) -> 
         # A frame over max_frame_bytes ends the connection: a close message on the msgpack socket,
         # WebSocket close code 1009 on /ws.
         oversized = Checked(await connect(gateway, transport))
-        await oversized.client.send({"op": "ping", "id": 1, "pad": "x" * 5000})
+        await oversized.send({"op": "ping", "id": 1, "pad": "x" * 5000}, valid=False)
         ended = await oversized.closed()
         if transport == "ws":
             assert isinstance(ended, websockets.ConnectionClosed)
