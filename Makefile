@@ -11,11 +11,11 @@ DEB_PACKAGES := util-linux iproute2 systemd chromium
 $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e '.[gamepad]'
 	touch $@
 
 $(VENV)/.test: pyproject.toml $(VENV)/.runtime
-	$(BIN)/pip install --quiet -e '.[test,dev]'
+	$(BIN)/pip install --quiet -e '.[test,dev,gamepad]'
 	touch $@
 
 demo: $(VENV)/.runtime

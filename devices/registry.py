@@ -8,6 +8,7 @@ from typing import Any
 from devices.base import Adapter
 
 _KINDS: dict[str, str] = {
+    "gamepad": "devices.gamepad.adapter:GamepadAdapter",
     "sim": "devices.sim.controller:SimController",
 }
 

@@ -3,7 +3,7 @@
 Importing this package registers them all in `REGISTRY`.
 """
 
-from gateway.messages import asebaros, common, creos, generic, kortex, sim, thymio, wiimote
+from gateway.messages import asebaros, common, creos, gamepad, generic, kortex, sim, thymio, wiimote
 from gateway.messages.schema import REGISTRY, MessageInfo, from_plain, info_of, schema_of, to_plain, type_name
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "common",
     "creos",
     "from_plain",
+    "gamepad",
     "generic",
     "info_of",
     "kortex",

@@ -1,0 +1,382 @@
+"""The `gamepad` adapter: one configured device bound to one SDL game controller.
+
+Publishes, under the config id:
+
+- `<id>/state` — `creos_messages/ControllerState` (see `devices.gamepad.normalize`), on every change
+  and `rate_hz` times a second;
+- `<id>/info` — `hwgateway/GamepadInfo`: the bound pad's identity and outputs, on attach and detach;
+- `<id>/virtual_outputs` — `hwgateway/GamepadVirtualOutputs` (virtual pads only): what the virtual
+  device's rumble/LED/player-index callbacks received, so clients and tests see commands land.
+
+Accepts `rumble` (low/high motors), `led` (the pad's one RGB LED), `hwgateway/GamepadTriggerRumble`
+and `hwgateway/GamepadPlayerIndex`. A pad without the output answers `unknown_command` naming what
+it does support; `list_devices` shows each pad's outputs in `capabilities`.
+
+Availability: `connecting` until a matching pad is attached, then `connected`. Unplugging it ends
+`run` with `PadLost`, so the supervisor reports `disconnected` and starts over: the device waits
+(`connecting`) for a matching pad and reconnects when one, e.g. the same pad, is plugged in again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from devices.base import Adapter, Command, DeviceContext
+from devices.gamepad.model import (
+    VIRTUAL_FEATURES,
+    BackendStopped,
+    PadAttached,
+    PadDetached,
+    PadEvent,
+    PadGone,
+    PadInfo,
+    PadSample,
+    PadWaiting,
+    SdlError,
+    Selector,
+    VirtualFeature,
+    VirtualLayout,
+    VirtualOutputsChanged,
+    VirtualSpec,
+)
+from devices.gamepad.normalize import Normalizer, RawPad, Settings
+from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand
+from gateway.messages.common import Time
+from gateway.messages.creos import ControllerState
+from gateway.messages.gamepad import GamepadInfo, GamepadPlayerIndex, GamepadTriggerRumble
+from gateway.messages.generic import Led, Rumble
+
+if TYPE_CHECKING:
+    from devices.gamepad.sdl_backend import Claim, SdlBackend
+
+log = logging.getLogger(__name__)
+
+_GUID = re.compile(r"[0-9a-fA-F]{32}")
+_U16_MAX = 65535
+
+
+@dataclass(frozen=True, slots=True)
+class GamepadOptions:
+    """Config of a `kind = "gamepad"` device (SDL2 game controller).
+
+    Which pad: `guid` (an SDL GUID, 32 hex digits; with name CRC 0000, as in GameControllerDB lines,
+    any name), `serial`, `path` (e.g. /dev/input/event7) and `name_contains` must each match when
+    set; with none set, the first pad no other device has taken.
+    `mapping_files`: GameControllerDB-format files (e.g. a `gamecontrollerdb.txt`, then your own
+    mappings) added to SDL's built-in mappings in order; later lines win.
+    Normalization: `dead_zone` (fraction of stick travel read as 0), `trigger_threshold` and
+    `trigger_hysteresis` (trigger values in [0, 1] that press and release L2/R2), `long_press_s`
+    (seconds held before a button reads 2). `rate_hz`: states per second besides those on change
+    (0: on change only).
+    Virtual pads (tests, demos): `virtual` attaches an SDL virtual pad for this device alone;
+    `virtual_layout` "gamecontroller" is mapped automatically, "raw" needs a mapping (from
+    `mapping_files`); `virtual_motion` "demo" plays a scripted motion; `virtual_features` lists its
+    outputs (rumble, trigger_rumble, led, player_index).
+    """
+
+    guid: str = ""
+    serial: str = ""
+    path: str = ""
+    name_contains: str = ""
+    mapping_files: tuple[str, ...] = ()
+    dead_zone: float = field(default=0.05, metadata={"min": 0.0, "max": 0.9})
+    trigger_threshold: float = field(default=0.5, metadata={"min": 0.05, "max": 1.0})
+    trigger_hysteresis: float = field(default=0.05, metadata={"min": 0.0, "max": 0.5})
+    long_press_s: float = field(default=0.6, metadata={"min": 0.05, "max": 60.0})
+    rate_hz: float = field(default=20.0, metadata={"min": 0.0, "max": 1000.0})
+    virtual: bool = False
+    virtual_layout: VirtualLayout = "gamecontroller"
+    virtual_motion: Literal["none", "demo"] = "none"
+    virtual_features: tuple[VirtualFeature, ...] = VIRTUAL_FEATURES
+
+    def __post_init__(self) -> None:
+        if self.guid and not _GUID.fullmatch(self.guid):
+            raise ValueError(f"guid {self.guid!r} is not 32 hexadecimal digits")
+        selected = self.guid or self.serial or self.path or self.name_contains
+        if self.virtual and selected:
+            raise ValueError("a virtual pad is its own selector: drop guid, serial, path and name_contains")
+        if self.virtual_motion == "demo" and not (self.virtual and self.virtual_layout == "gamecontroller"):
+            raise ValueError('virtual_motion = "demo" needs virtual = true and virtual_layout = "gamecontroller"')
+        self.settings()  # raises ValueError for an inconsistent trigger threshold and hysteresis
+
+    def settings(self) -> Settings:
+        """The normalization settings."""
+        return Settings(self.dead_zone, self.trigger_threshold, self.trigger_hysteresis, self.long_press_s)
+
+    def selector(self) -> Selector:
+        """Which pad to bind."""
+        return Selector(self.guid, self.serial, self.path, self.name_contains)
+
+
+class PadLost(ConnectionError):
+    """The bound pad went away; the supervisor restarts the device, which then waits for a pad again."""
+
+
+class GamepadUnavailable(RuntimeError):
+    """SDL2 (the `gamepad` extra) cannot be loaded."""
+
+
+def _u16(value: float) -> int:
+    return round(value * _U16_MAX)
+
+
+def _milliseconds(seconds: float) -> int:
+    return round(seconds * 1000.0)
+
+
+def _info_message(pad: PadInfo | None) -> GamepadInfo:
+    if pad is None:
+        return GamepadInfo()
+    return GamepadInfo(
+        attached=True,
+        name=pad.name,
+        key=pad.key,
+        guid=pad.guid,
+        serial=pad.serial,
+        path=pad.path,
+        type=pad.type,
+        vendor_id=pad.vendor_id,
+        product_id=pad.product_id,
+        rumble=pad.rumble,
+        trigger_rumble=pad.trigger_rumble,
+        led=pad.led,
+        virtual=pad.virtual,
+    )
+
+
+class GamepadAdapter(Adapter[GamepadOptions]):
+    """A game controller through SDL2: ControllerState out; rumble, trigger rumble, LED, player index in."""
+
+    kind = "gamepad"
+    options_class = GamepadOptions
+    publishes = ("creos_messages/ControllerState", "hwgateway/GamepadInfo", "hwgateway/GamepadVirtualOutputs")
+    accepts = ("rumble", "led", "hwgateway/GamepadTriggerRumble", "hwgateway/GamepadPlayerIndex")
+
+    def __init__(self, ctx: DeviceContext, options: GamepadOptions) -> None:
+        super().__init__(ctx, options)
+        self._normalizer = Normalizer(options.settings())
+        self._backend: SdlBackend | None = None
+        self._claim: Claim | None = None
+        self._token: object | None = None
+        self._lost: asyncio.Future[None] | None = None
+        self._pad: PadInfo | None = None
+        self._raw: RawPad | None = None
+        self._last: tuple[tuple[float, ...], tuple[int, ...]] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._rumble_owner: str | None = None
+        self._rumble_until = 0.0
+
+    def capabilities(self) -> Mapping[str, Any]:
+        """The bound pad (attached, name, key, type) and the outputs it has."""
+        pad = self._pad
+        caps: dict[str, Any] = {
+            "attached": pad is not None,
+            "virtual": self.options.virtual,
+            "selects": "its own virtual pad" if self.options.virtual else self.options.selector().describe(),
+            "rumble": bool(pad and pad.rumble),
+            "trigger_rumble": bool(pad and pad.trigger_rumble),
+            "led": bool(pad and pad.led),
+            # SDL keeps a player index for every pad; pads with player LEDs show it.
+            "player_index": pad is not None,
+        }
+        if pad is not None:
+            caps.update(name=pad.name, key=pad.key, guid=pad.guid, type=pad.type)
+        return caps
+
+    async def run(self) -> None:
+        """Start (or join) the SDL thread, load mappings, claim a pad and serve it until it is lost."""
+        try:
+            from devices.gamepad import sdl_backend
+        except (ImportError, RuntimeError) as error:  # PySDL2 raises RuntimeError when libSDL2 is missing
+            raise GamepadUnavailable(f"SDL2 is not available ({error}); install hwgateway[gamepad]") from None
+        loop = asyncio.get_running_loop()
+        self._token = token = object()
+        self._lost = loop.create_future()
+        backend = sdl_backend.acquire()
+        claim: Claim | None = None
+        try:
+            version = await backend.ready()
+            for path in self.options.mapping_files:
+                report = await backend.load_mappings(path)
+                log.info(
+                    "%s: %s gave %d new and %d updated mappings (SDL %s)",
+                    self.ctx.device_id, path, report.added, report.updated, version.version,
+                )  # fmt: skip
+            virtual = None
+            if self.options.virtual:
+                name = f"hwgateway virtual pad {self.ctx.device_id}"
+                virtual = VirtualSpec(name, self.options.virtual_layout, frozenset(self.options.virtual_features))
+            claim = await backend.claim(
+                self.options.selector(),
+                functools.partial(self._deliver, loop, token),
+                virtual,
+                motion=self.options.virtual_motion == "demo",
+            )
+            self._backend, self._claim = backend, claim
+            await self._serve(self._lost)
+        finally:
+            self._token = None
+            self._forget_pad()
+            if claim is not None:
+                backend.unclaim(claim)
+            self._backend = self._claim = None
+            if self._lost.done() and not self._lost.cancelled():
+                self._lost.exception()  # retrieved, so asyncio does not log it as forgotten
+            await sdl_backend.release(backend)
+
+    async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
+        """Send a rumble, trigger rumble, LED colour or player index to the pad; return the SDL values sent."""
+        backend, claim, pad = self._backend, self._claim, self._pad
+        if backend is None or claim is None or pad is None:
+            raise DeviceUnavailable(f"device {self.ctx.device_id!r} has no pad attached")
+        message = command.message
+        try:
+            if isinstance(message, Rumble):
+                self._require(pad, pad.rumble, "rumble")
+                low, high, duration_ms = _u16(message.low), _u16(message.high), _milliseconds(message.duration_s)
+                await backend.rumble(claim, low, high, duration_ms)
+                self._lease_rumble(command.client_id, duration_ms)
+                return {"low": low, "high": high, "duration_ms": duration_ms}
+            if isinstance(message, GamepadTriggerRumble):
+                self._require(pad, pad.trigger_rumble, "trigger rumble")
+                left, right = _u16(message.left), _u16(message.right)
+                duration_ms = _milliseconds(message.duration_s)
+                await backend.rumble_triggers(claim, left, right, duration_ms)
+                self._lease_rumble(command.client_id, duration_ms)
+                return {"left": left, "right": right, "duration_ms": duration_ms}
+            if isinstance(message, Led):
+                self._require(pad, pad.led, "LED")
+                if message.index not in (-1, 0):
+                    raise InvalidArgument(
+                        f"data.index: {message.index} is not an LED of this pad (it has one: 0 or -1)"
+                    )
+                red, green, blue = (round(channel * 255) for channel in message.rgb)
+                await backend.set_led(claim, red, green, blue)
+                return {"rgb": [red, green, blue]}
+            if isinstance(message, GamepadPlayerIndex):
+                await backend.set_player_index(claim, message.index)
+                return {"index": message.index}
+        except PadGone:
+            raise DeviceUnavailable(f"device {self.ctx.device_id!r}: its pad went away") from None
+        except (SdlError, BackendStopped) as error:
+            raise DeviceError(str(error)) from None
+        raise UnknownCommand(f"device {self.ctx.device_id!r} (gamepad) does not accept {command.type!r}")
+
+    async def estop(self) -> None:
+        """Stop the motors now (queued to the SDL thread, not awaited)."""
+        self._stop_rumble()
+
+    def release(self, client_id: str) -> None:
+        """A rumble is leased to the client that started it: it stops early when that client leaves."""
+        if self._rumble_owner == client_id and self._rumble_until > time.monotonic():
+            log.info("stopping rumble of departed client %s", client_id)
+            self._stop_rumble()
+
+    # ---- events from the SDL thread ------------------------------------------------------------
+
+    def _deliver(self, loop: asyncio.AbstractEventLoop, token: object, event: PadEvent) -> None:
+        """Hand an event from the SDL thread to the event loop (called on the SDL thread)."""
+        # A closed loop means the gateway has stopped and nobody is listening.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(self._on_event, token, event)
+
+    def _on_event(self, token: object, event: PadEvent) -> None:
+        lost = self._lost
+        if token is not self._token or lost is None or lost.done():
+            return  # from an earlier run, or after the pad was lost
+        if isinstance(event, PadSample):
+            if self._pad is not None:
+                self._raw = event.raw
+                self._evaluate(event.wall, event.monotonic, force=False)
+        elif isinstance(event, PadAttached):
+            self._forget_pad()
+            self._pad = event.pad
+            self.ctx.set_status("connected")
+            self.ctx.publish("info", _info_message(event.pad))
+        elif isinstance(event, PadDetached):
+            self._forget_pad()
+            self.ctx.publish("info", _info_message(None))
+            pad = event.pad
+            lost.set_exception(PadLost(f"pad {pad.name!r} ({pad.key}) {event.reason}" if pad else event.reason))
+        elif isinstance(event, PadWaiting):
+            self.ctx.set_status("connecting", event.detail)
+        elif isinstance(event, VirtualOutputsChanged):
+            self.ctx.publish("virtual_outputs", event.outputs)
+
+    # ---- state ---------------------------------------------------------------------------------
+
+    async def _serve(self, lost: asyncio.Future[None]) -> None:
+        """Publish the state `rate_hz` times a second until the pad is lost (then raise `PadLost`)."""
+        period = 1.0 / self.options.rate_hz if self.options.rate_hz else None
+        next_tick = time.monotonic()
+        while True:
+            timeout = None if period is None else max(0.0, next_tick + period - time.monotonic())
+            await asyncio.wait({lost}, timeout=timeout)
+            if lost.done():
+                lost.result()
+                return
+            assert period is not None
+            # After a stall, carry on from now instead of publishing a burst of identical states.
+            next_tick = max(next_tick + period, time.monotonic() - period)
+            if self._pad is not None and self._raw is not None:
+                self._evaluate(time.time(), time.monotonic(), force=True)
+
+    def _evaluate(self, wall: float, monotonic: float, force: bool) -> None:
+        """Normalize the latest reading at `monotonic`; publish it if it changed (or `force`)."""
+        assert self._raw is not None
+        axes, buttons = self._normalizer.update(self._raw, monotonic)
+        if force or (axes, buttons) != self._last:
+            self._last = (axes, buttons)
+            self.ctx.publish("state", ControllerState(Time.from_seconds(wall), axes, buttons), wall)
+        self._schedule_long_press(monotonic)
+
+    def _schedule_long_press(self, monotonic: float) -> None:
+        # A held button turns into a long press with no new input: wake up when that is due.
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        due = self._normalizer.next_change(monotonic)
+        if due is not None:
+            self._timer = asyncio.get_running_loop().call_later(max(0.0, due - time.monotonic()), self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if self._pad is not None and self._raw is not None:
+            self._evaluate(time.time(), time.monotonic(), force=False)
+
+    def _forget_pad(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._pad = self._raw = self._last = None
+        self._normalizer.reset()
+        self._rumble_owner, self._rumble_until = None, 0.0
+
+    # ---- outputs -------------------------------------------------------------------------------
+
+    def _require(self, pad: PadInfo, supported: bool, what: str) -> None:
+        if supported:
+            return
+        has = [name for name, present in (("rumble", pad.rumble), ("trigger rumble", pad.trigger_rumble)) if present]
+        has += ["an LED"] if pad.led else []
+        raise UnknownCommand(
+            f"pad {pad.name!r} of device {self.ctx.device_id!r} has no {what}; "
+            f"it has: {', '.join([*has, 'a player index'])}"
+        )
+
+    def _lease_rumble(self, client_id: str, duration_ms: int) -> None:
+        self._rumble_owner = client_id
+        self._rumble_until = time.monotonic() + duration_ms / 1000.0
+
+    def _stop_rumble(self) -> None:
+        self._rumble_owner, self._rumble_until = None, 0.0
+        if self._backend is not None and self._claim is not None:
+            self._backend.stop_rumble(self._claim)
