@@ -1,11 +1,16 @@
-"""HTTP front end: `/ws` (client protocol over JSON text frames), `/healthz`, `/metrics` and `/`."""
+"""HTTP front end: `/ws` (client protocol over JSON text frames), `/healthz`, `/metrics`, and the dashboard.
+
+The dashboard is static files (`gateway/static/`) served at `/` and `/static/<name>`; the page is a
+client like any other and talks to the gateway only over `/ws`.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import html
 import logging
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,6 +28,18 @@ _CLOSE_CODES = {
     ErrorCode.TOO_LARGE: WSCloseCode.MESSAGE_TOO_BIG,
     ErrorCode.BAD_REQUEST: WSCloseCode.UNSUPPORTED_DATA,
 }
+
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+_STATIC_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+# Files are not fingerprinted, so browsers revalidate (ETag / Last-Modified) before each use.
+_STATIC_HEADERS = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
+# A Host header that can go into the CSP as it is; anything else gets only 'self'.
+_PLAIN_HOST = re.compile(r"[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?")
 
 
 class WebSocketTransport:
@@ -92,14 +109,28 @@ def build_app(
             body=metrics(), content_type="text/plain", charset="utf-8", headers={"X-Content-Type-Options": "nosniff"}
         )
 
-    async def index(request: web.Request) -> web.Response:
-        return web.Response(text=_index_page(hub), content_type="text/html")
+    files = _static_files(STATIC_DIR)
+
+    async def index(request: web.Request) -> web.StreamResponse:
+        page = files.get("index.html")
+        if page is None:
+            raise web.HTTPServiceUnavailable(text=f"dashboard files are missing from {STATIC_DIR}\n")
+        return web.FileResponse(page, headers=_page_headers(request))
+
+    async def static(request: web.Request) -> web.StreamResponse:
+        path = files.get(request.match_info["name"])
+        # Only files present at start are served, so no path can leave the folder; the page itself is
+        # served at `/` only, with its Content-Security-Policy.
+        if path is None or path.suffix == ".html":
+            raise web.HTTPNotFound()
+        return web.FileResponse(path, headers={"Content-Type": _STATIC_TYPES[path.suffix], **_STATIC_HEADERS})
 
     app = web.Application(client_max_size=server.max_frame_bytes)
     app.router.add_get("/ws", websocket)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", prometheus)
     app.router.add_get("/", index)
+    app.router.add_get("/static/{name}", static)
     return app
 
 
@@ -114,16 +145,26 @@ async def _receive_text(session: Session, text: str, max_request_bytes: int) -> 
     await session.receive(request, size)
 
 
-def _index_page(hub: Hub) -> str:
-    rows = "".join(
-        f"<tr><td>{html.escape(h.id)}</td><td>{html.escape(h.kind)}</td><td>{html.escape(h.status)}</td>"
-        f"<td>{html.escape(', '.join(hub.bus.topics(h.id + '/')))}</td></tr>"
-        for h in hub.supervisor.devices.values()
+def _static_files(directory: Path) -> dict[str, Path]:
+    """The dashboard's files by name."""
+    if not directory.is_dir():
+        log.warning("dashboard files are missing: no folder %s", directory)
+        return {}
+    return {path.name: path for path in sorted(directory.iterdir()) if path.is_file() and path.suffix in _STATIC_TYPES}
+
+
+def _page_headers(request: web.Request) -> dict[str, str]:
+    """Headers of the dashboard page: nothing but this gateway may supply scripts, styles or sockets."""
+    connect = "'self'"
+    if _PLAIN_HOST.fullmatch(request.host):
+        connect += f" ws://{request.host} wss://{request.host}"
+    policy = (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        f"connect-src {connect}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     )
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>hwgateway</title></head><body>"
-        "<h1>hwgateway</h1><p>WebSocket: <code>/ws</code> · <a href='/healthz'>/healthz</a> · "
-        "<a href='/metrics'>/metrics</a></p><table border='1' cellpadding='4'>"
-        "<tr><th>device</th><th>kind</th><th>status</th><th>topics</th></tr>"
-        f"{rows}</table></body></html>"
-    )
+    return {
+        "Content-Type": _STATIC_TYPES[".html"],
+        "Content-Security-Policy": policy,
+        "Referrer-Policy": "no-referrer",
+        **_STATIC_HEADERS,
+    }

@@ -1,0 +1,270 @@
+// The hwgateway dashboard: every device live, and its commands. A client like any other: it uses only
+// the public WebSocket protocol (hello, auth, list_devices, describe, subscribe, command, estop).
+
+import { Connection } from "./connection.js";
+import { createControl } from "./controls.js";
+import { h, shortType } from "./dom.js";
+import { createWidget } from "./widgets.js";
+
+/** Enough for smooth plots; the gateway coalesces faster topics to this rate per topic. */
+const MAX_RATE_HZ = 30;
+const TOKEN_KEY = "hwgateway.token";
+
+const ui = {
+  connection: document.getElementById("connection"),
+  server: document.getElementById("server"),
+  auth: document.getElementById("auth"),
+  token: document.getElementById("token"),
+  authError: document.getElementById("auth-error"),
+  estop: document.getElementById("estop"),
+  estopResult: document.getElementById("estop-result"),
+  devices: document.getElementById("devices"),
+  empty: document.getElementById("empty"),
+};
+
+/** Described types by name (filled by `describe`), kept across reconnections. */
+const known = new Map();
+const describing = new Map();
+/** Devices by id: {info, card, status, detail, streamsEl, streams: Map(topic → stream)}. */
+let devices = new Map();
+let subscription = null;
+let refreshTimer = null;
+
+const connection = new Connection(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`, {
+  onHello,
+  onPush,
+  onStatus,
+});
+
+// -- connection and sign-in ------------------------------------------------------------------------
+
+function setConnection(state, text) {
+  document.body.dataset.connection = state;
+  ui.connection.dataset.state = state;
+  ui.connection.textContent = text;
+}
+
+function onStatus(status, detail) {
+  if (status === "connecting") setConnection("connecting", "connecting…");
+  if (status === "waiting") {
+    setConnection("closed", `disconnected: ${detail}`);
+    subscription = null; // subscriptions end with the session
+    for (const device of devices.values()) device.card.classList.add("stale");
+  }
+}
+
+async function onHello(hello) {
+  ui.server.textContent = `${hello.server} ${hello.version} · session ${hello.session}`;
+  if (!hello.auth_required) return ready();
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) return authenticate(token);
+  askForToken("");
+}
+
+function askForToken(message) {
+  setConnection("auth", "token needed");
+  ui.auth.hidden = false;
+  ui.authError.textContent = message;
+  ui.token.focus();
+}
+
+async function authenticate(token) {
+  setConnection("auth", "signing in…");
+  const result = await connection.request("auth", { token });
+  if (!result.ok) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    return askForToken(`${result.error.code}: ${result.error.message}`);
+  }
+  sessionStorage.setItem(TOKEN_KEY, token);
+  ui.auth.hidden = true;
+  ui.token.value = "";
+  ui.authError.textContent = "";
+  return ready();
+}
+
+ui.auth.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const token = ui.token.value.trim();
+  if (token) authenticate(token);
+});
+
+/** Signed in (or no auth): list the devices, describe their types, subscribe to everything. */
+async function ready() {
+  setConnection("loading", "loading devices…");
+  const listed = await connection.request("list_devices");
+  if (!listed.ok) return setConnection("error", `list_devices failed: ${listed.error.code}: ${listed.error.message}`);
+  await renderDevices(listed.data.devices);
+  if (subscription !== null) await connection.request("unsubscribe", { subscription });
+  // A new subscription re-sends every topic's latest sample, so freshly built panels fill at once.
+  const subscribed = await connection.request("subscribe", { topics: ["**"], max_rate_hz: MAX_RATE_HZ });
+  if (!subscribed.ok)
+    return setConnection("error", `subscribe failed: ${subscribed.error.code}: ${subscribed.error.message}`);
+  subscription = subscribed.data.subscription;
+  setConnection("ready", "connected");
+}
+
+async function describe(type) {
+  if (!describing.has(type)) {
+    const pending = connection.request("describe", { type }).then((result) => {
+      if (result.ok) {
+        known.set(type, result.data);
+        return result.data;
+      }
+      describing.delete(type); // try again next time
+      console.warn(`hwgateway: describe ${type} failed: ${result.error.code}: ${result.error.message}`);
+      return null;
+    });
+    describing.set(type, pending);
+  }
+  return describing.get(type);
+}
+
+// -- devices ---------------------------------------------------------------------------------------
+
+async function renderDevices(list) {
+  await Promise.all([...new Set(list.flatMap((d) => [...d.publishes, ...d.accepts]))].map(describe));
+  devices = new Map(list.map((info) => [info.id, buildDevice(info)]));
+  ui.devices.replaceChildren(...[...devices.values()].map((device) => device.card));
+  ui.empty.hidden = list.length > 0;
+}
+
+function buildDevice(info) {
+  const status = h("span", { class: "status" });
+  const detail = h("p", { class: "detail" });
+  const streamsEl = h("div", { class: "streams" });
+  const controls = info.accepts.map((type) =>
+    createControl({
+      device: info,
+      type,
+      described: known.get(type),
+      send: (t, data, timeout_s) => command(info.id, t, data, timeout_s),
+    }),
+  );
+  const card = h(
+    "section",
+    { class: "device", dataset: { device: info.id } },
+    h("header", {}, h("h2", {}, info.id), h("span", { class: "kind" }, info.kind), status),
+    detail,
+    capabilities(info.capabilities),
+    streamsEl,
+    controls.length ? h("div", { class: "controls" }, h("h3", {}, "Commands"), controls) : null,
+  );
+  const device = { info, card, status, detail, streamsEl, streams: new Map() };
+  setStatus(device, info.status, info.detail);
+  return device;
+}
+
+function capabilities(caps) {
+  const parts = Object.entries(caps || {})
+    .filter(([, value]) => value !== false)
+    .map(([name, value]) =>
+      value === true ? name : `${name} ${typeof value === "object" ? JSON.stringify(value) : value}`,
+    );
+  return parts.length ? h("p", { class: "caps" }, parts.join(" · ")) : null;
+}
+
+function setStatus(device, status, detail) {
+  device.status.textContent = status;
+  device.status.dataset.status = status;
+  device.card.dataset.status = status;
+  device.detail.textContent = detail || "";
+  device.detail.hidden = !detail;
+}
+
+function command(device, type, data, timeout_s) {
+  return connection.request("command", { device, type, data, ...(timeout_s ? { timeout_s } : {}) });
+}
+
+// A device the page does not know yet (added while connected): list again, once per burst.
+function refreshSoon() {
+  if (refreshTimer || document.body.dataset.connection !== "ready") return;
+  refreshTimer = setTimeout(() => {
+    refreshTimer = null;
+    ready();
+  }, 300);
+}
+
+// -- pushes ----------------------------------------------------------------------------------------
+
+function onPush(message) {
+  if (message.op === "state") return onState(message);
+  if (message.op === "device") {
+    const device = devices.get(message.device);
+    if (device) setStatus(device, message.status, message.detail);
+    else refreshSoon();
+  } else if (message.op === "close") {
+    setConnection("closed", `closed by the gateway: ${message.code}: ${message.reason}`);
+  }
+}
+
+function onState(message) {
+  const id = message.topic.slice(0, message.topic.indexOf("/"));
+  const device = devices.get(id);
+  if (!device) return refreshSoon();
+  let stream = device.streams.get(message.topic);
+  if (!stream || stream.type !== message.type) {
+    stream?.el.remove();
+    stream = createStream(device, message);
+    device.streams.set(message.topic, stream);
+  }
+  stream.receive(message);
+}
+
+function createStream(device, message) {
+  const widget = createWidget(message.type, known.get(message.type));
+  const meta = h("span", { class: "meta" });
+  const el = h(
+    "div",
+    { class: "stream", dataset: { topic: message.topic, type: message.type } },
+    h("h3", {}, message.topic.slice(device.info.id.length + 1), h("small", {}, shortType(message.type)), meta),
+    widget.el,
+  );
+  // Panels follow the device's `publishes` order (its main state first), then topic names, whatever
+  // order their first samples arrive in.
+  const rank = (type) => {
+    const index = device.info.publishes.indexOf(type);
+    return index < 0 ? device.info.publishes.length : index;
+  };
+  const before = (a, b) => rank(a.type) - rank(b.type) || (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0);
+  const after = [...device.streamsEl.children].find((other) => before(message, other.dataset) < 0);
+  device.streamsEl.insertBefore(el, after || null);
+  let count = 0;
+  let since = performance.now();
+  let rate = "";
+  return {
+    el,
+    type: message.type,
+    receive(sample) {
+      widget.update(sample.data);
+      count += 1;
+      const now = performance.now();
+      if (now - since >= 1000) {
+        rate = ` · ${((count * 1000) / (now - since)).toFixed(0)}/s`;
+        count = 0;
+        since = now;
+      }
+      meta.textContent = `seq ${sample.seq}${rate}`;
+    },
+  };
+}
+
+// -- emergency stop --------------------------------------------------------------------------------
+
+ui.estop.addEventListener("click", async () => {
+  ui.estopResult.dataset.state = "pending";
+  ui.estopResult.textContent = "stopping…";
+  const result = await connection.request("estop");
+  if (!result.ok) {
+    ui.estopResult.dataset.state = "error";
+    ui.estopResult.textContent = `✗ estop: ${result.error.code}: ${result.error.message}`;
+    return;
+  }
+  const stopped = result.data.devices.filter((d) => d.ok).map((d) => d.device);
+  const failed = result.data.devices.filter((d) => !d.ok).map((d) => `${d.device} (${d.error})`);
+  ui.estopResult.dataset.state = failed.length ? "error" : "ok";
+  ui.estopResult.textContent = failed.length
+    ? `✗ failed: ${failed.join(", ")}; stopped: ${stopped.join(", ") || "none"}`
+    : `✓ stopped ${stopped.join(", ") || "no devices"}`;
+});
+
+connection.start();

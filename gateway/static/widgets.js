@@ -1,0 +1,493 @@
+// Live views of published messages. Any type gets a generic view built from its `describe` schema
+// (numbers, bars for numeric arrays, lamps for booleans, colour swatches for RGB fields); a few types
+// get a purpose-built widget with plots, and keep the generic view under "all fields".
+
+import { COLOUR_NAME, constantsWithPrefix, cssRgb, formatNumber, h, isTimeSchema, rgbScale } from "./dom.js";
+import { TimePlot } from "./plot.js";
+
+/** Arrays longer than this are summarised instead of drawn element by element. */
+const MAX_DRAWN_ITEMS = 32;
+const MAX_BARS = 64;
+
+// -- generic views: each returns {el, set(value)} -----------------------------------------------
+
+/** A view of any value of `schema`; `key` is the field's name (it marks colour fields). */
+export function viewFor(schema, key = "") {
+  if (!schema) return textView();
+  if (isTimeSchema(schema)) return timeView();
+  const scale = COLOUR_NAME.test(key) ? rgbScale(schema) : 0;
+  if (scale) return swatchView(scale);
+  switch (schema.type) {
+    case "object":
+      return objectView(schema);
+    case "array":
+      return arrayView(schema, key);
+    case "boolean":
+      return lampView();
+    case "number":
+    case "integer":
+      return numberView(schema);
+    default:
+      return textView();
+  }
+}
+
+function objectView(schema) {
+  const children = Object.entries(schema.properties || {}).map(([name, sub]) => [name, viewFor(sub, name)]);
+  const el = h(
+    "div",
+    { class: "fields" },
+    children.map(([name, view]) =>
+      h("div", { class: "field", dataset: { field: name } }, h("span", { class: "key" }, name), view.el),
+    ),
+  );
+  return {
+    el,
+    set(value) {
+      for (const [name, view] of children) view.set(value?.[name]);
+    },
+  };
+}
+
+function textView() {
+  const el = h("span", { class: "text" }, "–");
+  return {
+    el,
+    set(value) {
+      el.textContent =
+        value === undefined || value === "" ? "–" : typeof value === "string" ? value : JSON.stringify(value);
+    },
+  };
+}
+
+/** ROS Time/Duration: epoch times as a clock time, spans in seconds. */
+function timeView() {
+  const el = h("span", { class: "num" }, "–");
+  return {
+    el,
+    set(value) {
+      const seconds = (value?.sec ?? 0) + (value?.nanosec ?? 0) * 1e-9;
+      el.textContent = seconds > 1e9 ? clockTime(seconds) : `${seconds.toFixed(3)} s`;
+    },
+  };
+}
+
+function clockTime(seconds) {
+  const date = new Date(seconds * 1000);
+  const pad = (n, width = 2) => String(n).padStart(width, "0");
+  return `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}.${pad(date.getMilliseconds(), 3)}`;
+}
+
+/** A number, with a meter when its range is small enough to be read as a level (0..1, ±1, %). */
+function numberView(schema) {
+  const text = h("span", { class: "num" }, "–");
+  const range = levelRange(schema);
+  const fill = range ? h("span", { class: "meter-fill" }) : null;
+  const el = h("span", { class: "value" }, fill ? h("span", { class: "meter" }, fill) : null, text);
+  return {
+    el,
+    set(value) {
+      text.textContent = formatNumber(value);
+      if (fill && typeof value === "number") setLevel(fill, value, range);
+    },
+  };
+}
+
+function levelRange(schema) {
+  const { minimum: low, maximum: high } = schema;
+  if (low === undefined || high === undefined || high <= low) return null;
+  return high - low <= 100 && (low === 0 || low === -high) ? [low, high] : null;
+}
+
+function setLevel(fill, value, [low, high]) {
+  const fraction = Math.min(Math.max((value - low) / (high - low), 0), 1);
+  fill.style.width = `${(fraction * 100).toFixed(1)}%`;
+}
+
+function lampView(label = "") {
+  const el = h("span", { class: "lamp", title: label || null }, label);
+  return {
+    el,
+    set(value) {
+      el.classList.toggle("on", Boolean(value));
+    },
+  };
+}
+
+function swatchView(scale) {
+  const el = h("span", { class: "swatch-big" });
+  return {
+    el,
+    set(value) {
+      el.style.background = cssRgb(value, scale);
+      el.title = Array.isArray(value) ? value.map(formatNumber).join(", ") : "";
+    },
+  };
+}
+
+function arrayView(schema, key) {
+  const item = schema.items || {};
+  const scale = COLOUR_NAME.test(key) ? rgbScale(item) : 0;
+  if (scale) return listView(() => swatchView(scale), "swatches");
+  if (item.type === "boolean") return listView(() => lampView(), "lamps");
+  if (item.type === "number" || item.type === "integer") return barsView(item);
+  if (item.type === "string") return textView();
+  return listView((index) => {
+    const view = viewFor(item, key);
+    return { el: h("div", { class: "item" }, h("span", { class: "key" }, `[${index}]`), view.el), set: view.set };
+  }, "items");
+}
+
+/** One child view per element, created and removed as the array's length changes. */
+function listView(make, className) {
+  const more = h("span", { class: "more" });
+  const el = h("div", { class: className });
+  const views = [];
+  return {
+    el,
+    set(values) {
+      const list = Array.isArray(values) ? values : [];
+      const shown = Math.min(list.length, MAX_DRAWN_ITEMS);
+      while (views.length < shown) {
+        const view = make(views.length);
+        views.push(view);
+        el.insertBefore(view.el, more.parentNode ? more : null);
+      }
+      while (views.length > shown) views.pop().el.remove();
+      views.forEach((view, index) => view.set(list[index]));
+      more.textContent = list.length > shown ? `+${list.length - shown} more` : list.length ? "" : "empty";
+      if (!more.parentNode) el.append(more);
+    },
+  };
+}
+
+/** Numeric arrays as small bars: a fixed scale for unit and ±1 ranges, else the largest value seen. */
+function barsView(item) {
+  const fixed = levelRange(item);
+  let seenMax = 0;
+  const el = h("div", { class: "bars" });
+  const summary = h("span", { class: "num" });
+  const bars = [];
+  return {
+    el,
+    set(values) {
+      const list = Array.isArray(values) ? values : [];
+      if (list.length > MAX_BARS) {
+        el.replaceChildren(summary);
+        summary.textContent = `${list.length} values: ${list.slice(0, 8).map(formatNumber).join(", ")}, …`;
+        bars.length = 0;
+        return;
+      }
+      if (bars.length !== list.length) {
+        bars.length = 0;
+        el.replaceChildren();
+        for (let index = 0; index < list.length; index++) {
+          const fill = h("span", { class: "bar-fill" });
+          const label = h("span", { class: "bar-value" });
+          const bar = h(
+            "span",
+            { class: "bar" },
+            h("span", { class: "bar-track" }, fill),
+            list.length <= 8 ? label : null,
+          );
+          bars.push({ bar, fill, label });
+          el.append(bar);
+        }
+        if (!list.length) el.append(h("span", { class: "more" }, "empty"));
+      }
+      for (const value of list) seenMax = Math.max(seenMax, Math.abs(value));
+      const [low, high] = fixed || (list.some((v) => v < 0) ? [-seenMax || -1, seenMax || 1] : [0, seenMax || 1]);
+      list.forEach((value, index) => {
+        const { bar, fill, label } = bars[index];
+        // Bars grow from zero: up for positive values, down for negative ones.
+        const zero = Math.min(Math.max((0 - low) / (high - low), 0), 1);
+        const at = Math.min(Math.max((value - low) / (high - low), 0), 1);
+        fill.style.bottom = `${(Math.min(zero, at) * 100).toFixed(1)}%`;
+        fill.style.height = `${(Math.abs(at - zero) * 100).toFixed(1)}%`;
+        bar.title = `[${index}] ${formatNumber(value)}`;
+        label.textContent = formatNumber(value);
+      });
+    },
+  };
+}
+
+// -- special widgets: each returns {el, update(data)} ------------------------------------------
+
+/** The generic view of the whole message, drawn only while its <details> is open. */
+function allFields(described) {
+  const view = viewFor(described?.schema, "");
+  const el = h("details", { class: "all-fields" }, h("summary", {}, "all fields"), view.el);
+  let last = null;
+  el.addEventListener("toggle", () => el.open && last && view.set(last));
+  return {
+    el,
+    set(data) {
+      last = data;
+      if (el.open) view.set(data);
+    },
+  };
+}
+
+// creos_messages/ControllerState documents the gamepad order of its 6 axes and 17 buttons.
+const GAMEPAD_AXES = ["LX", "LY", "RX", "RY", "LT", "RT"];
+const GAMEPAD_BUTTONS = [
+  "✕",
+  "◯",
+  "△",
+  "□",
+  "L1",
+  "R1",
+  "L2",
+  "R2",
+  "Share",
+  "Options",
+  "PS",
+  "L3",
+  "R3",
+  "◀",
+  "▲",
+  "▶",
+  "▼",
+];
+
+function controllerWidget(described) {
+  const time = timeView();
+  const axesSlot = h("div");
+  const buttonsSlot = h("div", { class: "pills" });
+  const el = h(
+    "div",
+    { class: "widget controller" },
+    axesSlot,
+    buttonsSlot,
+    h("div", { class: "stamp" }, "sample time ", time.el),
+  );
+  let plot = null;
+  let pills = [];
+  return {
+    el,
+    update(data) {
+      const axes = data.axes || [];
+      // Controllers with only buttons (a Thymio's) get no axes plot.
+      if (axes.length && (!plot || plot.labels.length !== axes.length)) {
+        const labels = axes.length === GAMEPAD_AXES.length ? GAMEPAD_AXES : axes.map((_, i) => `a${i}`);
+        plot = new TimePlot({ title: "axes", labels, range: [-1, 1] });
+        axesSlot.replaceChildren(plot.el);
+      }
+      if (plot) plot.push(axes);
+      const buttons = data.buttons || [];
+      if (pills.length !== buttons.length) {
+        const names = buttons.length === GAMEPAD_BUTTONS.length ? GAMEPAD_BUTTONS : buttons.map((_, i) => `b${i}`);
+        pills = names.map((name) => h("span", { class: "pill" }, name));
+        buttonsSlot.replaceChildren(...pills);
+      }
+      // ButtonState: 1 pressed, 2 long press; -1/0/1 for 3-way switches.
+      buttons.forEach((value, index) => {
+        pills[index].classList.toggle("on", value === 1);
+        pills[index].classList.toggle("long", value === 2);
+        pills[index].classList.toggle("neg", value === -1);
+      });
+      time.set(data.timestamp);
+    },
+  };
+}
+
+/** The Wii Remote camera reports IR points on a 1024×768 grid. */
+const IR_WIDTH = 1024;
+const IR_HEIGHT = 768;
+
+function wiimoteWidget(described) {
+  // MSG_BTN_Z and MSG_BTN_C index `nunchuk_buttons`; every other MSG_BTN_* indexes `buttons`.
+  const nunchukNames = new Set(["MSG_BTN_Z", "MSG_BTN_C"]);
+  const buttonConstants = constantsWithPrefix(described, "MSG_BTN_");
+  const remote = buttonConstants.filter(([name]) => !nunchukNames.has(name));
+  const nunchuk = buttonConstants.filter(([name]) => nunchukNames.has(name));
+  const pill = ([name, index]) => ({ index, el: h("span", { class: "pill" }, name.replace("MSG_BTN_", "")) });
+  const remotePills = remote.map(pill);
+  const nunchukPills = nunchuk.map(pill);
+
+  const battery = numberView({ minimum: 0, maximum: 100 });
+  const leds = [0, 1, 2, 3].map((i) => lampView(String(i + 1)));
+  const rumble = lampView("rumble");
+  const canvas = h("canvas", { class: "ir", width: IR_WIDTH, height: IR_HEIGHT, dataset: { value: "ir" } });
+  const accel = new TimePlot({ title: "acceleration", unit: "m/s²", labels: ["x", "y", "z"] });
+  const gyro = new TimePlot({ title: "angular velocity", unit: "rad/s", labels: ["x", "y", "z"] });
+  const fields = allFields(described);
+  const el = h(
+    "div",
+    { class: "widget wiimote" },
+    h(
+      "div",
+      { class: "row" },
+      h("span", { class: "key" }, "battery"),
+      battery.el,
+      h("span", { class: "key" }, "LEDs"),
+      leds.map((led) => led.el),
+      rumble.el,
+    ),
+    h(
+      "div",
+      { class: "pills" },
+      remotePills.map((p) => p.el),
+      h("span", { class: "sep" }),
+      nunchukPills.map((p) => p.el),
+    ),
+    h(
+      "div",
+      { class: "split" },
+      h("figure", { class: "plot" }, h("figcaption", {}, "IR points ", h("small", {}, "1024×768")), canvas),
+      h("div", {}, accel.el, gyro.el),
+    ),
+    fields.el,
+  );
+  return {
+    el,
+    update(data) {
+      battery.set(data.percent_battery);
+      (data.LEDs || []).forEach((on, i) => leds[i]?.set(on));
+      rumble.set(data.rumble);
+      for (const p of remotePills) p.el.classList.toggle("on", Boolean(data.buttons?.[p.index]));
+      for (const p of nunchukPills) p.el.classList.toggle("on", Boolean(data.nunchuk_buttons?.[p.index]));
+      const a = data.linear_acceleration_zeroed || {};
+      const g = data.angular_velocity_zeroed || {};
+      accel.push([a.x, a.y, a.z]);
+      gyro.push([g.x, g.y, g.z]);
+      drawIr(canvas, data.ir_tracking || []);
+      fields.set(data);
+    },
+  };
+}
+
+function drawIr(canvas, points) {
+  const ctx = canvas.getContext("2d");
+  ctx.fillStyle = "#18181b";
+  ctx.fillRect(0, 0, IR_WIDTH, IR_HEIGHT);
+  // The canvas is shown at about a fifth of its size: thick lines stay visible.
+  ctx.strokeStyle = "#52525b";
+  ctx.lineWidth = 5;
+  for (let x = 256; x < IR_WIDTH; x += 256) line(ctx, x, 0, x, IR_HEIGHT);
+  for (let y = 192; y < IR_HEIGHT; y += 192) line(ctx, 0, y, IR_WIDTH, y);
+  ctx.font = "48px system-ui, sans-serif";
+  points.forEach((point, index) => {
+    // x < 0 (INVALID_FLOAT) marks a source the camera does not see.
+    if (!(point.x >= 0 && point.y >= 0)) return;
+    const radius = 14 + Math.max(point.ir_size, 0) * 4;
+    ctx.fillStyle = "#fde047";
+    ctx.beginPath();
+    ctx.arc(point.x, point.y, radius, 0, 2 * Math.PI);
+    ctx.fill();
+    ctx.fillStyle = "#fafafa";
+    ctx.fillText(String(index), point.x + radius + 6, point.y + 16);
+  });
+}
+
+function line(ctx, x0, y0, x1, y1) {
+  ctx.beginPath();
+  ctx.moveTo(x0, y0);
+  ctx.lineTo(x1, y1);
+  ctx.stroke();
+}
+
+function kortexFeedbackWidget(described) {
+  const xyz = (prefix) => ["x", "y", "z"].map((axis) => `${prefix}${axis}`);
+  const plots = [
+    { plot: new TimePlot({ title: "force", unit: "N", labels: ["x", "y", "z"] }), keys: xyz("force_") },
+    { plot: new TimePlot({ title: "torque", unit: "N·m", labels: ["x", "y", "z"] }), keys: xyz("torque_") },
+    {
+      plot: new TimePlot({ title: "IMU acceleration", unit: "m/s²", labels: ["x", "y", "z"] }),
+      keys: xyz("imu_acceleration_"),
+    },
+    {
+      plot: new TimePlot({ title: "IMU angular velocity", unit: "deg/s", labels: ["x", "y", "z"] }),
+      keys: xyz("imu_angular_velocity_"),
+    },
+  ];
+  const numbers = [
+    ["voltage", "V"],
+    ["temperature_core", "°C"],
+  ].map(([key, unit]) => ({ key, unit, view: numberView({}) }));
+  const masks = ["buttons_state", "digital_inputs_state"].map((key) => ({
+    key,
+    lamps: [...Array(8).keys()].map((bit) => lampView(String(bit))),
+  }));
+  const hex = ["status_flags", "fault_bank_a", "fault_bank_b"].map((key) => ({
+    key,
+    el: h("span", { class: "num" }, "–"),
+  }));
+  const fields = allFields(described);
+  const el = h(
+    "div",
+    { class: "widget kortex" },
+    h(
+      "div",
+      { class: "row" },
+      numbers.map((n) => [h("span", { class: "key" }, n.key), n.view.el, h("small", {}, n.unit)]),
+    ),
+    masks.map((m) =>
+      h(
+        "div",
+        { class: "row" },
+        h("span", { class: "key" }, m.key),
+        m.lamps.map((lamp) => lamp.el),
+      ),
+    ),
+    h(
+      "div",
+      { class: "row" },
+      hex.map((x) => [h("span", { class: "key" }, x.key), x.el]),
+    ),
+    h(
+      "div",
+      { class: "plot-grid" },
+      plots.map((p) => p.plot.el),
+    ),
+    fields.el,
+  );
+  return {
+    el,
+    update(data) {
+      for (const { plot, keys } of plots) plot.push(keys.map((key) => data[key]));
+      for (const n of numbers) n.view.set(data[n.key]);
+      for (const m of masks) m.lamps.forEach((lamp, bit) => lamp.set((data[m.key] >>> bit) & 1));
+      for (const x of hex) x.el.textContent = `0x${(data[x.key] >>> 0).toString(16).padStart(8, "0")}`;
+      fields.set(data);
+    },
+  };
+}
+
+const SPECIAL = {
+  "creos_messages/ControllerState": controllerWidget,
+  "wiimote/State": wiimoteWidget,
+  "kortex/WristCyclicC61/Feedback": kortexFeedbackWidget,
+};
+
+/** The live view of one topic of type `type` (`described` is its describe result, or null). */
+export function createWidget(type, described) {
+  const make = SPECIAL[type];
+  if (make) return make(described);
+  const slot = h("div", { class: "widget generic" });
+  let view = null;
+  return {
+    el: slot,
+    update(data) {
+      if (!view) {
+        // Without a schema (describe failed), the first sample's shape stands in for one.
+        view = viewFor(described?.schema || inferSchema(data), "");
+        slot.append(view.el);
+      }
+      view.set(data);
+    },
+  };
+}
+
+function inferSchema(value) {
+  if (Array.isArray(value)) return { type: "array", items: inferSchema(value[0]) };
+  if (value && typeof value === "object") {
+    return {
+      type: "object",
+      properties: Object.fromEntries(Object.entries(value).map(([k, v]) => [k, inferSchema(v)])),
+    };
+  }
+  if (typeof value === "boolean") return { type: "boolean" };
+  if (typeof value === "number") return { type: "number" };
+  return { type: "string" };
+}
