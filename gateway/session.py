@@ -182,7 +182,7 @@ class Session:
             try:
                 async with asyncio.timeout(CLOSE_TIMEOUT_S):
                     await asyncio.shield(self._writer)
-            except (TimeoutError, Exception):
+            except Exception:  # the timeout, or the writer's own failure: stop it either way
                 self._writer.cancel()
         await self.transport.close(code, reason)
         self.finish()
@@ -378,6 +378,13 @@ class Session:
         self.subscriber.wakeup.set()
 
     async def _write_loop(self) -> None:
+        try:
+            await self._write_until_closed()
+        except (ConnectionError, OSError) as error:
+            # The peer vanished mid-write; the reader sees the same and finishes the session.
+            log.info("client %s: send failed: %s", self.id, error)
+
+    async def _write_until_closed(self) -> None:
         subscriber = self.subscriber
         encoding = self.transport.encoding
         timeout: float | None = None

@@ -12,7 +12,15 @@ import aiohttp
 import pytest
 import websockets
 
-from tests.harness import TRANSPORTS, RunningGateway, connect, free_port, gateway_config, start_gateway
+from tests.harness import (
+    TRANSPORTS,
+    MsgpackClient,
+    RunningGateway,
+    connect,
+    free_port,
+    gateway_config,
+    start_gateway,
+)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
@@ -196,3 +204,34 @@ async def test_demo_serves_states_and_a_led_command_round_trips(tmp_path: Path) 
     finally:
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), 10) == 0
+
+
+async def test_clients_vanishing_mid_stream_leave_the_daemon_healthy(tmp_path: Path) -> None:
+    devices = '[devices.fast]\nkind = "sim"\nrate_hz = 1000.0\n'
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, devices))
+    try:
+        for _ in range(3):
+            clients = [await connect(gateway, transport) for transport in TRANSPORTS for _ in range(3)]
+            for client in clients:
+                await client.ok("subscribe", topics=["fast/**"])
+            await asyncio.sleep(0.2)
+            for client in clients:  # no goodbye: the sockets just drop
+                if isinstance(client, MsgpackClient):
+                    client.writer.transport.abort()
+                else:
+                    client.ws.transport.abort()  # type: ignore[attr-defined]
+        async with aiohttp.ClientSession() as http:
+            for _ in range(50):
+                health = await (await http.get(f"{gateway.base_url}/healthz")).json()
+                if health["clients"] == 0:
+                    break
+                await asyncio.sleep(0.1)
+        assert health["clients"] == 0
+        assert health["status"] == "ok"
+        survivor = await connect(gateway, "ws")
+        await survivor.ok("subscribe", topics=["fast/state"])
+        await survivor.wait_for(lambda m: m["op"] == "state")
+        await survivor.close()
+    finally:
+        assert await gateway.stop() == 0
+    assert not [line for line in gateway.logs if line.get("level") in ("error", "critical")]
