@@ -1,0 +1,256 @@
+"""The bare fan-out server that bench/fanout.py compares the gateway with: no gateway code at all.
+
+It speaks just enough of the client protocol for the benchmark's clients (`hello`, a `result` for
+`subscribe`, then `state` pushes) and generates `--rate` state messages per second on absolute
+deadlines, the way the sim device does. Each message is serialized once and the same bytes go to
+every subscribed client: `ws.send_frame(bytes, TEXT)` on an aiohttp WebSocket (compress=False), or
+`writer.write(bytes)` on an asyncio stream for msgpack over TCP.
+
+On start it prints one JSON line `{"event": "listening", "port": N}`; it stops on SIGTERM/SIGINT,
+and by itself when its parent goes away, so a killed benchmark never leaves it running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import math
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgpack
+import orjson
+from aiohttp import WSMsgType, web
+
+TOPIC = "bench-1/state"
+TYPE = "creos_messages/ControllerState"
+AXES = 6
+BUTTONS = 17
+#: Same as the sim device: beyond this lag the generator skips ahead instead of bursting stale samples.
+MAX_CATCH_UP_S = 0.1
+PARENT_CHECK_S = 1.0
+
+Encode = Callable[[dict[str, Any]], bytes]
+Send = Callable[[bytes], Awaitable[None]]
+
+
+def encode_json(message: dict[str, Any]) -> bytes:
+    return orjson.dumps(message)
+
+
+def encode_msgpack(message: dict[str, Any]) -> bytes:
+    packed: bytes = msgpack.packb(message, use_bin_type=True)
+    return packed
+
+
+def state_message(seq: int, now: float) -> dict[str, Any]:
+    """A `state` envelope shaped like the gateway's for the sim's ControllerState (6 axes, 17 buttons)."""
+    phase = 2 * math.pi * 0.25 * now
+    axes = [
+        math.cos(phase),
+        math.sin(phase),
+        math.cos(phase / 2),
+        math.sin(phase / 2),
+        0.5 + 0.5 * math.sin(phase),
+        0.5 - 0.5 * math.sin(phase),
+    ]
+    pressed = int(now) % BUTTONS
+    fraction, whole = math.modf(now)
+    return {
+        "op": "state",
+        "topic": TOPIC,
+        "type": TYPE,
+        "seq": seq,
+        "stamp": now,
+        "recv_stamp": now,
+        "data": {
+            "timestamp": {"sec": int(whole), "nanosec": min(round(fraction * 1e9), 999_999_999)},
+            "axes": axes,
+            "buttons": [1 if index == pressed else 0 for index in range(BUTTONS)],
+        },
+    }
+
+
+def hello_message() -> dict[str, Any]:
+    return {"op": "hello", "server": "baseline", "capabilities": []}
+
+
+def result_message(request: Any) -> dict[str, Any]:
+    """Answer any request with success; only `subscribe` matters to the benchmark."""
+    request_id = request.get("id") if isinstance(request, dict) else None
+    return {"op": "result", "id": request_id, "ok": True, "data": {"subscription": 1, "topics": [TOPIC]}}
+
+
+async def generate(rate: float, encode: Encode, send: Send) -> None:
+    """Produce `rate` messages/s on deadlines t0 + k/rate; when late, the due ones go back to back."""
+    period = 1.0 / rate
+    next_tick = time.monotonic()
+    seq = 0
+    while True:
+        now = time.monotonic()
+        if now - next_tick > MAX_CATCH_UP_S:
+            next_tick = now
+        while next_tick <= now:
+            seq += 1
+            # `stamp` is taken here, as the sim device does, so latency = receipt - generation time.
+            await send(encode(state_message(seq, time.time())))
+            next_tick += period
+        await asyncio.sleep(max(next_tick - time.monotonic(), 0.0))
+
+
+class WsFanout:
+    """aiohttp WebSocket server on /ws; `broadcast` sends the same frame to every subscriber."""
+
+    def __init__(self) -> None:
+        self.clients: list[web.WebSocketResponse] = []
+        self._runner: web.AppRunner | None = None
+
+    async def start(self, host: str, port: int) -> int:
+        app = web.Application()
+        app.router.add_get("/ws", self._handle)
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, host, port, reuse_address=True).start()
+        bound: int = self._runner.addresses[0][1]
+        return bound
+
+    async def stop(self) -> None:
+        for ws in list(self.clients):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(ws.close(), 1.0)
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def broadcast(self, frame: bytes) -> None:
+        for ws in list(self.clients):
+            try:
+                await ws.send_frame(frame, WSMsgType.TEXT)
+            except ConnectionError:
+                self._forget(ws)
+
+    def _forget(self, ws: web.WebSocketResponse) -> None:
+        with contextlib.suppress(ValueError):
+            self.clients.remove(ws)
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        # compress=False: aiohttp's default negotiates permessage-deflate (+60 % CPU), the gateway's does not.
+        ws = web.WebSocketResponse(compress=False)
+        await ws.prepare(request)
+        await ws.send_frame(encode_json(hello_message()), WSMsgType.TEXT)
+        try:
+            async for message in ws:
+                if message.type != WSMsgType.TEXT:
+                    continue
+                request_body = orjson.loads(message.data)
+                await ws.send_frame(encode_json(result_message(request_body)), WSMsgType.TEXT)
+                if request_body.get("op") == "subscribe" and ws not in self.clients:
+                    self.clients.append(ws)
+        finally:
+            self._forget(ws)
+        return ws
+
+
+class MsgpackFanout:
+    """asyncio stream server; `broadcast` writes the same packed bytes to every subscriber."""
+
+    def __init__(self) -> None:
+        self.clients: list[asyncio.StreamWriter] = []
+        self._server: asyncio.Server | None = None
+
+    async def start(self, host: str, port: int) -> int:
+        self._server = await asyncio.start_server(self._handle, host, port)
+        bound: int = self._server.sockets[0].getsockname()[1]
+        return bound
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self.clients):
+            writer.close()
+
+    async def broadcast(self, frame: bytes) -> None:
+        writers = list(self.clients)
+        for writer in writers:
+            writer.write(frame)
+        # drain() returns at once unless that socket's buffer is over its high-water mark.
+        for writer in writers:
+            try:
+                await writer.drain()
+            except ConnectionError:
+                self._forget(writer)
+
+    def _forget(self, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ValueError):
+            self.clients.remove(writer)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(encode_msgpack(hello_message()))
+        unpacker = msgpack.Unpacker(raw=False)
+        try:
+            while data := await reader.read(65536):
+                unpacker.feed(data)
+                for request in unpacker:
+                    writer.write(encode_msgpack(result_message(request)))
+                    subscribing = isinstance(request, dict) and request.get("op") == "subscribe"
+                    if subscribing and writer not in self.clients:
+                        self.clients.append(writer)
+        except ConnectionError:
+            pass
+        finally:
+            self._forget(writer)
+            writer.close()
+            # Awaiting the close retrieves a reset's exception, which asyncio would otherwise log.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(writer.wait_closed(), 1.0)
+
+
+async def watch_parent(stop: asyncio.Event) -> None:
+    """Stop when the process that started us is gone (we were re-parented)."""
+    parent = os.getppid()
+    while os.getppid() == parent:  # noqa: ASYNC110 - re-parenting has no event to wait on
+        await asyncio.sleep(PARENT_CHECK_S)
+    stop.set()
+
+
+async def serve(transport: str, host: str, port: int, rate: float) -> None:
+    fanout: WsFanout | MsgpackFanout = WsFanout() if transport == "ws" else MsgpackFanout()
+    encode = encode_json if transport == "ws" else encode_msgpack
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    bound = await fanout.start(host, port)
+    print(orjson.dumps({"event": "listening", "port": bound, "transport": transport}).decode(), flush=True)
+    generator = asyncio.create_task(generate(rate, encode, fanout.broadcast), name="generator")
+    stopping = asyncio.create_task(stop.wait())
+    tasks: list[asyncio.Task[Any]] = [generator, stopping, asyncio.create_task(watch_parent(stop))]
+    try:
+        # A generator that dies (it should not) also ends the process instead of idling silently.
+        await asyncio.wait([generator, stopping], return_when=asyncio.FIRST_COMPLETED)
+        if generator.done() and not generator.cancelled():
+            generator.result()  # re-raises its exception
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await fanout.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--transport", choices=["ws", "msgpack"], required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--rate", type=float, default=1000.0, help="messages per second")
+    args = parser.parse_args(argv)
+    asyncio.run(serve(args.transport, args.host, args.port, args.rate))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1002 @@
+"""Fan-out benchmark: the gateway against a bare server, N clients x R msg/s, WebSocket and msgpack/TCP.
+
+Method (docs: /work/shared/specs/perf-baselines.md, bench/README.md): for each transport, each repeat
+runs the real daemon (`python -m gateway run`, one sim device at `--rate` Hz) and
+bench/baseline_server.py (a state message of the same shape, serialized once, the same bytes to every
+client). The pair's order alternates between repeats so that host drift (about 10 % on this VM) hits
+both alike. Each server is its own process, so psutil measures its CPU and RSS alone; this process
+holds all N client connections. Results are medians (min-max) over the repeats, and gateway/baseline
+ratios.
+
+Run:  scripts/loopback-only.sh .venv/bin/python bench/fanout.py [--clients 50] [--rate 1000] ...
+"""
+
+from __future__ import annotations
+
+import abc
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import datetime
+import importlib.metadata
+import itertools
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import aiohttp
+import msgpack
+import orjson
+import psutil
+
+Transport = Literal["ws", "msgpack"]
+ServerKind = Literal["gateway", "baseline"]
+TRANSPORTS: tuple[Transport, ...] = ("ws", "msgpack")
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+BASELINE_SERVER = BENCH_DIR / "baseline_server.py"
+RESULTS_DIR = BENCH_DIR / "results"
+
+HOST = "127.0.0.1"
+DEVICE_ID = "bench-1"
+TOPIC = f"{DEVICE_ID}/state"
+SUBSCRIBE_ID = 1
+
+START_TIMEOUT_S = 20.0
+CONNECT_TIMEOUT_S = 30.0
+REQUEST_TIMEOUT_S = 10.0
+CLOSE_TIMEOUT_S = 2.0
+SCRAPE_TIMEOUT_S = 5.0
+STOP_TIMEOUT_S = 10.0
+RSS_PERIOD_S = 0.1
+QUIET_SAMPLE_S = 0.5
+QUIET_SAMPLES = 4
+READ_SIZE = 65536
+LOG_TAIL_LINES = 40
+MAX_PROBLEMS = 20
+
+#: Every server pid started and not yet reaped, for the last-resort cleanup in `main`.
+_live_pids: set[int] = set()
+
+
+# -- server processes ---------------------------------------------------------------------------
+
+
+@dataclass
+class ServerProcess:
+    """A server subprocess that printed its `listening` line; `port` serves the benchmark's transport."""
+
+    kind: ServerKind
+    proc: asyncio.subprocess.Process
+    port: int
+    http_port: int | None
+    log_tail: deque[str]
+    problems: list[str]
+    drain: asyncio.Task[None]
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    async def stop(self) -> int | None:
+        code = await stop_process(self.proc)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.drain, CLOSE_TIMEOUT_S)
+        return code
+
+
+async def stop_process(proc: asyncio.subprocess.Process) -> int | None:
+    """SIGTERM and wait; SIGKILL when it does not exit in time. None if even that did not reap it."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), STOP_TIMEOUT_S)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), STOP_TIMEOUT_S)
+    if proc.returncode is not None:
+        _live_pids.discard(proc.pid)
+    return proc.returncode
+
+
+def gateway_config(rate: float) -> str:
+    """Free ports, no Unix socket, one sim device: the only publisher, at `rate` Hz."""
+    return (
+        f'[server]\nhost = "{HOST}"\nhttp_port = 0\nmsgpack_port = 0\nunix_socket = ""\n\n'
+        f'[devices.{DEVICE_ID}]\nkind = "sim"\nrate_hz = {float(rate)!r}\nleds = 1\n'
+    )
+
+
+def server_argv(kind: ServerKind, transport: Transport, rate: float, workdir: Path) -> list[str]:
+    if kind == "gateway":
+        config = workdir / "gateway.toml"
+        config.write_text(gateway_config(rate))
+        return [sys.executable, "-m", "gateway", "run", "--config", str(config), "--log-format", "json"]
+    return [sys.executable, str(BASELINE_SERVER), "--transport", transport, "--rate", repr(float(rate))]
+
+
+def _port_of(url: str) -> int:
+    """The port of `http://h:p/`, `ws://h:p/ws` or `tcp://h:p`."""
+    return int(url.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[1])
+
+
+def ports_from_listening(kind: ServerKind, transport: Transport, line: dict[str, Any]) -> tuple[int, int | None]:
+    """(port for `transport`, HTTP port for /metrics or None) from a server's `listening` line."""
+    if kind == "baseline":
+        return int(line["port"]), None
+    http_port = _port_of(line["http"])
+    if transport == "ws":
+        return http_port, http_port
+    if not line.get("msgpack"):
+        raise RuntimeError(f"the gateway does not listen on msgpack/TCP: {line}")
+    return _port_of(line["msgpack"]), http_port
+
+
+def _note_line(raw: bytes, tail: deque[str], problems: list[str]) -> dict[str, Any] | None:
+    """Keep the line in the tail; keep warnings and errors aside; return it parsed when it is JSON."""
+    text = raw.decode(errors="replace").rstrip()
+    tail.append(text)
+    try:
+        record = json.loads(text)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict):
+        if text and len(problems) < MAX_PROBLEMS:
+            problems.append(text)  # not a log record: a traceback or a crash message
+        return None
+    if record.get("level") in ("warning", "error", "critical") and len(problems) < MAX_PROBLEMS:
+        problems.append(text)
+    return record
+
+
+async def _wait_listening(proc: asyncio.subprocess.Process, tail: deque[str], problems: list[str]) -> dict[str, Any]:
+    assert proc.stdout is not None
+    while raw := await proc.stdout.readline():
+        record = _note_line(raw, tail, problems)
+        if record is not None and record.get("event") == "listening":
+            return record
+    code = await proc.wait()
+    raise RuntimeError(f"server exited ({code}) before listening:\n" + "\n".join(tail))
+
+
+async def _drain_output(proc: asyncio.subprocess.Process, tail: deque[str], problems: list[str]) -> None:
+    # A full stdout pipe would block the server's logging, and then its event loop.
+    assert proc.stdout is not None
+    with contextlib.suppress(ConnectionError, ValueError):
+        async for raw in proc.stdout:
+            _note_line(raw, tail, problems)
+
+
+async def start_server(kind: ServerKind, transport: Transport, rate: float, workdir: Path) -> ServerProcess:
+    """Start a server process and wait (bounded) for its `listening` line."""
+    proc = await asyncio.create_subprocess_exec(
+        *server_argv(kind, transport, rate, workdir),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        limit=1 << 20,  # JSON tracebacks can be long lines
+    )
+    _live_pids.add(proc.pid)
+    tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+    problems: list[str] = []
+    try:
+        async with asyncio.timeout(START_TIMEOUT_S):
+            listening = await _wait_listening(proc, tail, problems)
+        port, http_port = ports_from_listening(kind, transport, listening)
+    except BaseException as error:
+        await stop_process(proc)
+        if isinstance(error, TimeoutError):
+            raise RuntimeError(f"{kind} did not listen within {START_TIMEOUT_S} s:\n" + "\n".join(tail)) from None
+        raise
+    drain = asyncio.create_task(_drain_output(proc, tail, problems), name=f"{kind}-output")
+    return ServerProcess(kind, proc, port, http_port, tail, problems, drain)
+
+
+# -- clients ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Window:
+    """The measurement window in wall-clock time (`time.time()`); nothing is counted outside it."""
+
+    start: float = math.inf
+    end: float = math.inf
+
+
+class Tally:
+    """What one client saw inside the window: counts, seq gaps and publish-to-receipt latencies."""
+
+    __slots__ = ("final_seq", "first_seq", "last_seq", "latencies", "received", "skipped", "window")
+
+    def __init__(self, window: Window) -> None:
+        self.window = window
+        self.last_seq: int | None = None
+        self.first_seq: int | None = None
+        self.final_seq: int | None = None
+        self.received = 0
+        self.skipped = 0
+        self.latencies: list[float] = []
+
+    def record(self, message: Any, now: float) -> None:
+        """Count one pushed message received at `now` (the hot path: keep it lean)."""
+        if message.get("op") != "state":
+            return
+        seq: int = message["seq"]
+        previous = self.last_seq
+        self.last_seq = seq
+        window = self.window
+        if not window.start <= now < window.end:
+            return
+        self.received += 1
+        # Both stamps are this host's time.time(): the server's at publication, ours at receipt.
+        self.latencies.append(now - message["stamp"])
+        if previous is not None and seq > previous + 1:
+            self.skipped += seq - previous - 1
+        if self.first_seq is None:
+            self.first_seq = seq
+        self.final_seq = seq
+
+
+class Connection(abc.ABC):
+    """One client: read `hello`, subscribe to the topic, then `pump` pushes into its tally."""
+
+    def __init__(self, tally: Tally) -> None:
+        self.tally = tally
+
+    @abc.abstractmethod
+    async def receive_message(self) -> Any:
+        """The next message (handshake only; bounded by REQUEST_TIMEOUT_S)."""
+
+    @abc.abstractmethod
+    async def send_message(self, message: dict[str, Any]) -> None:
+        """Send one request."""
+
+    @abc.abstractmethod
+    async def pump(self) -> None:
+        """Record every pushed message until the connection closes."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Close the connection (bounded)."""
+
+    async def subscribe(self, topic: str) -> None:
+        hello = await self.receive_message()
+        if not isinstance(hello, dict) or hello.get("op") != "hello":
+            raise RuntimeError(f"expected hello, got {hello!r}")
+        await self.send_message({"op": "subscribe", "id": SUBSCRIBE_ID, "topics": [topic]})
+        while True:
+            message = await self.receive_message()
+            if message.get("op") == "result" and message.get("id") == SUBSCRIBE_ID:
+                if not message.get("ok"):
+                    raise RuntimeError(f"subscribe refused: {message}")
+                return
+            self.tally.record(message, time.time())  # a push before the result: before the window too
+
+
+class WsConnection(Connection):
+    """aiohttp client WebSocket, JSON text frames."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse, tally: Tally) -> None:
+        super().__init__(tally)
+        self._ws = ws
+
+    @classmethod
+    async def open(cls, session: aiohttp.ClientSession, port: int, tally: Tally) -> WsConnection:
+        # compress=0: no permessage-deflate offer, as in the baseline method.
+        ws = await session.ws_connect(f"ws://{HOST}:{port}/ws", compress=0, max_msg_size=0)
+        return cls(ws, tally)
+
+    async def receive_message(self) -> Any:
+        message = await self._ws.receive(timeout=REQUEST_TIMEOUT_S)
+        if message.type != aiohttp.WSMsgType.TEXT:
+            raise ConnectionError(f"expected a text frame, got {message.type.name}: {message.data!r}")
+        return orjson.loads(message.data)
+
+    async def send_message(self, message: dict[str, Any]) -> None:
+        await self._ws.send_str(orjson.dumps(message).decode())
+
+    async def pump(self) -> None:
+        record, loads, clock = self.tally.record, orjson.loads, time.time
+        async for message in self._ws:
+            if message.type == aiohttp.WSMsgType.TEXT:
+                now = clock()
+                record(loads(message.data), now)
+            elif message.type == aiohttp.WSMsgType.ERROR:
+                return
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._ws.close(), CLOSE_TIMEOUT_S)
+
+
+class MsgpackConnection(Connection):
+    """asyncio TCP stream carrying concatenated msgpack maps."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, tally: Tally) -> None:
+        super().__init__(tally)
+        self._reader = reader
+        self._writer = writer
+        self._unpacker = msgpack.Unpacker(raw=False)
+
+    @classmethod
+    async def open(cls, port: int, tally: Tally) -> MsgpackConnection:
+        reader, writer = await asyncio.open_connection(HOST, port, limit=READ_SIZE)
+        return cls(reader, writer, tally)
+
+    async def receive_message(self) -> Any:
+        while True:
+            with contextlib.suppress(StopIteration):
+                return next(self._unpacker)
+            data = await asyncio.wait_for(self._reader.read(READ_SIZE), REQUEST_TIMEOUT_S)
+            if not data:
+                raise ConnectionError("connection closed during the handshake")
+            self._unpacker.feed(data)
+
+    async def send_message(self, message: dict[str, Any]) -> None:
+        self._writer.write(msgpack.packb(message, use_bin_type=True))
+        await self._writer.drain()
+
+    async def pump(self) -> None:
+        record, clock, unpacker, reader = self.tally.record, time.time, self._unpacker, self._reader
+        for message in unpacker:  # left over from the handshake's last read
+            record(message, clock())
+        with contextlib.suppress(ConnectionError):
+            while data := await reader.read(READ_SIZE):
+                # One receipt time per read: the messages of one chunk arrived together.
+                now = clock()
+                unpacker.feed(data)
+                for message in unpacker:
+                    record(message, now)
+
+    async def close(self) -> None:
+        self._writer.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._writer.wait_closed(), CLOSE_TIMEOUT_S)
+
+
+@dataclass
+class Fleet:
+    """The benchmark's N subscribed clients and their pump tasks."""
+
+    connections: list[Connection]
+    pumps: list[asyncio.Task[None]]
+
+    @property
+    def tallies(self) -> list[Tally]:
+        return [connection.tally for connection in self.connections]
+
+    def alive(self) -> int:
+        return sum(not pump.done() for pump in self.pumps)
+
+
+@contextlib.asynccontextmanager
+async def client_fleet(transport: Transport, port: int, count: int, window: Window) -> AsyncIterator[Fleet]:
+    """Connect and subscribe `count` clients concurrently; close them all on the way out."""
+    # limit=0: the default connector stalls connection 101 (perf-baselines.md, finding 5).
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) if transport == "ws" else None
+    fleet = Fleet([], [])
+
+    async def open_one() -> None:
+        tally = Tally(window)
+        connection: Connection
+        if session is not None:
+            connection = await WsConnection.open(session, port, tally)
+        else:
+            connection = await MsgpackConnection.open(port, tally)
+        fleet.connections.append(connection)  # listed at once, so that it is closed even on failure
+        await connection.subscribe(TOPIC)
+
+    try:
+        async with asyncio.timeout(CONNECT_TIMEOUT_S), asyncio.TaskGroup() as group:
+            for _ in range(count):
+                group.create_task(open_one())
+        fleet.pumps = [asyncio.create_task(c.pump()) for c in fleet.connections]
+        yield fleet
+    finally:
+        for pump in fleet.pumps:
+            pump.cancel()
+        await asyncio.gather(*fleet.pumps, return_exceptions=True)
+        await asyncio.gather(*(c.close() for c in fleet.connections), return_exceptions=True)
+        if session is not None:
+            await session.close()
+
+
+# -- measurement --------------------------------------------------------------------------------
+
+
+@dataclass
+class Usage:
+    """Usage over the window, CPU in % of one core: the server, this (client) process, and the rest.
+
+    `other_cpu_pct` is the host's busy CPU minus server and client: other programs, and kernel
+    softirq time (loopback TCP) that is not charged to a process. Large values mean a noisy run.
+    """
+
+    wall_s: float
+    server_cpu_pct: float
+    server_rss_peak_mb: float
+    client_cpu_pct: float
+    other_cpu_pct: float
+
+
+def _cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return times.user + times.system
+
+
+def _host_busy_seconds() -> float:
+    times = psutil.cpu_times()
+    return sum(getattr(times, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq"))
+
+
+async def measure_window(server_pid: int, window: Window, seconds: float) -> Usage:
+    """Open the window for `seconds`, sampling the server's RSS; CPU is the cpu_times delta."""
+    server, client = psutil.Process(server_pid), psutil.Process()
+    rss_peak = server.memory_info().rss
+    server_cpu, client_cpu, host_cpu = _cpu_seconds(server), _cpu_seconds(client), _host_busy_seconds()
+    started = time.monotonic()
+    window.start = time.time()
+    deadline = started + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        await asyncio.sleep(min(RSS_PERIOD_S, left))
+        rss_peak = max(rss_peak, server.memory_info().rss)
+    window.end = time.time()
+    wall = time.monotonic() - started
+    server_used = _cpu_seconds(server) - server_cpu
+    client_used = _cpu_seconds(client) - client_cpu
+    other_used = _host_busy_seconds() - host_cpu - server_used - client_used
+    return Usage(
+        wall_s=wall,
+        server_cpu_pct=100.0 * server_used / wall,
+        server_rss_peak_mb=rss_peak / 1e6,
+        client_cpu_pct=100.0 * client_used / wall,
+        other_cpu_pct=100.0 * other_used / wall,
+    )
+
+
+async def wait_for_quiet_host(below_pct: float, max_wait_s: float) -> float:
+    """Wait until the whole host's busy CPU stays under `below_pct` (of one core); return the last value.
+
+    This machine is shared (test runs, builds): a run next to other load measures that load. After
+    `max_wait_s` the run goes ahead anyway, and its `other CPU %` shows the noise.
+    """
+    deadline = time.monotonic() + max_wait_s
+    quiet = 0
+    announced = False
+    while True:
+        busy_before, started = _host_busy_seconds(), time.monotonic()
+        await asyncio.sleep(QUIET_SAMPLE_S)
+        busy = 100.0 * (_host_busy_seconds() - busy_before) / (time.monotonic() - started)
+        quiet = quiet + 1 if busy < below_pct else 0
+        if quiet >= QUIET_SAMPLES or time.monotonic() >= deadline:
+            return busy
+        if not announced and quiet == 0:
+            print(f"  waiting for the host to go quiet (busy {busy:.0f} % of a core)", file=sys.stderr, flush=True)
+            announced = True
+
+
+def _metric_sums(text: str) -> dict[str, float]:
+    """Prometheus text: each metric's value summed over its label sets."""
+    sums: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name_and_labels, _, value = line.rpartition(" ")
+        name = name_and_labels.split("{", 1)[0]
+        with contextlib.suppress(ValueError):
+            sums[name] = sums.get(name, 0.0) + float(value)
+    return sums
+
+
+GATEWAY_COUNTERS = {
+    "published": "hwgw_bus_published_total",
+    "delivered": "hwgw_client_delivered_total",
+    "coalesced": "hwgw_client_coalesced_total",
+}
+
+
+async def scrape_gateway(http_port: int) -> dict[str, float]:
+    """The gateway's own counters (summed over clients) and its loop lag, from /metrics and /healthz."""
+    timeout = aiohttp.ClientTimeout(total=SCRAPE_TIMEOUT_S)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        async with session.get(f"http://{HOST}:{http_port}/metrics") as response:
+            sums = _metric_sums(await response.text())
+        async with session.get(f"http://{HOST}:{http_port}/healthz") as response:
+            health = await response.json()
+    scraped = {key: sums.get(name, math.nan) for key, name in GATEWAY_COUNTERS.items()}
+    scraped["loop_lag_max_ms"] = float(health.get("loop_lag_max_ms", math.nan))
+    return scraped
+
+
+async def gateway_counters(server: ServerProcess) -> dict[str, float] | None:
+    """Best effort: a failed scrape must not spoil the run's client-side numbers."""
+    if server.http_port is None:
+        return None
+    try:
+        return await scrape_gateway(server.http_port)
+    except (aiohttp.ClientError, TimeoutError, ValueError):
+        return None
+
+
+# -- one run ------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunResult:
+    """One server, one transport, one repeat. Rates are per second of the window."""
+
+    server: ServerKind
+    transport: Transport
+    repeat: int
+    clients: int
+    rate: float
+    window_s: float
+    received: int
+    skipped: int
+    delivered_per_s: float
+    expected_per_s: float
+    published_per_s: float
+    skipped_fraction: float
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    server_cpu_pct: float
+    server_us_per_msg: float
+    server_rss_peak_mb: float
+    client_cpu_pct: float
+    other_cpu_pct: float
+    clients_alive: int
+    host_busy_before_pct: float = math.nan
+    attempts: int = 1
+    noisy: bool = False
+    gateway: dict[str, float] | None = None
+    server_exit_code: int | None = None
+    server_problems: list[str] = field(default_factory=list)
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile of sorted data (NaN when empty)."""
+    if not ordered:
+        return math.nan
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def gateway_rates(
+    before: dict[str, float] | None, after: dict[str, float] | None, span_s: float
+) -> dict[str, float] | None:
+    """The gateway's counters per second between two scrapes, and the loop lag seen at the end."""
+    if before is None or after is None:
+        return None
+    rates = {f"{key}_per_s": (after[key] - before[key]) / span_s for key in GATEWAY_COUNTERS}
+    return {**rates, "loop_lag_max_ms": after["loop_lag_max_ms"]}
+
+
+def summarize(
+    kind: ServerKind, transport: Transport, repeat: int, args: argparse.Namespace, fleet: Fleet, usage: Usage
+) -> RunResult:
+    tallies = fleet.tallies
+    received = sum(t.received for t in tallies)
+    skipped = sum(t.skipped for t in tallies)
+    latencies = sorted(itertools.chain.from_iterable(t.latencies for t in tallies))
+    # The widest seq span any client saw = samples the server published during the window.
+    published = max(
+        (t.final_seq - t.first_seq + 1 for t in tallies if t.first_seq is not None and t.final_seq is not None),
+        default=0,
+    )
+    wall = usage.wall_s
+    return RunResult(
+        server=kind,
+        transport=transport,
+        repeat=repeat,
+        clients=args.clients,
+        rate=args.rate,
+        window_s=wall,
+        received=received,
+        skipped=skipped,
+        delivered_per_s=received / wall,
+        expected_per_s=args.clients * args.rate,
+        published_per_s=published / wall,
+        skipped_fraction=skipped / (received + skipped) if received + skipped else math.nan,
+        p50_ms=1e3 * percentile(latencies, 0.50),
+        p99_ms=1e3 * percentile(latencies, 0.99),
+        max_ms=1e3 * latencies[-1] if latencies else math.nan,
+        server_cpu_pct=usage.server_cpu_pct,
+        server_us_per_msg=1e6 * usage.server_cpu_pct / 100.0 * wall / received if received else math.nan,
+        server_rss_peak_mb=usage.server_rss_peak_mb,
+        client_cpu_pct=usage.client_cpu_pct,
+        other_cpu_pct=usage.other_cpu_pct,
+        clients_alive=fleet.alive(),
+    )
+
+
+async def drive_clients(
+    server: ServerProcess, transport: Transport, repeat: int, args: argparse.Namespace
+) -> RunResult:
+    window = Window()
+    async with client_fleet(transport, server.port, args.clients, window) as fleet:
+        await asyncio.sleep(args.warmup)
+        # The scrapes bracket the window closely; their span is measured, so the rates are per second.
+        before, scraped_at = await gateway_counters(server), time.monotonic()
+        usage = await measure_window(server.pid, window, args.seconds)
+        after, span = await gateway_counters(server), time.monotonic() - scraped_at
+        result = summarize(server.kind, transport, repeat, args, fleet, usage)
+    result.gateway = gateway_rates(before, after, span)
+    return result
+
+
+async def run_once(
+    kind: ServerKind, transport: Transport, repeat: int, args: argparse.Namespace, workdir: Path
+) -> RunResult:
+    """Fresh server process, N clients, warm-up, window; the server is stopped whatever happens."""
+    server = await start_server(kind, transport, args.rate, workdir)
+    try:
+        result = await drive_clients(server, transport, repeat, args)
+    finally:
+        code = await server.stop()
+    result.server_exit_code = code
+    result.server_problems = list(server.problems)
+    return result
+
+
+def run_budget(args: argparse.Namespace) -> float:
+    """Upper bound of one run; past it the run is abandoned (and its server stopped)."""
+    return START_TIMEOUT_S + CONNECT_TIMEOUT_S + float(args.warmup + args.seconds) + 4 * SCRAPE_TIMEOUT_S + 30.0
+
+
+def schedule(transports: Sequence[Transport], repeats: int) -> list[tuple[int, Transport, ServerKind]]:
+    """Interleaved pairs; odd repeats start with the baseline, so neither always runs first."""
+    plan: list[tuple[int, Transport, ServerKind]] = []
+    for repeat in range(repeats):
+        order: tuple[ServerKind, ServerKind] = ("gateway", "baseline") if repeat % 2 == 0 else ("baseline", "gateway")
+        plan.extend((repeat, transport, kind) for transport in transports for kind in order)
+    return plan
+
+
+async def measured_run(
+    kind: ServerKind, transport: Transport, repeat: int, args: argparse.Namespace, workdir: Path, label: str
+) -> RunResult:
+    """One run on a quiet host; redone (up to `--retries` times) while other programs load the host."""
+    for attempt in range(args.retries + 1):
+        busy = await wait_for_quiet_host(args.quiet_below, args.quiet_wait) if args.quiet_below > 0 else math.nan
+        async with asyncio.timeout(run_budget(args)):
+            result = await run_once(kind, transport, repeat, args, workdir)
+        result.host_busy_before_pct = busy
+        result.attempts = attempt + 1
+        result.noisy = result.other_cpu_pct > args.noisy_above
+        if not result.noisy:
+            break
+        print(f"{label}: noisy, {progress_line(result)}", file=sys.stderr, flush=True)
+    return result
+
+
+async def run_all(args: argparse.Namespace, results: list[RunResult], failures: list[dict[str, Any]]) -> None:
+    """Run the schedule, appending to `results` as it goes (so an interrupt keeps what was measured)."""
+    plan = schedule(args.transports, args.repeats)
+    with tempfile.TemporaryDirectory(prefix="hwgw-bench-") as tmp:
+        for index, (repeat, transport, kind) in enumerate(plan, 1):
+            label = f"[{index}/{len(plan)}] {transport} {kind}"
+            try:
+                result = await measured_run(kind, transport, repeat, args, Path(tmp), label)
+            except Exception as error:  # a failed run is reported; the others still count
+                failures.append({"repeat": repeat, "transport": transport, "server": kind, "error": repr(error)})
+                print(f"{label}: FAILED {error!r}", file=sys.stderr, flush=True)
+                continue
+            results.append(result)
+            print(f"{label}: {progress_line(result)}", file=sys.stderr, flush=True)
+
+
+# -- report -------------------------------------------------------------------------------------
+
+
+METRICS = (
+    "delivered_per_s",
+    "published_per_s",
+    "skipped_fraction",
+    "p50_ms",
+    "p99_ms",
+    "max_ms",
+    "server_cpu_pct",
+    "server_us_per_msg",
+    "server_rss_peak_mb",
+    "client_cpu_pct",
+    "other_cpu_pct",
+)
+
+
+@dataclass(frozen=True)
+class Stat:
+    median: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> Stat:
+        finite = [v for v in values if not math.isnan(v)]
+        if not finite:
+            return cls(math.nan, math.nan, math.nan)
+        return cls(statistics.median(finite), min(finite), max(finite))
+
+
+Summary = dict[Transport, dict[ServerKind, dict[str, Stat]]]
+
+
+def aggregate(results: Sequence[RunResult]) -> Summary:
+    summary: Summary = {}
+    for result in results:
+        summary.setdefault(result.transport, {}).setdefault(result.server, {})
+    for transport, servers in summary.items():
+        for kind in servers:
+            runs = [r for r in results if r.transport == transport and r.server == kind]
+            servers[kind] = {name: Stat.of(getattr(r, name) for r in runs) for name in METRICS}
+            servers[kind]["runs"] = Stat.of([float(len(runs))])
+    return summary
+
+
+def progress_line(result: RunResult) -> str:
+    return (
+        f"{result.delivered_per_s:,.0f} msg/s of {result.expected_per_s:,.0f}, "
+        f"skipped {100 * result.skipped_fraction:.2f} %, p50 {result.p50_ms:.2f} ms, p99 {result.p99_ms:.2f} ms, "
+        f"cpu {result.server_cpu_pct:.0f} %, rss {result.server_rss_peak_mb:.1f} MB, "
+        f"client cpu {result.client_cpu_pct:.0f} %, other cpu {result.other_cpu_pct:.0f} %, "
+        f"alive {result.clients_alive}/{result.clients}"
+    )
+
+
+def _cell(stat: Stat, fmt: str, scale: float = 1.0) -> str:
+    if math.isnan(stat.median):
+        return "-"
+    median, low, high = (format(v * scale, fmt) for v in (stat.median, stat.low, stat.high))
+    return median if low == high else f"{median} ({low}-{high})"
+
+
+TABLE_COLUMNS: tuple[tuple[str, str, str, float], ...] = (
+    # header, metric, format, scale
+    ("delivered msg/s", "delivered_per_s", ",.0f", 1.0),
+    ("published msg/s", "published_per_s", ",.0f", 1.0),
+    ("skipped %", "skipped_fraction", ".2f", 100.0),
+    ("p50 ms", "p50_ms", ".2f", 1.0),
+    ("p99 ms", "p99_ms", ".2f", 1.0),
+    ("max ms", "max_ms", ".1f", 1.0),
+    ("server CPU %", "server_cpu_pct", ".0f", 1.0),
+    ("srv µs/msg", "server_us_per_msg", ".1f", 1.0),
+    ("peak RSS MB", "server_rss_peak_mb", ".1f", 1.0),
+    ("client CPU %", "client_cpu_pct", ".0f", 1.0),
+    ("other CPU %", "other_cpu_pct", ".0f", 1.0),
+)
+
+
+def table(summary: Summary, args: argparse.Namespace) -> str:
+    header = ["transport", "server", "runs", *(column[0] for column in TABLE_COLUMNS)]
+    lines = [
+        f"N={args.clients} clients x R={args.rate:g} msg/s (expected {args.clients * args.rate:,.0f} msg/s), "
+        f"window {args.seconds:g} s; median (min-max) of {args.repeats} interleaved repeats",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for transport, servers in summary.items():
+        for kind, stats in servers.items():
+            cells = [_cell(stats[metric], fmt, scale) for _, metric, fmt, scale in TABLE_COLUMNS]
+            lines.append(f"| {transport} | {kind} | {stats['runs'].median:.0f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _side(kind: str, stats: dict[str, Stat]) -> str:
+    return (
+        f"{kind} {stats['delivered_per_s'].median:,.0f} msg/s p50 {stats['p50_ms'].median:.1f} ms "
+        f"p99 {stats['p99_ms'].median:.1f} ms cpu {stats['server_cpu_pct'].median:.0f}% "
+        f"rss {stats['server_rss_peak_mb'].median:.0f} MB"
+    )
+
+
+RATIO_METRICS = {"cpu": "server_cpu_pct", "p99": "p99_ms", "delivered": "delivered_per_s", "rss": "server_rss_peak_mb"}
+
+
+def _ratio(gateway: Stat, baseline: Stat) -> float:
+    return gateway.median / baseline.median if baseline.median else math.nan
+
+
+def ratios(servers: dict[ServerKind, dict[str, Stat]]) -> dict[str, float]:
+    gateway, baseline = servers["gateway"], servers["baseline"]
+    return {name: _ratio(gateway[metric], baseline[metric]) for name, metric in RATIO_METRICS.items()}
+
+
+def summary_line(transport: Transport, servers: dict[ServerKind, dict[str, Stat]]) -> str:
+    """`ws: gateway … | baseline … | ratio cpu 1.2x p99 1.1x delivered 1.00x` (or the sides it has)."""
+    sides = [_side(kind, servers[kind]) for kind in ("gateway", "baseline") if kind in servers]
+    if len(sides) == 2:
+        ratio = ratios(servers)
+        sides.append(f"ratio cpu {ratio['cpu']:.1f}x p99 {ratio['p99']:.1f}x delivered {ratio['delivered']:.2f}x")
+    return f"{transport}: " + " | ".join(sides)
+
+
+def _stat_json(stat: Stat) -> dict[str, float | None]:
+    # JSON has no NaN; null says "not measured".
+    return {k: (None if math.isnan(v) else v) for k, v in dataclasses.asdict(stat).items()}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def environment() -> dict[str, Any]:
+    versions = {}
+    for package in ("hwgateway", "aiohttp", "msgpack", "orjson", "psutil"):
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            versions[package] = importlib.metadata.version(package)
+    commit = None
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        git = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=5, check=True
+        )
+        commit = git.stdout.strip()
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "versions": versions,
+        "git_commit": commit,
+    }
+
+
+def write_json(
+    path: Path,
+    args: argparse.Namespace,
+    started: datetime.datetime,
+    results: list[RunResult],
+    failures: list[dict[str, Any]],
+    complete: bool,
+) -> None:
+    summary = aggregate(results)
+    document = {
+        "benchmark": "fanout",
+        "started_utc": started.isoformat(),
+        "complete": complete,
+        "args": {k: v for k, v in vars(args).items() if k != "output"},
+        "environment": environment(),
+        "summary": {
+            transport: {
+                **{kind: {m: _stat_json(s) for m, s in stats.items()} for kind, stats in servers.items()},
+                **({"ratio": _jsonable(ratios(servers))} if len(servers) == 2 else {}),
+            }
+            for transport, servers in summary.items()
+        },
+        "runs": [_jsonable(dataclasses.asdict(r)) for r in results],
+        "failures": failures,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2) + "\n")
+
+
+def report(
+    args: argparse.Namespace,
+    started: datetime.datetime,
+    results: list[RunResult],
+    failures: list[dict[str, Any]],
+    complete: bool,
+) -> None:
+    summary = aggregate(results)
+    print()
+    print(table(summary, args))
+    print()
+    for transport, servers in summary.items():
+        print(summary_line(transport, servers))
+    noisy = [r for r in results if r.noisy]
+    if noisy:
+        names = ", ".join(f"{r.transport} {r.server} #{r.repeat + 1} ({r.other_cpu_pct:.0f} %)" for r in noisy)
+        print(f"\nWARNING: {len(noisy)} run(s) stayed noisy (other CPU > {args.noisy_above:g} %): {names}")
+    if failures:
+        print(f"\n{len(failures)} run(s) failed; see 'failures' in the JSON.")
+    path = Path(args.output) / f"fanout-{started.strftime('%Y%m%dT%H%M%SZ')}.json"
+    write_json(path, args, started, results, failures, complete)
+    print(f"\nraw results: {path}")
+
+
+# -- entry point --------------------------------------------------------------------------------
+
+
+def _transports(text: str) -> list[Transport]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in TRANSPORTS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated subset of {','.join(TRANSPORTS)}")
+    return [cast(Transport, name) for name in dict.fromkeys(names)]
+
+
+def _positive(kind: type[int] | type[float]) -> Any:
+    def parse(text: str) -> int | float:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+
+    return parse
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Fan-out of the gateway vs a bare server: N clients x R msg/s, WebSocket and msgpack/TCP."
+    )
+    parser.add_argument("--clients", type=_positive(int), default=50, help="connections (default 50)")
+    parser.add_argument("--rate", type=_positive(float), default=1000.0, help="msg/s published (default 1000)")
+    parser.add_argument("--seconds", type=_positive(float), default=5.0, help="measurement window (default 5)")
+    parser.add_argument("--warmup", type=float, default=1.0, help="seconds before the window (default 1)")
+    parser.add_argument("--repeats", type=_positive(int), default=3, help="interleaved pairs (default 3)")
+    parser.add_argument("--transports", type=_transports, default=list(TRANSPORTS), help="default ws,msgpack")
+    parser.add_argument(
+        "--quiet-below",
+        type=float,
+        default=25.0,
+        help="before each run, wait until the host's busy CPU is under this %% of a core (0: don't wait)",
+    )
+    parser.add_argument("--quiet-wait", type=float, default=120.0, help="longest such wait in s (default 120)")
+    parser.add_argument(
+        "--noisy-above",
+        type=float,
+        default=40.0,
+        help="a run whose 'other CPU' exceeds this %% of a core is noisy (default 40; about 10-20 when quiet)",
+    )
+    parser.add_argument("--retries", type=int, default=2, help="times a noisy run is redone (default 2)")
+    parser.add_argument("--output", default=str(RESULTS_DIR), help="directory of the JSON results")
+    args = parser.parse_args(argv)
+    if not 0.1 <= args.rate <= 10000:
+        parser.error("--rate: the sim device accepts 0.1 to 10000 Hz")
+    for name in ("warmup", "quiet_below", "quiet_wait", "retries"):
+        if getattr(args, name) < 0:
+            parser.error(f"--{name.replace('_', '-')}: must be >= 0")
+    return args
+
+
+def _kill_leftovers() -> None:
+    """Last resort (a second Ctrl-C, a bug): kill any server we started that is still our child."""
+    for pid in list(_live_pids):
+        with contextlib.suppress(psutil.Error):
+            child = psutil.Process(pid)
+            if child.ppid() == os.getpid():
+                child.kill()
+                child.wait(STOP_TIMEOUT_S)
+        _live_pids.discard(pid)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = datetime.datetime.now(datetime.UTC)
+    results: list[RunResult] = []
+    failures: list[dict[str, Any]] = []
+    complete = False
+    try:
+        asyncio.run(run_all(args, results, failures))
+        complete = True
+    except KeyboardInterrupt:
+        print(f"\ninterrupted after {len(results)} run(s); reporting those", file=sys.stderr)
+    finally:
+        _kill_leftovers()
+    if results or failures:
+        report(args, started, results, failures, complete)
+    return 0 if complete and not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
