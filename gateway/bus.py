@@ -139,6 +139,8 @@ class Subscriber:
     def __init__(self, name: str, encoding: Encoding) -> None:
         self.name = name
         self.encoding = encoding
+        #: Writes an item to the client at once, or returns False when the client is backed up.
+        self.direct: Callable[[Outgoing], bool] | None = None
         self.subscriptions: dict[int, Subscription] = {}
         self.wakeup = asyncio.Event()
         self.delivered = 0
@@ -154,7 +156,11 @@ class Subscriber:
         return len(self._pending)
 
     def offer(self, item: Outgoing, min_interval: float = 0.0) -> None:
-        """Put `item` in its slot, replacing an unsent older item (counted as coalesced)."""
+        """Send `item` now if the client keeps up, else put it in its slot (replacing an unsent older one)."""
+        # The mailbox is only for a client that is behind: one that keeps up gets every sample.
+        if not min_interval and not self._pending and self.direct is not None and self.direct(item):
+            self.delivered += 1
+            return
         key = item.key
         was_pending = key in self._pending
         if was_pending:

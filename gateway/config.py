@@ -35,6 +35,8 @@ class ServerConfig:
 
     Ports 0 pick a free port (for tests); `msgpack_port = -1` and `unix_socket = ""` disable those
     listeners. Sizes are in bytes, times in seconds, rates in requests per second.
+    `send_buffer_bytes` caps each client socket's kernel send buffer (0: the OS default), so a client
+    that stops reading holds at most that much; past it, its mailbox keeps only the newest samples.
     """
 
     host: str = "127.0.0.1"
@@ -48,6 +50,7 @@ class ServerConfig:
     request_burst: int = field(default=400, metadata=_range(1, 1_000_000))
     max_inflight_commands: int = field(default=32, metadata=_range(1, 10_000))
     heartbeat_s: float = field(default=30.0, metadata=_range(0, 3600))
+    send_buffer_bytes: int = field(default=262144, metadata=_range(0, 64 * 1024 * 1024))
     allowed_origins: tuple[str, ...] = ()
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gateway import PROTOCOL_VERSION, __version__
-from gateway.bus import Bus, Subscriber
+from gateway.bus import Bus, Outgoing, Subscriber
 from gateway.commands import CommandRouter
 from gateway.config import ServerConfig
 from gateway.errors import (
@@ -56,6 +56,9 @@ class Transport(Protocol):
     """A client connection able to send encoded frames and to close."""
 
     encoding: Encoding
+
+    def try_write(self, frame: bytes) -> bool:
+        """Write `frame` now unless the peer is backed up (then return False and write nothing)."""
 
     async def send(self, frames: list[bytes]) -> None:
         """Send frames in order, waiting while the peer's buffers are full."""
@@ -135,6 +138,7 @@ class Session:
         self._bucket = TokenBucket(hub.server.max_requests_per_s, hub.server.request_burst)
         self._commands: set[asyncio.Task[None]] = set()
         self._closing = False
+        self._sending = False
         self._writer: asyncio.Task[None] | None = None
         self._ops: dict[str, Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]]] = {
             "auth": self._auth,
@@ -166,6 +170,7 @@ class Session:
                 },
             }
         )
+        self.subscriber.direct = self._write_now
         self.hub.sessions.add(self)
         if self.authenticated:
             self._attach()
@@ -371,6 +376,12 @@ class Session:
     def _reply_error(self, request_id: RequestId, error: GatewayError) -> None:
         self._push({"op": "result", "id": request_id, "ok": False, "error": error.to_dict()})
 
+    def _write_now(self, item: Outgoing) -> bool:
+        """Write a pushed item straight to the socket when nothing is queued ahead of it."""
+        if self._results or self._sending or self._closing:
+            return False
+        return self.transport.try_write(item.frame(self.transport.encoding))
+
     def _push(self, message: dict[str, Any]) -> None:
         self._results.append(encode(message, self.transport.encoding))
         if len(self._results) >= MAX_QUEUED_RESULTS:
@@ -389,11 +400,14 @@ class Session:
         encoding = self.transport.encoding
         timeout: float | None = None
         while True:
-            try:
-                async with asyncio.timeout(timeout):
-                    await subscriber.wakeup.wait()
-            except TimeoutError:
-                pass
+            if timeout is None:
+                await subscriber.wakeup.wait()
+            else:
+                try:
+                    async with asyncio.timeout(timeout):
+                        await subscriber.wakeup.wait()
+                except TimeoutError:
+                    pass
             subscriber.wakeup.clear()
             frames = list(self._results)
             self._results.clear()
@@ -405,5 +419,9 @@ class Session:
             due, next_due = subscriber.take_due(time.monotonic())
             frames.extend(item.frame(encoding) for item in due)
             if frames:
-                await self.transport.send(frames)
+                self._sending = True
+                try:
+                    await self.transport.send(frames)
+                finally:
+                    self._sending = False
             timeout = None if next_due is None else max(next_due - time.monotonic(), 0.0)

@@ -297,17 +297,38 @@ class MsgpackClient(Client):
             await self.writer.wait_closed()
 
 
-async def connect(gateway: RunningGateway, transport: TransportName, **ws_options: Any) -> Client:
-    """Connect a client over `transport` and read its `hello`."""
+def _small_buffer_socket(port: int, receive_buffer: int) -> socket.socket:
+    """A TCP socket connected to `port` whose receive buffer is fixed before the handshake."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    sock.connect(("127.0.0.1", port))
+    sock.setblocking(False)
+    return sock
+
+
+async def connect(
+    gateway: RunningGateway, transport: TransportName, receive_buffer: int | None = None, **ws_options: Any
+) -> Client:
+    """Connect a client over `transport` and read its `hello`.
+
+    `receive_buffer` fixes the client's kernel receive buffer (bytes), as a slow network would, instead
+    of Linux's autotuning up to tens of megabytes on loopback.
+    """
     client: Client
     if transport == "ws":
+        if receive_buffer is not None:
+            ws_options["sock"] = _small_buffer_socket(gateway.http_port, receive_buffer)
         ws = await websockets.connect(
             f"ws://127.0.0.1:{gateway.http_port}/ws", max_size=None, compression=None, **ws_options
         )
         client = WsClient(ws)
     elif transport == "tcp":
         assert gateway.msgpack_port is not None
-        client = MsgpackClient(*await asyncio.open_connection("127.0.0.1", gateway.msgpack_port))
+        if receive_buffer is not None:
+            streams = await asyncio.open_connection(sock=_small_buffer_socket(gateway.msgpack_port, receive_buffer))
+        else:
+            streams = await asyncio.open_connection("127.0.0.1", gateway.msgpack_port)
+        client = MsgpackClient(*streams)
     else:
         assert gateway.unix_socket is not None
         client = MsgpackClient(*await asyncio.open_unix_connection(gateway.unix_socket))

@@ -6,13 +6,26 @@ import time
 
 import msgpack
 import orjson
+import pytest
 
 from gateway.bus import FRAMES_ENCODED, Bus, DeviceEvent, Sample, Subscriber
 from gateway.messages.generic import Led
+from gateway.wire import websocket_text_frame
 
 
 def led(value: float) -> Led:
     return Led(index=0, rgb=(value, 0.0, 0.0))
+
+
+def websocket_payload(frame: bytes) -> bytes:
+    """The payload of one unmasked WebSocket text frame, checking the header."""
+    assert frame[0] == 0x81
+    if frame[1] < 126:
+        assert frame[1] == len(frame) - 2
+        return frame[2:]
+    assert frame[1] == 126
+    assert int.from_bytes(frame[2:4], "big") == len(frame) - 4
+    return frame[4:]
 
 
 def take(subscriber: Subscriber) -> list[Sample]:
@@ -71,7 +84,7 @@ async def test_each_sample_is_encoded_once_per_encoding_for_any_number_of_subscr
     frames = [item.frame(s.encoding) for s in subscribers for item in s.take_due(time.monotonic())[0]]
     assert FRAMES_ENCODED["json"] - before["json"] == 1
     assert FRAMES_ENCODED["msgpack"] - before["msgpack"] == 1
-    decoded = orjson.loads(frames[1])
+    decoded = orjson.loads(websocket_payload(frames[1]))
     assert decoded == msgpack.unpackb(frames[0])
     assert decoded["stamp"] == 123.25
     assert decoded["recv_stamp"] > 1.7e9
@@ -103,7 +116,7 @@ async def test_device_events_reach_attached_subscribers_keyed_per_device() -> No
     bus.device_event(DeviceEvent("dev", "sim", "connected", "", 2.0))
     due, _ = subscriber.take_due(time.monotonic())
     assert len(due) == 1
-    assert orjson.loads(due[0].frame("json"))["status"] == "connected"
+    assert msgpack.unpackb(due[0].frame("msgpack"))["status"] == "connected"
 
 
 async def test_a_sample_arriving_inside_the_rate_window_still_wakes_the_writer() -> None:
@@ -132,3 +145,14 @@ async def test_unsubscribe_drops_what_it_left_unsent() -> None:
     bus.publish("dev/b", led(0.2))
     bus.unsubscribe(subscriber, both)
     assert [s.topic for s in take(subscriber)] == ["dev/b"]
+
+
+@pytest.mark.parametrize("length", [0, 125, 126, 65535, 65536])
+def test_websocket_framing_of_every_length_class(length: int) -> None:
+    frame = websocket_text_frame(b"x" * length)
+    header = frame[: len(frame) - length]
+    expected = {0: 2, 125: 2, 126: 4, 65535: 4, 65536: 10}[length]
+    assert len(header) == expected
+    assert header[0] == 0x81
+    declared = header[1] if expected == 2 else int.from_bytes(header[2:], "big")
+    assert declared == length

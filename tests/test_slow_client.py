@@ -16,6 +16,8 @@ from tests.harness import TransportName, connect, gateway_config, start_gateway
 FAST_DEVICE = '[devices.fast]\nkind = "sim"\nrate_hz = 1000.0\n'
 STALL_S = 5.0
 #: The gateway may grow by socket buffers and allocator slack, not by a backlog (5,000 samples of about 400 B).
+#: The client's receive buffer is fixed small and the gateway caps its send buffer (server.send_buffer_bytes),
+#: so the stall reaches the gateway instead of vanishing into megabytes of autotuned kernel buffers.
 MAX_GROWTH_BYTES = 8 * 1024 * 1024
 
 
@@ -34,7 +36,7 @@ async def test_stalled_client_costs_bounded_memory_and_then_gets_the_newest(
     gateway = await start_gateway(tmp_path, gateway_config(tmp_path, FAST_DEVICE))
     try:
         process = psutil.Process(gateway.proc.pid)
-        slow = await connect(gateway, transport)
+        slow = await connect(gateway, transport, receive_buffer=32 * 1024)
         commander = await connect(gateway, "ws")
         session = slow.hello["session"]
         await slow.ok("subscribe", topics=["fast/**"])

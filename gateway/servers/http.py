@@ -6,6 +6,7 @@ client like any other and talks to the gateway only over `/ws`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import re
@@ -18,6 +19,7 @@ import orjson
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from gateway.errors import ErrorCode
+from gateway.servers.socket_transport import SocketTransport
 from gateway.session import Hub, Session
 from gateway.wire import Encoding
 
@@ -42,18 +44,19 @@ _STATIC_HEADERS = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosni
 _PLAIN_HOST = re.compile(r"[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?")
 
 
-class WebSocketTransport:
-    """Frames out over an aiohttp WebSocket as text frames."""
+class WebSocketTransport(SocketTransport):
+    """WebSocket text frames, framed once per message in `gateway.wire`, written to the socket as they are.
+
+    Writing the shared frame bytes directly (aiohttp's own writer would frame them again for each
+    client) is what makes the fan-out as cheap as a bare broadcast; aiohttp still reads, answers
+    pings and sends the close frame.
+    """
 
     encoding: Encoding = "json"
 
-    def __init__(self, ws: web.WebSocketResponse) -> None:
+    def __init__(self, ws: web.WebSocketResponse, transport: asyncio.WriteTransport, send_buffer_bytes: int) -> None:
+        super().__init__(transport, send_buffer_bytes)
         self._ws = ws
-
-    async def send(self, frames: list[bytes]) -> None:
-        """Send each frame as one text message; aiohttp waits when the socket is full."""
-        for frame in frames:
-            await self._ws.send_frame(frame, WSMsgType.TEXT)
 
     async def close(self, code: ErrorCode, reason: str) -> None:
         """Close with the matching WebSocket close code and the reason."""
@@ -88,7 +91,10 @@ def build_app(
             heartbeat=server.heartbeat_s or None,
         )
         await ws.prepare(request)
-        session = Session(hub, WebSocketTransport(ws), str(request.remote))
+        if request.transport is None:  # the client left during the handshake
+            return ws
+        transport = WebSocketTransport(ws, request.transport, server.send_buffer_bytes)
+        session = Session(hub, transport, str(request.remote))
         session.start()
         try:
             async for message in ws:

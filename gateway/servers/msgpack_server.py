@@ -10,6 +10,7 @@ import stat
 from pathlib import Path
 
 from gateway.errors import ErrorCode
+from gateway.servers.socket_transport import SocketTransport
 from gateway.session import Hub, Session
 from gateway.wire import Encoding
 from protocols.errors import ProtocolError
@@ -20,17 +21,17 @@ log = logging.getLogger(__name__)
 READ_SIZE = 65536
 
 
-class StreamTransport:
-    """Frames out over an asyncio stream writer."""
+class StreamTransport(SocketTransport):
+    """msgpack frames out over an asyncio stream."""
 
     encoding: Encoding = "msgpack"
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, send_buffer_bytes: int) -> None:
+        super().__init__(writer.transport, send_buffer_bytes)
         self._writer = writer
 
-    async def send(self, frames: list[bytes]) -> None:
-        """Write frames as one chunk, then wait for the socket to drain."""
-        self._writer.write(b"".join(frames))
+    async def drained(self) -> None:
+        """The stream's own flow control says when the peer has room again."""
         await self._writer.drain()
 
     async def close(self, code: ErrorCode, reason: str) -> None:
@@ -79,7 +80,8 @@ class MsgpackServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername") or "unix"
-        session = Session(self._hub, StreamTransport(writer), str(peer))
+        transport = StreamTransport(writer, self._hub.server.send_buffer_bytes)
+        session = Session(self._hub, transport, str(peer))
         session.start()
         decoder = MsgpackStreamReader(self._hub.server.max_frame_bytes, READ_SIZE)
         try:

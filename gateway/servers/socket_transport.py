@@ -1,0 +1,49 @@
+"""Writing pre-encoded frames to a client's socket, with backpressure that never blocks the bus."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+
+from gateway.wire import Encoding
+
+#: Bytes a client may have unsent in the kernel-side buffer of asyncio before it counts as backed up.
+HIGH_WATER_BYTES = 64 * 1024
+#: How often a backed-up WebSocket is checked for room (aiohttp offers no public drain for raw writes).
+DRAIN_POLL_S = 0.005
+
+
+class SocketTransport:
+    """Frames go out with one `write` each while the peer keeps up; otherwise the mailbox holds them."""
+
+    encoding: Encoding
+
+    def __init__(self, transport: asyncio.WriteTransport, send_buffer_bytes: int) -> None:
+        self._transport = transport
+        sock = transport.get_extra_info("socket")
+        if send_buffer_bytes and sock is not None and sock.family != socket.AF_UNIX:
+            # Linux autotunes TCP send buffers up to megabytes; a stalled client would hold them all.
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer_bytes)
+
+    def try_write(self, frame: bytes) -> bool:
+        """Write `frame` unless the peer is backed up or gone."""
+        transport = self._transport
+        if transport.is_closing() or transport.get_write_buffer_size() > HIGH_WATER_BYTES:
+            return False
+        transport.write(frame)
+        return True
+
+    async def send(self, frames: list[bytes]) -> None:
+        """Write frames in order, then wait until the peer has taken most of them."""
+        self._transport.write(b"".join(frames))
+        await self.drained()
+
+    async def drained(self) -> None:
+        """Return once the unsent bytes are below the high-water mark; raise when the peer is gone."""
+        transport = self._transport
+        while transport.get_write_buffer_size() > HIGH_WATER_BYTES:
+            if transport.is_closing():
+                raise ConnectionResetError("the client's connection closed")
+            await asyncio.sleep(DRAIN_POLL_S)
