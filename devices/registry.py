@@ -9,6 +9,7 @@ from devices.base import Adapter
 
 _KINDS: dict[str, str] = {
     "gamepad": "devices.gamepad.adapter:GamepadAdapter",
+    "kortex": "devices.kortex.adapter:KortexAdapter",
     "sim": "devices.sim.controller:SimController",
 }
 

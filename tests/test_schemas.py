@@ -186,6 +186,9 @@ async def running(tmp_path: Path, config: str) -> AsyncIterator[RunningGateway]:
 class _NoTransport:
     encoding: Encoding = "json"
 
+    def try_write(self, frame: bytes) -> bool:
+        raise AssertionError("not connected")
+
     async def send(self, frames: list[bytes]) -> None:
         raise AssertionError("not connected")
 

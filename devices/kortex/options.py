@@ -1,0 +1,63 @@
+"""Config of a `kind = "kortex"` device."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Api = Literal["kortex2", "kortex3"]
+AnalogMode = Literal["voltage", "current"]
+
+#: Analog output ranges of the C61 wrist by channel mode (seed 003): V in voltage mode, mA in current mode.
+ANALOG_OUTPUT_MAX = {"voltage": 10.0, "current": 25.0}
+#: The C61 analog output channels, in `analog_output_modes` order.
+ANALOG_CHANNELS = ("a_channel_1", "a_channel_2", "b_channel_1", "b_channel_2")
+
+
+@dataclass(frozen=True, slots=True)
+class KortexOptions:
+    """Config of a Kortex arm.
+
+    `host`: the arm's address (192.168.1.10 out of the box). `tcp_port` / `udp_port`: 10000 for
+    sessions and configuration, 10001 for BaseCyclic. `username` / `password`: used for the
+    CreateSession of both links. `api`: "kortex2" (Gen3, Gen3 lite: BaseCyclic with
+    InterconnectCyclic, read with RefreshFeedback) or "kortex3" (Link 6: BaseCyclic.Refresh carrying
+    the WristCyclic C61 command). `cyclic_rate_hz`: BaseCyclic requests per second over UDP.
+    `cyclic_reply_timeout_ms`: a cycle whose reply is later than this is dropped (counted).
+    `publish_rate_hz`: bus samples per second of the cyclic feedback (0: every reply).
+    `session_inactivity_timeout_ms` / `connection_inactivity_timeout_ms`: sent in CreateSession
+    (the robot closes an idle session, and stops an idle connection's motion, after these).
+    `rpc_timeout_ms`: wait for an RPC reply (CreateSession, CloseSession, ApplyEmergencyStop ...).
+    `link_timeout_ms`: a link from which nothing arrives for this long is lost (reconnect).
+    `analog_output_modes`: the mode each C61 analog output is configured in on the arm (channels
+    A1, A2, B1, B2), which sets its range: [0, 10] V or [0, 25] mA. The gateway cannot read it
+    (WristConfigC61.GetAnalogIOConfiguration's layout is not known), so it must be told.
+    `estop_applies_emergency_stop`: the gateway's estop also calls Base.ApplyEmergencyStop.
+    `arm_state_notifications`: subscribe to Base.ArmStateTopic and publish the arm's state.
+    `simulate`: ignore host and ports and start a simulated arm of `api` on loopback (demo).
+    """
+
+    host: str = "192.168.1.10"
+    tcp_port: int = field(default=10000, metadata={"min": 1, "max": 65535})
+    udp_port: int = field(default=10001, metadata={"min": 1, "max": 65535})
+    username: str = "admin"
+    password: str = "admin"
+    api: Api = "kortex2"
+    cyclic_rate_hz: float = field(default=1000.0, metadata={"min": 1.0, "max": 2000.0})
+    cyclic_reply_timeout_ms: float = field(default=10.0, metadata={"min": 0.5, "max": 1000.0})
+    publish_rate_hz: float = field(default=100.0, metadata={"min": 0.0, "max": 2000.0})
+    session_inactivity_timeout_ms: int = field(default=35000, metadata={"min": 1000, "max": 3_600_000})
+    connection_inactivity_timeout_ms: int = field(default=2000, metadata={"min": 100, "max": 3_600_000})
+    rpc_timeout_ms: int = field(default=2000, metadata={"min": 10, "max": 60000})
+    link_timeout_ms: int = field(default=3000, metadata={"min": 200, "max": 600_000})
+    analog_output_modes: tuple[AnalogMode, ...] = ("voltage", "voltage", "voltage", "voltage")
+    estop_applies_emergency_stop: bool = True
+    arm_state_notifications: bool = True
+    simulate: bool = False
+
+    def __post_init__(self) -> None:
+        if len(self.analog_output_modes) != len(ANALOG_CHANNELS):
+            raise ValueError(
+                f"analog_output_modes needs {len(ANALOG_CHANNELS)} entries (channels A1, A2, B1, B2), "
+                f"got {len(self.analog_output_modes)}"
+            )

@@ -1,0 +1,582 @@
+"""A simulated Kinova arm that speaks the Kortex wire protocol on loopback TCP and UDP.
+
+Built from the spec's facts (/work/shared/specs/kortex.md), not from the gateway's adapter, and
+checked against the spec's golden hex vectors in tests/test_kortex_sim.py. It implements:
+
+- the TCP splitter (magic + big-endian length) and bare UDP datagrams;
+- Session: CreateSession (credentials checked, the id returned in the response header, one session
+  per TCP connection or UDP peer), KeepAlive, CloseSession, GetConnections, and the session
+  inactivity timeout;
+- BaseCyclic for Kortex 2 (Refresh, needing LOW_LEVEL_SERVOING as on a Gen3; RefreshFeedback;
+  RefreshCustomData; RefreshCommand refused as Gen3 firmware 2.3 does) and Kortex 3 (Refresh carrying
+  the C61 wrist command, RefreshFeedback), with a moving arm and a wrist whose inputs are wired to
+  its outputs;
+- Base: ArmStateTopic notifications, Unsubscribe, SetServoingMode, ApplyEmergencyStop;
+- error frames: INVALID_SESSION, UNSUPPORTED_SERVICE / UNSUPPORTED_METHOD, PAYLOAD_DECODING_ERR,
+  USER_NOT_FOUND / INVALID_PASSWORD, WRONG_SERVOING_MODE. Which major error code a real robot pairs
+  with each sub-code is not in the notes; this arm uses ERROR_PROTOCOL_SERVER for protocol faults and
+  ERROR_DEVICE for refusals by the arm [L];
+- fault injection (`ArmFaults`): lose or delay a share of BaseCyclic replies on UDP, refuse sessions
+  (with an error or silently), and `close_tcp_connections()`.
+
+Run alone (the benchmark does): ``python -m devices.sim.kortex_arm --api kortex3``; it prints a JSON
+`listening` line, answers `stats` on stdin with the BaseCyclic request timing of each UDP session,
+and exits at end of input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import math
+import random
+import statistics
+import sys
+import time
+from array import array
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from google.protobuf.message import Message
+
+from protocols.errors import ProtocolError
+from protocols.kortex.errors import ErrorCode, sub_error_code
+from protocols.kortex.frame import (
+    decode_frame,
+    encode_error,
+    encode_notification,
+    encode_pong,
+    encode_response,
+    parse_payload,
+)
+from protocols.kortex.framing import TcpSplitter, encode_tcp
+from protocols.kortex.generated import (
+    Base_pb2,
+    BaseCyclic_pb2,
+    BaseCyclicKortex3_pb2,
+    Common_pb2,
+    Session_pb2,
+    WristCyclicC61_pb2,
+)
+from protocols.kortex.header import HEADER_VERSION, FrameType, Header
+from protocols.kortex.services import Function, ServiceId
+
+Api = Literal["kortex2", "kortex3"]
+Refusal = Literal["no", "error", "silent"]
+
+_INVALID_SESSION = sub_error_code("INVALID_SESSION")
+_UNSUPPORTED_SERVICE = sub_error_code("UNSUPPORTED_SERVICE")
+_UNSUPPORTED_METHOD = sub_error_code("UNSUPPORTED_METHOD")
+_PAYLOAD_DECODING_ERR = sub_error_code("PAYLOAD_DECODING_ERR")
+_USER_NOT_FOUND = sub_error_code("USER_NOT_FOUND")
+_INVALID_PASSWORD = sub_error_code("INVALID_PASSWORD")
+_WRONG_SERVOING_MODE = sub_error_code("WRONG_SERVOING_MODE")
+_ROBOT_NOT_READY = sub_error_code("ROBOT_NOT_READY")
+_CYCLIC = frozenset(
+    {
+        Function.BASE_CYCLIC_REFRESH,
+        Function.BASE_CYCLIC_REFRESH_COMMAND,
+        Function.BASE_CYCLIC_REFRESH_FEEDBACK,
+        Function.BASE_CYCLIC_REFRESH_CUSTOM_DATA,
+    }
+)
+_KNOWN_SERVICES = frozenset(service.value for service in ServiceId)
+#: Arrival times kept per session for `cycle_stats` (ten minutes at 1 kHz).
+_MAX_TIMES = 600_000
+
+
+@dataclass
+class ArmFaults:
+    """Faults to inject; change them at any time.
+
+    `udp_reply_loss`: share [0, 1] of BaseCyclic replies on UDP never sent (session replies always
+    go out, so a test's set-up stays deterministic). `udp_reply_delay_s`: delay of every BaseCyclic
+    reply on UDP. `refuse_sessions`: answer CreateSession with an error ("error") or not at all
+    ("silent", a hung robot).
+    """
+
+    udp_reply_loss: float = 0.0
+    udp_reply_delay_s: float = 0.0
+    refuse_sessions: Refusal = "no"
+
+
+@dataclass(eq=False)
+class _Link:
+    """One peer: a TCP connection or a UDP source address."""
+
+    kind: Literal["tcp", "udp"]
+    peer: str
+    send: Callable[[bytes], None]
+    close: Callable[[], None] = lambda: None
+
+
+@dataclass(eq=False)
+class SimSession:
+    """A session the arm granted: to whom, its timeouts (s), its subscriptions and what it sent."""
+
+    id: int
+    link: _Link
+    username: str
+    inactivity_timeout_s: float
+    connection_timeout_s: float
+    last_seen: float
+    #: Subscription handle -> the subscribing function's UID.
+    subscriptions: dict[int, int] = field(default_factory=dict)
+    #: Arrival times (monotonic s) of this session's BaseCyclic requests.
+    cyclic_times: array[float] = field(default_factory=lambda: array("d"))
+    #: (frame id, command) each time the C61 command this session sends changes.
+    wrist_commands: list[tuple[int, WristCyclicC61_pb2.Command]] = field(default_factory=list)
+
+
+class SimulatedArm:
+    """The arm: `await start()`, then point a client at `host`, `tcp_port`, `udp_port`."""
+
+    def __init__(
+        self,
+        api: Api = "kortex3",
+        *,
+        host: str = "127.0.0.1",
+        tcp_port: int = 0,
+        udp_port: int = 0,
+        username: str = "admin",
+        password: str = "admin",
+        actuator_count: int = 7,
+        faults: ArmFaults | None = None,
+        first_session_id: int = 1,
+        seed: int = 0,
+    ) -> None:
+        self.api = api
+        self.host = host
+        self.username = username
+        self.password = password
+        self.actuator_count = actuator_count
+        self.faults = faults or ArmFaults()
+        self._requested_ports = (tcp_port, udp_port)
+        self._random = random.Random(seed)
+        self._session_ids = itertools.count(first_session_id)
+        self._handles = itertools.count(1)
+        self._started = time.monotonic()
+        self._server: asyncio.Server | None = None
+        self._udp: asyncio.DatagramTransport | None = None
+        self._tcp_links: set[_Link] = set()
+        self._udp_links: dict[Any, _Link] = {}
+        self._feedback_frame = 0
+        self.tcp_port = 0
+        self.udp_port = 0
+        #: Live sessions by id, and every session ever closed with CloseSession.
+        self.sessions: dict[int, SimSession] = {}
+        self.closed_sessions: list[SimSession] = []
+        #: Requests received by function UID, and BaseCyclic replies the loss fault swallowed.
+        self.requests: Counter[int] = Counter()
+        self.udp_replies_lost = 0
+        self.arm_state = Common_pb2.ARMSTATE_SERVOING_READY
+        self.servoing_mode = Base_pb2.SINGLE_LEVEL_SERVOING
+        self.emergency_stops = 0
+        self.wrist = WristCyclicC61_pb2.Command()
+        self._actuator_targets: list[float] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Listen on TCP and UDP (port 0 picks a free one; see `tcp_port` / `udp_port`)."""
+        loop = asyncio.get_running_loop()
+        tcp_port, udp_port = self._requested_ports
+        self._server = await loop.create_server(lambda: _TcpServerProtocol(self), self.host, tcp_port)
+        self.tcp_port = self._server.sockets[0].getsockname()[1]
+        self._udp, _ = await loop.create_datagram_endpoint(
+            lambda: _UdpServerProtocol(self), local_addr=(self.host, udp_port)
+        )
+        self.udp_port = self._udp.get_extra_info("sockname")[1]
+
+    async def stop(self) -> None:
+        """Close every connection and stop listening."""
+        self.close_tcp_connections()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        if self._udp is not None:
+            self._udp.close()
+
+    def close_tcp_connections(self) -> None:
+        """Fault: drop every TCP connection now (their sessions die with them)."""
+        for link in list(self._tcp_links):
+            link.close()
+
+    def set_arm_state(self, state: int) -> None:
+        """Change the arm state and notify every ArmStateTopic subscriber."""
+        self.arm_state = state  # type: ignore[assignment]
+        now = time.time()
+        notification = Base_pb2.ArmStateNotification(
+            active_state=state,  # type: ignore[arg-type]
+            timestamp=Common_pb2.Timestamp(sec=int(now), usec=int(now % 1 * 1e6)),
+        ).SerializeToString()
+        for session in list(self.sessions.values()):
+            for handle, function_uid in session.subscriptions.items():
+                if function_uid == Function.BASE_ARM_STATE_TOPIC:
+                    session.link.send(encode_notification(function_uid, handle, session.id, notification))
+
+    def udp_sessions(self) -> list[SimSession]:
+        """Live and closed sessions created over UDP, oldest first."""
+        every = [*self.closed_sessions, *self.sessions.values()]
+        return sorted((s for s in every if s.link.kind == "udp"), key=lambda s: s.id)
+
+    # -- protocol ----------------------------------------------------------------------------------
+
+    def handle(self, data: bytes, link: _Link) -> list[bytes]:
+        """The serialized Frames answering one received Frame."""
+        try:
+            frame = decode_frame(data)
+        except ProtocolError:
+            return []  # no header to answer to
+        header = frame.header
+        if header.frame_type == FrameType.PING:
+            return [encode_pong(header)]
+        if header.frame_type != FrameType.REQUEST:
+            return []
+        if header.header_version != HEADER_VERSION:
+            return [
+                encode_error(header, ErrorCode.ERROR_PROTOCOL_SERVER, sub_error_code("INCOMPATIBLE_HEADER_VERSION"))
+            ]
+        uid = header.function_uid
+        self.requests[uid] += 1
+        if uid == Function.SESSION_CREATE_SESSION:
+            return self._create_session(header, frame.payload, link)
+        session = self._session_of(header, link)
+        if session is None:
+            return [
+                encode_error(
+                    header,
+                    ErrorCode.ERROR_PROTOCOL_SERVER,
+                    _INVALID_SESSION,
+                    f"session {header.session_id} is not open on this connection",
+                )
+            ]
+        session.last_seen = time.monotonic()
+        try:
+            return self._dispatch(header, frame.payload, session)
+        except ProtocolError as error:
+            return [encode_error(header, ErrorCode.ERROR_PROTOCOL_SERVER, _PAYLOAD_DECODING_ERR, str(error))]
+
+    def _dispatch(self, header: Header, payload: bytes, session: SimSession) -> list[bytes]:
+        uid = header.function_uid
+        if uid in _CYCLIC:
+            session.cyclic_times.append(time.monotonic())
+            if len(session.cyclic_times) > _MAX_TIMES:
+                del session.cyclic_times[: _MAX_TIMES // 2]
+        if uid == Function.SESSION_KEEP_ALIVE:
+            return [encode_response(header)]
+        if uid == Function.SESSION_CLOSE_SESSION:
+            reply = encode_response(header)
+            del self.sessions[session.id]
+            self.closed_sessions.append(session)
+            return [reply]
+        if uid == Function.SESSION_GET_CONNECTIONS:
+            connections = Session_pb2.ConnectionList(
+                connection=[
+                    Common_pb2.Connection(connection_information=s.link.peer, connection_identifier=s.id)
+                    for s in self.sessions.values()
+                ]
+            )
+            return [encode_response(header, connections.SerializeToString())]
+        if uid == Function.BASE_CYCLIC_REFRESH:
+            return self._refresh(header, payload, session)
+        if uid == Function.BASE_CYCLIC_REFRESH_FEEDBACK:
+            self._feedback_frame = (self._feedback_frame + 1) & 0xFFFF
+            return [encode_response(header, self._feedback(self._feedback_frame))]
+        if uid == Function.BASE_CYCLIC_REFRESH_CUSTOM_DATA and self.api == "kortex2":
+            custom = parse_payload(BaseCyclic_pb2.CustomData, payload)
+            return [encode_response(header, custom.SerializeToString())]
+        if uid == Function.BASE_ARM_STATE_TOPIC:
+            parse_payload(Common_pb2.NotificationOptions, payload)
+            handle = next(self._handles)
+            session.subscriptions[handle] = uid
+            return [encode_response(header, Common_pb2.NotificationHandle(identifier=handle).SerializeToString())]
+        if uid == Function.BASE_UNSUBSCRIBE:
+            handle = parse_payload(Common_pb2.NotificationHandle, payload).identifier
+            session.subscriptions.pop(handle, None)
+            return [encode_response(header)]
+        if uid == Function.BASE_SET_SERVOING_MODE:
+            mode = parse_payload(Base_pb2.ServoingModeInformation, payload).servoing_mode
+            self.servoing_mode = mode
+            self._notify_after_reply(
+                Common_pb2.ARMSTATE_SERVOING_LOW_LEVEL
+                if mode == Base_pb2.LOW_LEVEL_SERVOING
+                else Common_pb2.ARMSTATE_SERVOING_READY
+            )
+            return [encode_response(header)]
+        if uid == Function.BASE_APPLY_EMERGENCY_STOP:
+            self.emergency_stops += 1
+            self._notify_after_reply(Common_pb2.ARMSTATE_IN_FAULT)
+            return [encode_response(header)]
+        # RefreshCommand lands here too: Gen3 firmware 2.3 answers it with UNSUPPORTED_METHOD.
+        sub_code = _UNSUPPORTED_METHOD if header.service_id in _KNOWN_SERVICES else _UNSUPPORTED_SERVICE
+        where = f"<srv: {header.service_id}, fct: {header.function_id}, msgType: {FrameType.RESPONSE.value}>"
+        return [encode_error(header, ErrorCode.ERROR_PROTOCOL_SERVER, sub_code, where)]
+
+    def _notify_after_reply(self, state: int) -> None:
+        # The reply is sent when the handler returns; the notification it causes comes after it.
+        asyncio.get_running_loop().call_soon(self.set_arm_state, state)
+
+    def _create_session(self, header: Header, payload: bytes, link: _Link) -> list[bytes]:
+        refusal = self.faults.refuse_sessions
+        if refusal == "silent":
+            return []
+        if refusal == "error":
+            return [encode_error(header, ErrorCode.ERROR_DEVICE, _ROBOT_NOT_READY, "sessions refused (fault)")]
+        try:
+            info = parse_payload(Session_pb2.CreateSessionInfo, payload)
+        except ProtocolError as error:
+            return [encode_error(header, ErrorCode.ERROR_PROTOCOL_SERVER, _PAYLOAD_DECODING_ERR, str(error))]
+        if info.username != self.username:
+            return [encode_error(header, ErrorCode.ERROR_DEVICE, _USER_NOT_FOUND, f"no user {info.username!r}")]
+        if info.password != self.password:
+            return [encode_error(header, ErrorCode.ERROR_DEVICE, _INVALID_PASSWORD, "wrong password")]
+        # One session per connection: a second CreateSession on the same link replaces the first.
+        for old in [s for s in self.sessions.values() if s.link is link]:
+            del self.sessions[old.id]
+        session = SimSession(
+            id=self._new_session_id(),
+            link=link,
+            username=info.username,
+            inactivity_timeout_s=info.session_inactivity_timeout / 1000,
+            connection_timeout_s=info.connection_inactivity_timeout / 1000,
+            last_seen=time.monotonic(),
+        )
+        self.sessions[session.id] = session
+        return [encode_response(header, session_id=session.id)]
+
+    def _new_session_id(self) -> int:
+        # 16 bits in message_info; 0 means "no session".
+        while True:
+            candidate = next(self._session_ids) & 0xFFFF
+            if candidate and candidate not in self.sessions:
+                return candidate
+
+    def _session_of(self, header: Header, link: _Link) -> SimSession | None:
+        session = self.sessions.get(header.session_id)
+        if session is None or session.link is not link:
+            return None
+        if session.inactivity_timeout_s and time.monotonic() - session.last_seen > session.inactivity_timeout_s:
+            del self.sessions[session.id]
+            return None
+        return session
+
+    def _refresh(self, header: Header, payload: bytes, session: SimSession) -> list[bytes]:
+        if self.api == "kortex2":
+            command2 = parse_payload(BaseCyclic_pb2.Command, payload)
+            if self.servoing_mode != Base_pb2.LOW_LEVEL_SERVOING:
+                return [encode_error(header, ErrorCode.ERROR_DEVICE, _WRONG_SERVOING_MODE, "not in low-level servoing")]
+            if command2.actuators:
+                self._actuator_targets = [actuator.position for actuator in command2.actuators]
+            return [encode_response(header, self._feedback(command2.frame_id))]
+        command3 = parse_payload(BaseCyclicKortex3_pb2.Command, payload)
+        if command3.HasField("wrist") and command3.wrist.HasField("c61"):
+            wrist = WristCyclicC61_pb2.Command()
+            wrist.CopyFrom(command3.wrist.c61)
+            wrist.ClearField("command_id")
+            if not session.wrist_commands or session.wrist_commands[-1][1] != wrist:
+                session.wrist_commands.append((command3.frame_id, wrist))
+            self.wrist = wrist
+        return [encode_response(header, self._feedback(command3.frame_id))]
+
+    # -- the simulated arm's state ------------------------------------------------------------------
+
+    def _feedback(self, frame_id: int) -> bytes:
+        t = time.monotonic() - self._started
+        feedback: Message
+        actuators: Any  # either API's repeated actuator field
+        if self.api == "kortex2":
+            feedback = BaseCyclic_pb2.Feedback(frame_id=frame_id)
+            actuators = feedback.actuators
+            feedback.interconnect.feedback_id.identifier = frame_id
+            _fill_imu(feedback.interconnect, t)
+            feedback.interconnect.voltage = 24.0
+            feedback.interconnect.temperature_core = 38.0
+        else:
+            feedback = BaseCyclicKortex3_pb2.Feedback(frame_id=frame_id)
+            actuators = feedback.actuators
+            self._fill_wrist(feedback.wrist.c61, frame_id, t)
+        base = feedback.base
+        base.active_state = self.arm_state
+        base.arm_voltage = 24.0
+        base.arm_current = 1.2
+        base.temperature_cpu = 45.0
+        base.temperature_ambient = 25.0
+        for index in range(self.actuator_count):
+            actuator = actuators.add()
+            if self.api == "kortex2":
+                actuator.command_id = frame_id
+            else:
+                actuator.feedback_id.identifier = frame_id
+            phase = 2 * math.pi * 0.1 * t + index
+            if self._actuator_targets is not None and index < len(self._actuator_targets):
+                actuator.position = self._actuator_targets[index]
+            else:
+                actuator.position = (180.0 + 30.0 * math.sin(phase)) % 360.0
+                actuator.velocity = 30.0 * 2 * math.pi * 0.1 * math.cos(phase)
+            actuator.torque = 0.5 * math.sin(phase)
+            actuator.current_motor = 0.3
+            actuator.voltage = 24.0
+            actuator.temperature_motor = 35.0 + index
+            actuator.temperature_core = 40.0 + index
+        return feedback.SerializeToString()
+
+    def _fill_wrist(self, wrist: WristCyclicC61_pb2.Feedback, frame_id: int, t: float) -> None:
+        command = self.wrist
+        wrist.feedback_id.identifier = frame_id
+        # The inputs are wired to the outputs, so a test sees its command come back.
+        wrist.digital_inputs_state = command.digital_outputs_state
+        wrist.analog_input_a_channel_1_value = command.analog_output_a_channel_1_value
+        wrist.analog_input_a_channel_2_value = command.analog_output_a_channel_2_value
+        wrist.analog_input_b_channel_1_value = command.analog_output_b_channel_1_value
+        wrist.analog_input_b_channel_2_value = command.analog_output_b_channel_2_value
+        wrist.force_x = 2.0 * math.sin(t)
+        wrist.force_z = -9.81 * 0.5
+        wrist.torque_y = 0.1 * math.cos(t)
+        _fill_imu(wrist, t)
+        wrist.voltage = 24.0
+        wrist.temperature_core = 41.0
+
+    # -- transports --------------------------------------------------------------------------------
+
+    def _udp_reply(self, header_uid: int, replies: list[bytes], send: Callable[[bytes], None]) -> None:
+        if header_uid in _CYCLIC:
+            if self._random.random() < self.faults.udp_reply_loss:
+                self.udp_replies_lost += len(replies)
+                return
+            if self.faults.udp_reply_delay_s > 0:
+                loop = asyncio.get_running_loop()
+                for reply in replies:
+                    loop.call_later(self.faults.udp_reply_delay_s, send, reply)
+                return
+        for reply in replies:
+            send(reply)
+
+    def datagram(self, data: bytes, addr: Any) -> None:
+        """One UDP datagram from `addr`."""
+        assert self._udp is not None
+        link = self._udp_links.get(addr)
+        if link is None:
+            udp = self._udp
+
+            def send(frame: bytes, _addr: Any = addr) -> None:
+                udp.sendto(frame, _addr)
+
+            link = self._udp_links[addr] = _Link("udp", f"{addr[0]}:{addr[1]}", send)
+        replies = self.handle(data, link)
+        try:
+            uid = decode_frame(data).header.function_uid
+        except ProtocolError:
+            uid = 0
+        self._udp_reply(uid, replies, link.send)
+
+    def cycle_stats(self, session: SimSession) -> dict[str, Any]:
+        """How regularly `session` sent BaseCyclic requests: count, rate and period percentiles (ms)."""
+        times = session.cyclic_times
+        periods = [later - earlier for earlier, later in itertools.pairwise(times)]
+        if len(periods) < 2:
+            return {"session": session.id, "requests": len(times)}
+        cuts = statistics.quantiles(periods, n=1000, method="inclusive")
+        duration = times[-1] - times[0]
+        return {
+            "session": session.id,
+            "requests": len(times),
+            "duration_s": duration,
+            "rate_hz": len(periods) / duration,
+            "period_p50_ms": cuts[499] * 1000,
+            "period_p99_ms": cuts[989] * 1000,
+            "period_max_ms": max(periods) * 1000,
+            "periods_ms": [p * 1000 for p in periods],
+        }
+
+
+def _fill_imu(target: Any, t: float) -> None:
+    target.imu_acceleration_x = 0.05 * math.sin(3 * t)
+    target.imu_acceleration_y = 0.05 * math.cos(3 * t)
+    target.imu_acceleration_z = 9.81
+    target.imu_angular_velocity_z = 2.0 * math.sin(t)
+
+
+class _TcpServerProtocol(asyncio.Protocol):
+    def __init__(self, arm: SimulatedArm) -> None:
+        self._arm = arm
+        self._splitter = TcpSplitter()
+        self._link: _Link | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        peer = transport.get_extra_info("peername")
+
+        def send(frame: bytes) -> None:
+            if not transport.is_closing():
+                transport.write(encode_tcp(frame))
+
+        self._link = _Link("tcp", f"{peer[0]}:{peer[1]}", send, transport.abort)
+        self._arm._tcp_links.add(self._link)
+
+    def data_received(self, data: bytes) -> None:
+        assert self._link is not None
+        try:
+            frames = self._splitter.feed(data)
+        except ProtocolError:
+            self._link.close()
+            return
+        for frame in frames:
+            for reply in self._arm.handle(frame, self._link):
+                self._link.send(reply)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._link is None:
+            return
+        self._arm._tcp_links.discard(self._link)
+        for session in [s for s in self._arm.sessions.values() if s.link is self._link]:
+            del self._arm.sessions[session.id]
+
+
+class _UdpServerProtocol(asyncio.DatagramProtocol):
+    def __init__(self, arm: SimulatedArm) -> None:
+        self._arm = arm
+
+    def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
+        self._arm.datagram(data, addr)
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    arm = SimulatedArm(
+        args.api,
+        tcp_port=args.tcp_port,
+        udp_port=args.udp_port,
+        faults=ArmFaults(udp_reply_loss=args.loss, udp_reply_delay_s=args.delay),
+    )
+    await arm.start()
+    print(json.dumps({"event": "listening", "tcp": arm.tcp_port, "udp": arm.udp_port}), flush=True)
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    reported: set[int] = set()
+    while line := (await reader.readline()).decode().strip():
+        if line == "stats":
+            sessions = [s for s in arm.udp_sessions() if s.id not in reported and len(s.cyclic_times) > 1]
+            reported.update(s.id for s in sessions)
+            stats = [arm.cycle_stats(s) for s in sessions]
+            print(json.dumps({"event": "stats", "sessions": stats, "lost": arm.udp_replies_lost}), flush=True)
+    await arm.stop()
+
+
+def main() -> None:
+    """Run a simulated arm until standard input ends."""
+    parser = argparse.ArgumentParser(description="A simulated Kinova arm on loopback (Kortex TCP/UDP).")
+    parser.add_argument("--api", choices=("kortex2", "kortex3"), default="kortex3")
+    parser.add_argument("--tcp-port", type=int, default=0)
+    parser.add_argument("--udp-port", type=int, default=0)
+    parser.add_argument("--loss", type=float, default=0.0, help="share of BaseCyclic UDP replies to drop")
+    parser.add_argument("--delay", type=float, default=0.0, help="delay of BaseCyclic UDP replies (s)")
+    asyncio.run(_serve(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

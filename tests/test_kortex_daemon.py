@@ -1,0 +1,102 @@
+"""The real daemon with a Kortex arm (simulated, in this process): WebSocket commands and availability."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from devices.sim.kortex_arm import SimulatedArm
+from tests.harness import RunningGateway, connect, gateway_config, start_gateway
+
+
+@pytest.fixture
+async def arm() -> AsyncIterator[SimulatedArm]:
+    simulated = SimulatedArm("kortex3")
+    await simulated.start()
+    yield simulated
+    await simulated.stop()
+
+
+def kortex_device(arm: SimulatedArm, api: str = "kortex3") -> str:
+    return f"""
+[devices.arm-1]
+kind = "kortex"
+host = "127.0.0.1"
+tcp_port = {arm.tcp_port}
+udp_port = {arm.udp_port}
+api = "{api}"
+analog_output_modes = ["voltage", "voltage", "current", "current"]
+"""
+
+
+@pytest.fixture
+async def gateway(tmp_path: Path, arm: SimulatedArm) -> AsyncIterator[RunningGateway]:
+    running = await start_gateway(tmp_path, gateway_config(tmp_path, kortex_device(arm)))
+    yield running
+    assert await running.stop() == 0
+
+
+async def test_websocket_command_reaches_the_arm_in_the_next_cycle(gateway: RunningGateway, arm: SimulatedArm) -> None:
+    client = await connect(gateway, "ws")
+    await client.ok("subscribe", topics=["arm-1/**"])
+    await client.wait_for(lambda m: m["op"] == "device" and m["device"] == "arm-1" and m["status"] == "connected")
+    devices = (await client.ok("list_devices"))["devices"]
+    [arm_device] = [d for d in devices if d["id"] == "arm-1"]
+    assert "kortex/WristCyclicC61/Command" in arm_device["accepts"]
+    command = {
+        "digital_outputs_state": 0b1001,
+        "analog_output_b_channel_1_value": 18.5,  # channel B1 is in current mode: up to 25 mA
+        "led_ring_rgb": 0x123456,
+        "led_ring_blink_frequency": 2,
+    }
+    result = await client.ok("command", device="arm-1", type="kortex/WristCyclicC61/Command", data=command)
+    [session] = [s for s in arm.sessions.values() if s.link.kind == "udp"]
+    await asyncio.sleep(0.05)
+    first_seen = next(frame for frame, sent in session.wrist_commands if sent.led_ring_rgb == 0x123456)
+    assert first_seen == result["frame_id"]
+    assert arm.wrist.digital_outputs_state == 0b1001
+    assert arm.wrist.analog_output_b_channel_1_value == 18.5
+    assert arm.wrist.led_ring_blink_frequency == 2
+    # The wrist's inputs are wired to its outputs in the simulation: the command comes back as feedback.
+    feedback = await client.wait_for(
+        lambda m: (
+            m["op"] == "state" and m["topic"] == "arm-1/wrist/feedback" and m["data"]["digital_inputs_state"] == 0b1001
+        )
+    )
+    assert feedback["type"] == "kortex/WristCyclicC61/Feedback"
+    assert feedback["data"]["analog_input_b_channel_1_value"] == 18.5
+    error = await client.error(
+        "command", device="arm-1", type="kortex/WristCyclicC61/Command", data={"analog_output_a_channel_1_value": 11.0}
+    )
+    assert error["code"] == "invalid_argument"
+    assert "above 10 V" in error["message"]
+    result = await client.ok("command", device="arm-1", type="led", data={"rgb": [0.0, 0.0, 1.0]})
+    await asyncio.sleep(0.05)
+    assert arm.wrist.led_ring_rgb == 0x0000FF
+    # The client leaving ends its lease on the outputs.
+    await client.close()
+    await asyncio.sleep(0.3)
+    assert arm.wrist.digital_outputs_state == 0
+    assert arm.wrist.led_ring_rgb == 0x0000FF
+
+
+async def test_device_unreachable_while_sessions_are_refused(gateway: RunningGateway, arm: SimulatedArm) -> None:
+    client = await connect(gateway, "ws")
+    await client.ok("subscribe", topics=["arm-1/cyclic"])
+    await client.wait_for(lambda m: m["op"] == "device" and m["status"] == "connected")
+    stats = await client.wait_for(lambda m: m["op"] == "state" and m["topic"] == "arm-1/cyclic", timeout=5)
+    assert stats["data"]["rate_hz"] > 500
+    arm.faults.refuse_sessions = "error"
+    arm.close_tcp_connections()
+    unreachable = await client.wait_for(
+        lambda m: m["op"] == "device" and "robot unreachable" in m.get("detail", ""), timeout=5
+    )
+    assert unreachable["status"] == "disconnected"
+    assert "ROBOT_NOT_READY" in unreachable["detail"]
+    arm.faults.refuse_sessions = "no"
+    await client.wait_for(lambda m: m["op"] == "device" and m["status"] == "connected", timeout=5)
+    assert len(arm.sessions) == 2
+    await client.close()
