@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Debian packages the tests use: unshare (util-linux) and ip (iproute2) for the loopback-only namespace,
-# systemd-analyze (systemd) for the unit, chromium for the dashboard.
-DEB_PACKAGES := util-linux iproute2 systemd chromium
+# systemd-analyze (systemd) for the unit, chromium for the dashboard, aseba (asebaplayground, asebaswitch)
+# and socat (serial pty bridge) for the Aseba / Thymio tests.
+DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat
 
 .PHONY: demo test lint typecheck pytest deb-deps bench install check-install clean
 

@@ -8,6 +8,7 @@ from typing import Any
 from devices.base import Adapter
 
 _KINDS: dict[str, str] = {
+    "aseba": "devices.aseba.adapter:AsebaAdapter",
     "gamepad": "devices.gamepad.adapter:GamepadAdapter",
     "kortex": "devices.kortex.adapter:KortexAdapter",
     "sim": "devices.sim.controller:SimController",

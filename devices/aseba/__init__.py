@@ -1,0 +1,1 @@
+"""Aseba networks (Thymio II over USB serial or radio dongle, simulators and switches over TCP)."""

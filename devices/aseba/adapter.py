@@ -1,0 +1,381 @@
+"""The `aseba` adapter: one Aseba link (USB serial, radio dongle, or TCP) and every node on it.
+
+Device model: the config id names the link; a link can carry several nodes (a wireless dongle,
+an asebaswitch, a playground with several robots behind a switch). Published streams, under the
+device id:
+
+- ``nodes`` `asebaros_msgs/NodeList`: every node seen, on every change;
+- ``node/<node id>`` `asebaros_msgs/Node` and ``node/<node id>/description``
+  `asebaros_msgs/NodeDescription` (the node's variables; the events and constants of the program
+  the gateway loaded), on every change;
+- ``node/<node id>/events/<event name>`` `asebaros_msgs/Event` for a user event the loaded
+  program names; ``anonymous_events`` `asebaros_msgs/AnonymousEvent` for any other (its
+  `source` is the node id).
+
+Thymio II: with `thymio_program` the gateway loads its own program (`devices.aseba.thymio_program`,
+generated against the node's live description) on each `thymio-II` node, which then also
+publishes ``node/<node id>/events/state`` and ``node/<node id>/events/comm`` (`asebaros_msgs/Event`),
+``node/<node id>/buttons`` (`creos_messages/ControllerState`, backward, left, center, forward, right)
+and ``node/<node id>/comm`` (`thymio_msgs/Comm`, each IR message received), and accepts the
+thymio_msgs commands `Led`, `LedGesture`, `Sound`, `SystemSound`, `Comm` (transmit `value` over IR)
+and the generic `led` (index -1/0 top, 1 bottom left, 2 bottom right) and `sound`. Aseba user events
+are broadcasts: on a link with several Thymios, every one running the program obeys them.
+
+Commands, the asebaros services: `GetNodeList` (all nodes, `ignored` changes nothing: the gateway
+ignores no node), `GetDescription`, `GetVariable` (by name, split replies reassembled),
+`SetVariable` (by name, size checked), and `AnonymousEvent` (sent from source 0 to every node).
+Motors: setting `motor.left.target` / `motor.right.target` to non-zero takes a lease for the
+commanding client (`motor_lease_ms`, renewed by each setting); both targets return to 0 when it
+runs out, when the client disconnects, on estop and before the link closes.
+
+The services address the node `node_id` of the config (0: the lowest id on the link), because a
+gateway command names a device, not a node: configure one device per node to address several.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from devices.aseba import thymio
+from devices.aseba.network import AsebaNetwork, NodeError, NodeState
+from devices.aseba.options import AsebaOptions
+from devices.aseba.thymio_program import EVENT_ID, ThymioProgram, generate
+from devices.aseba.transport import Target, discover_usb, open_link, parse_target
+from devices.base import Adapter, Command, DeviceContext
+from devices.sim.thymio import SimulatedThymio
+from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand
+from gateway.messages import asebaros, to_plain
+from protocols.aseba.messages import UserMessage
+
+log = logging.getLogger(__name__)
+
+GET_NODE_LIST = "asebaros_msgs/GetNodeList"
+GET_DESCRIPTION = "asebaros_msgs/GetDescription"
+GET_VARIABLE = "asebaros_msgs/GetVariable"
+SET_VARIABLE = "asebaros_msgs/SetVariable"
+ANONYMOUS_EVENT = "asebaros_msgs/AnonymousEvent"
+#: Least time between closing the link and opening it again (s): the playground (and Dashel nodes)
+#: crash when a client reconnects within a few ms of leaving.
+RECONNECT_GAP_S = 0.5
+THYMIO_NAME = "thymio-II"
+MOTOR_VARIABLES = ("motor.left.target", "motor.right.target")
+#: How often expired motor leases are looked for (s).
+LEASE_CHECK_S = 0.05
+#: thymio_msgs and generic commands, and how each becomes events of the gateway's Thymio program.
+THYMIO_COMMANDS: dict[str, Callable[[Any], thymio.Events]] = {
+    "thymio_msgs/Led": thymio.led,
+    "thymio_msgs/LedGesture": thymio.led_gesture,
+    "thymio_msgs/Sound": thymio.thymio_sound,
+    "thymio_msgs/SystemSound": thymio.system_sound,
+    "thymio_msgs/Comm": thymio.comm,
+    "led": thymio.generic_led,
+    "sound": thymio.generic_sound,
+}
+
+
+class AsebaAdapter(Adapter[AsebaOptions]):
+    """An Aseba link and its nodes, with the asebaros services as commands."""
+
+    kind = "aseba"
+    options_class = AsebaOptions
+    publishes = (
+        "asebaros_msgs/NodeList",
+        "asebaros_msgs/Node",
+        "asebaros_msgs/NodeDescription",
+        "asebaros_msgs/Event",
+        ANONYMOUS_EVENT,
+        "thymio_msgs/Comm",
+        "creos_messages/ControllerState",
+    )
+    accepts = (
+        GET_NODE_LIST,
+        GET_DESCRIPTION,
+        GET_VARIABLE,
+        SET_VARIABLE,
+        ANONYMOUS_EVENT,
+        *THYMIO_COMMANDS,
+    )
+
+    def __init__(self, ctx: DeviceContext, options: AsebaOptions) -> None:
+        super().__init__(ctx, options)
+        self.network: AsebaNetwork | None = None
+        self.target: Target | None = None
+        #: Names of the user events of the program the gateway loaded, by node id (index = event id).
+        self.event_names: dict[int, tuple[str, ...]] = {}
+        self._closed_at = -RECONNECT_GAP_S
+        #: The gateway program running on each Thymio node since it last connected.
+        self.programs: dict[int, ThymioProgram] = {}
+        self._sim: SimulatedThymio | None = None
+        #: Motor leases by node id: (client id, time.monotonic() deadline).
+        self.motor_leases: dict[int, tuple[str, float]] = {}
+
+    def capabilities(self) -> Mapping[str, Any]:
+        """The link's target and the nodes on it."""
+        nodes = {} if self.network is None else self.network.nodes
+        return {
+            "target": "" if self.target is None else str(self.target),
+            "nodes": {str(n.id): n.name for n in nodes.values()},
+        }
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Open the link and serve it until it closes (raise) or the gateway stops (cancel)."""
+        if self.options.simulate:
+            if self._sim is None:
+                self._sim = SimulatedThymio()
+                await self._sim.start()
+            target = Target("tcp", host=self._sim.host, port=self._sim.port)
+        else:
+            target = parse_target(self.options.target) if self.options.target else discover_usb()
+        self.target = target
+        wait_s = self._closed_at + RECONNECT_GAP_S - time.monotonic()
+        if wait_s > 0:
+            await asyncio.sleep(wait_s)
+        timeout_s = self.options.connect_timeout_ms / 1000
+        try:
+            async with asyncio.timeout(timeout_s):
+                reader, writer = await open_link(target)
+        except (OSError, TimeoutError) as error:
+            raise ConnectionError(f"Aseba link {target} unreachable: {error or type(error).__name__}") from None
+        network = AsebaNetwork(
+            reader,
+            writer,
+            on_node=self._on_node,
+            on_event=self._on_event,
+            list_nodes_period_s=self.options.list_nodes_period_ms / 1000,
+            node_timeout_s=self.options.node_timeout_ms / 1000,
+            request_timeout_s=self.options.request_timeout_ms / 1000,
+        )
+        self.network = network
+        log.info("aseba link %s open", target)
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(network.serve())
+                tasks.create_task(self._expire_leases())
+        except* Exception as group:
+            # Report the link's own error (the lease task only ends with it).
+            raise group.exceptions[0] from None
+        finally:
+            self._stop_motors(list(self.motor_leases))
+            with contextlib.suppress(ConnectionError, OSError):
+                await asyncio.wait_for(network.drain(), 0.5)
+            self.network = None
+            self.programs.clear()
+            self.event_names.clear()
+            await network.close()
+            self._closed_at = time.monotonic()
+
+    async def _expire_leases(self) -> None:
+        while True:
+            now = time.monotonic()
+            expired = [node_id for node_id, (_, deadline) in self.motor_leases.items() if deadline <= now]
+            if expired:
+                log.info("aseba motor lease ran out on node(s) %s: stopping", expired)
+                self._stop_motors(expired)
+            await asyncio.sleep(LEASE_CHECK_S)
+
+    def _stop_motors(self, node_ids: list[int]) -> None:
+        """Set both motor targets of `node_ids` to 0 and end their leases."""
+        network = self.network
+        for node_id in node_ids:
+            self.motor_leases.pop(node_id, None)
+            node = None if network is None else network.nodes.get(node_id)
+            if network is None or node is None or node.description is None:
+                continue
+            for name in MOTOR_VARIABLES:
+                variable = node.description.variables.get(name)
+                if variable is not None:
+                    network.set_variables(node_id, variable.address, (0,))
+
+    async def estop(self) -> None:
+        """Stop the motors of every node on the link (leased or not)."""
+        network = self.network
+        if network is not None:
+            self._stop_motors(list(network.nodes))
+            await network.drain()
+
+    def release(self, client_id: str) -> None:
+        """Stop the motors `client_id` holds."""
+        self._stop_motors([node_id for node_id, (owner, _) in self.motor_leases.items() if owner == client_id])
+
+    async def close(self) -> None:
+        """Close the link if `run` left it open, and stop the simulated Thymio."""
+        network = self.network
+        if network is not None:
+            with contextlib.suppress(Exception):
+                await network.close()
+        if self._sim is not None:
+            await self._sim.stop()
+            self._sim = None
+
+    # -- network callbacks -------------------------------------------------------------------------
+
+    def _node_message(self, node: NodeState) -> asebaros.Node:
+        return asebaros.Node(
+            id=node.id,
+            name=node.name,
+            name_space=f"{self.ctx.device_id}/node/{node.id}",
+            running=node.id in self.programs,
+            ignored=False,
+            connected=node.connected,
+        )
+
+    def node_list(self) -> tuple[asebaros.Node, ...]:
+        """Every node seen on the link, by id."""
+        nodes = {} if self.network is None else self.network.nodes
+        return tuple(self._node_message(nodes[key]) for key in sorted(nodes))
+
+    def description_of(self, node: NodeState) -> asebaros.NodeDescription:
+        """The asebaros description of `node`: its variables, the loaded program's events and constants."""
+        variables = () if node.description is None else tuple(node.description.variables)
+        program = self.programs.get(node.id)
+        if program is not None:
+            variables += tuple(program.variables)
+        return asebaros.NodeDescription(
+            id=node.id,
+            name=node.name,
+            constants=(),  # the generated program has none (LoadScript of .aesl files would add them)
+            events=self.event_names.get(node.id, ()),
+            variables=variables,
+        )
+
+    def _on_node(self, node: NodeState) -> None:
+        if not node.connected:
+            # A node that comes back (rebooted, back in radio range) may have lost the program.
+            self.programs.pop(node.id, None)
+            self.event_names.pop(node.id, None)
+        elif node.description is not None and node.id not in self.programs and self._wants_program(node):
+            self._load_program(node)
+        self.ctx.publish(f"node/{node.id}", self._node_message(node))
+        self.ctx.publish("nodes", asebaros.NodeList(nodes=self.node_list()))
+        if node.description is not None:
+            self.ctx.publish(f"node/{node.id}/description", self.description_of(node))
+        network = self.network
+        described = network is not None and any(n.connected and n.description for n in network.nodes.values())
+        if described:
+            self.ctx.set_status("connected")
+        else:
+            self.ctx.set_status("connecting", "no described Aseba node on the link")
+
+    def _wants_program(self, node: NodeState) -> bool:
+        return self.options.thymio_program and node.name == THYMIO_NAME
+
+    def _load_program(self, node: NodeState) -> None:
+        assert node.description is not None
+        assert self.network is not None
+        try:
+            program = generate(node.description, self.options.state_period_ms)
+        except (KeyError, ValueError) as error:
+            log.warning("aseba node %d: cannot generate the Thymio program: %s", node.id, error)
+            return
+        self.network.set_bytecode(node.id, program.bytecode)
+        self.programs[node.id] = program
+        self.event_names[node.id] = program.events
+        log.info("aseba node %d: Thymio program loaded (%d words)", node.id, len(program.bytecode))
+
+    def _on_event(self, message: UserMessage) -> None:
+        if message.source in self.programs:
+            if message.type == EVENT_ID["state"]:
+                self.ctx.publish(f"node/{message.source}/buttons", thymio.buttons(message.data))
+            elif message.type == EVENT_ID["comm"]:
+                self.ctx.publish(f"node/{message.source}/comm", thymio.comm_message(message.data))
+        names = self.event_names.get(message.source, ())
+        if message.type < len(names):
+            event = asebaros.Event(source=message.source, data=message.data)
+            self.ctx.publish(f"node/{message.source}/events/{names[message.type]}", event)
+        else:
+            anonymous = asebaros.AnonymousEvent(source=message.source, type=message.type, data=message.data)
+            self.ctx.publish("anonymous_events", anonymous)
+
+    # -- commands ----------------------------------------------------------------------------------
+
+    def _network(self) -> AsebaNetwork:
+        if self.network is None:
+            raise DeviceUnavailable("the Aseba link is not open")
+        return self.network
+
+    def target_node(self) -> NodeState:
+        """The node the services address: `node_id`, or the lowest described id when it is 0."""
+        nodes = self._network().nodes
+        if self.options.node_id:
+            node = nodes.get(self.options.node_id)
+            if node is None or not node.connected:
+                raise DeviceUnavailable(f"Aseba node {self.options.node_id} is not on the link")
+        else:
+            candidates = sorted((n for n in nodes.values() if n.connected and n.description), key=lambda n: n.id)
+            if not candidates:
+                raise DeviceUnavailable("no described Aseba node on the link")
+            node = candidates[0]
+        if node.description is None:
+            raise DeviceUnavailable(f"Aseba node {node.id} has not sent its description yet")
+        return node
+
+    async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
+        """Carry out an asebaros service (answering its Response) or send an event; see the module docstring."""
+        response = await self._serve(command)
+        return None if response is None else to_plain(response)
+
+    async def _serve(self, command: Command) -> object | None:
+        message = command.message
+        if command.type == GET_NODE_LIST:
+            return asebaros.GetNodeListResponse(nodes=self.node_list())
+        if command.type == ANONYMOUS_EVENT:
+            if message.type >= 0x8000:
+                raise InvalidArgument(f"data.type: {message.type} is not a user event id (0..32767)")
+            network = self._network()
+            network.emit(message.type, message.data)
+            await network.drain()
+            return None
+        node = self.target_node()
+        if command.type == GET_DESCRIPTION:
+            return asebaros.GetDescriptionResponse(description=self.description_of(node))
+        if command.type == GET_VARIABLE:
+            start, size = self._variable(node, message.variable)
+            try:
+                data = await self._network().get_variables(node.id, start, size)
+            except NodeError as error:
+                raise DeviceError(str(error)) from None
+            return asebaros.GetVariableResponse(data=data)
+        if command.type == SET_VARIABLE:
+            start, size = self._variable(node, message.variable)
+            if len(message.data) != size:
+                raise InvalidArgument(
+                    f"data.data: variable {message.variable!r} has {size} words, got {len(message.data)}"
+                )
+            network = self._network()
+            network.set_variables(node.id, start, message.data)
+            if message.variable in MOTOR_VARIABLES:
+                self._lease_motors(node.id, command.client_id, any(message.data))
+            await network.drain()
+            return asebaros.SetVariableResponse()
+        convert = THYMIO_COMMANDS.get(command.type)
+        if convert is None:
+            raise UnknownCommand(f"the aseba device does not accept {command.type!r}")
+        if node.id not in self.programs:
+            raise DeviceUnavailable(f"Aseba node {node.id} ({node.name}) does not run the gateway's Thymio program")
+        network = self._network()
+        for event_id, words in convert(message):
+            network.emit(event_id, words)
+        await network.drain()
+        return None
+
+    def _lease_motors(self, node_id: int, client_id: str, moving: bool) -> None:
+        # Setting 0 takes no lease (and ends none: the other motor may still turn).
+        if moving:
+            self.motor_leases[node_id] = (client_id, time.monotonic() + self.options.motor_lease_ms / 1000)
+
+    def _variable(self, node: NodeState, name: str) -> tuple[int, int]:
+        assert node.description is not None
+        variable = node.description.variables.get(name)
+        program = self.programs.get(node.id)
+        if variable is None and program is not None:
+            variable = program.variables.get(name)
+        if variable is None:
+            raise InvalidArgument(f"data.variable: node {node.id} ({node.name}) has no variable {name!r}")
+        return variable.address, variable.size

@@ -1,0 +1,40 @@
+"""Config of a `kind = "aseba"` device: one Aseba link (serial port or TCP connection)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class AsebaOptions:
+    """Config of one Aseba link, which may carry several nodes.
+
+    `target`: where the link goes, in Dashel style: ``tcp:HOST;PORT`` (also ``tcp:host=H;port=P``),
+    ``ser:device=/dev/ttyACM0`` (also ``ser:/dev/ttyACM0`` or a bare device path); empty: the
+    first Thymio II (USB 0617:000A) or wireless dongle (0617:000C) found on USB.
+    `node_id`: the node the asebaros services (GetDescription, GetVariable, SetVariable) and sent
+    events address; 0: the node with the lowest id.
+    `list_nodes_period_ms`: how often ListNodes is broadcast (discovery and keep-alive).
+    `node_timeout_ms`: a node silent for this long is reported disconnected.
+    `request_timeout_ms`: wait for a description or a Variables reply.
+    `connect_timeout_ms`: wait for the TCP connection or the serial port to open.
+    `thymio_program`: load the gateway's Thymio program (`devices.aseba.thymio_program`) on every
+    `thymio-II` node when it connects; it replaces the robot's running program and enables the
+    thymio_msgs commands. `state_period_ms`: how often that program reports the robot's state.
+    `motor_lease_ms`: a client that sets `motor.left.target` or `motor.right.target` (SetVariable)
+    holds the motors for this long; they stop when it runs out, when the client disconnects, on
+    estop and at shutdown. Every new non-zero setting renews it.
+    `simulate`: ignore `target` and start a simulated Thymio II (`devices.sim.thymio`, the Python
+    Aseba VM behind a TCP server on 127.0.0.1) in the gateway (demo).
+    """
+
+    target: str = ""
+    node_id: int = field(default=0, metadata={"min": 0, "max": 65535})
+    list_nodes_period_ms: int = field(default=1000, metadata={"min": 100, "max": 60000})
+    node_timeout_ms: int = field(default=3000, metadata={"min": 500, "max": 600_000})
+    request_timeout_ms: int = field(default=2000, metadata={"min": 50, "max": 60000})
+    connect_timeout_ms: int = field(default=5000, metadata={"min": 100, "max": 60000})
+    thymio_program: bool = True
+    state_period_ms: int = field(default=100, metadata={"min": 20, "max": 10000})
+    motor_lease_ms: int = field(default=1000, metadata={"min": 100, "max": 600_000})
+    simulate: bool = False

@@ -1,0 +1,98 @@
+"""thymio_msgs commands as events of the gateway's Thymio program, and its reports as bus messages.
+
+Pure conversions; the adapter sends the (event id, words) pairs and publishes the results.
+"""
+
+from __future__ import annotations
+
+import math
+
+from devices.aseba.thymio_program import EVENT_ID, LED_GROUPS
+from gateway.errors import InvalidArgument
+from gateway.messages import generic, thymio
+from gateway.messages.creos import ControllerState
+
+#: Thymio LED intensities run 0..32 (firmware leds.c MAX_BRIGHTNESS).
+LED_MAX = 32
+#: Tone durations are counted in 1/60 s by sound.freq.
+SOUND_TICKS_PER_S = 60
+#: The robot animates gestures every 20 ms, so shorter periods are raised to it (ms).
+MIN_GESTURE_PERIOD_MS = 20
+MAX_WORD = 32767
+
+Events = list[tuple[int, tuple[int, ...]]]
+
+
+def _intensity(value: float) -> int:
+    return min(LED_MAX, math.floor(value * LED_MAX))
+
+
+def led(command: thymio.Led) -> Events:
+    """`set_led`: group id, then the group's intensities 0..1 as 0..32, zero-padded to 8."""
+    native, count = LED_GROUPS[command.id]
+    if len(command.values) > count:
+        raise InvalidArgument(
+            f"data.values: LED group {command.id} ({native}) has {count} LEDs, got {len(command.values)}"
+        )
+    values = [_intensity(v) for v in command.values] + [0] * (8 - len(command.values))
+    return [(EVENT_ID["set_led"], (command.id, *values))]
+
+
+def led_gesture(command: thymio.LedGesture) -> Events:
+    """`set_led_gesture`: gesture, group, wave, period in ms, length, mirror, mask (missing bits 1)."""
+    period_ms = min(MAX_WORD, max(MIN_GESTURE_PERIOD_MS, round(command.period * 1000)))
+    mask = [int(bit) for bit in command.mask] + [1] * (8 - len(command.mask))
+    words = (command.gesture, command.leds, command.wave, period_ms, min(command.length, MAX_WORD), command.mirror)
+    return [(EVENT_ID["set_led_gesture"], (*words, *mask))]
+
+
+def sound(frequency_hz: float, duration_s: float) -> Events:
+    """`play_sound`: frequency in Hz (at least 1) and duration in 1/60 s (at least one tick)."""
+    frequency = min(MAX_WORD, max(1, int(frequency_hz)))
+    ticks = min(MAX_WORD, max(1, int(duration_s * SOUND_TICKS_PER_S)))
+    return [(EVENT_ID["play_sound"], (frequency, ticks))]
+
+
+def thymio_sound(command: thymio.Sound) -> Events:
+    """A thymio_msgs/Sound tone."""
+    return sound(command.frequency, command.duration.to_seconds())
+
+
+def generic_sound(command: generic.Sound) -> Events:
+    """A generic `sound` (the Thymio has no volume control: `volume` only mutes at 0)."""
+    return [] if command.volume == 0 else sound(command.frequency_hz, command.duration_s)
+
+
+def system_sound(command: thymio.SystemSound) -> Events:
+    """`play_system_sound` with the sound number (-1 stops)."""
+    return [(EVENT_ID["play_system_sound"], (command.sound,))]
+
+
+def comm(command: thymio.Comm) -> Events:
+    """Transmit `value` over IR from now on: set the payload, then enable communication."""
+    if not 0 <= command.value < 2048:
+        raise InvalidArgument(f"data.value: {command.value} is not an 11-bit IR payload (0..2047)")
+    return [(EVENT_ID["set_comm_payload"], (command.value,)), (EVENT_ID["enable_comm"], (1,))]
+
+
+#: Generic `led` index → body RGB LED event: -1 and 0 the top, 1 bottom left, 2 bottom right.
+RGB_EVENTS = {-1: "set_led_top", 0: "set_led_top", 1: "set_led_bottom_left", 2: "set_led_bottom_right"}
+
+
+def generic_led(command: generic.Led) -> Events:
+    """An RGB colour (0..1 per channel) on a body LED, as 0..32 per channel."""
+    name = RGB_EVENTS.get(command.index)
+    if name is None:
+        raise InvalidArgument(f"data.index: {command.index} is not an RGB LED (0 top, 1 bottom left, 2 bottom right)")
+    return [(EVENT_ID[name], tuple(_intensity(c) for c in command.rgb))]
+
+
+def comm_message(words: tuple[int, ...]) -> thymio.Comm:
+    """The thymio_msgs/Comm of a `comm` event (value, 7 payloads, 7 intensities)."""
+    padded = (*words, *([0] * 15))[:15]
+    return thymio.Comm(value=padded[0], payloads=tuple(padded[1:8]), intensities=tuple(padded[8:15]))
+
+
+def buttons(words: tuple[int, ...]) -> ControllerState:
+    """The five buttons of a `state` event (backward, left, center, forward, right) as ControllerState."""
+    return ControllerState(buttons=tuple(1 if w else 0 for w in words[:5]))

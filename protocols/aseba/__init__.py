@@ -1,0 +1,1 @@
+"""Aseba wire protocol (sans-I/O): framing, typed messages, node descriptions, bytecode."""
