@@ -97,6 +97,16 @@ async def test_thymio_commands_light_the_simulated_robot(
     await client.close()
 
 
+async def test_named_events_from_clients(gateway: RunningGateway, robots: list[SimulatedThymio]) -> None:
+    client = await connected(gateway)
+    await command(client, "thymio-1", "hwgateway/AsebaEvent", {"name": "set_led_top", "data": [32, 0, 16]})
+    await until(lambda: robots[0].outputs.leds.get("leds.top") == (32, 0, 16), "top LED by event name")
+    error = await client.error("command", device="thymio-1", type="hwgateway/AsebaEvent", data={"name": "nope"})
+    assert error["code"] == "invalid_argument"
+    assert "has no event 'nope'" in error["message"]
+    await client.close()
+
+
 async def test_state_and_button_events_reach_clients(gateway: RunningGateway, robots: list[SimulatedThymio]) -> None:
     client = await connected(gateway)
     await client.ok("subscribe", topics=["thymio-1/node/1/**"])
@@ -108,6 +118,13 @@ async def test_state_and_button_events_reach_clients(gateway: RunningGateway, ro
     assert buttons["type"] == "creos_messages/ControllerState"
     state = await client.wait_for(lambda m: m.get("topic") == "thymio-1/node/1/events/state")
     assert state["data"]["data"][17] == 220  # temperature, 0.1 degC
+    si = await client.wait_for(lambda m: m.get("topic") == "thymio-1/node/1/state", timeout=TIMEOUT_S)
+    assert si["type"] == "hwgateway/ThymioState"
+    assert si["data"]["temperature"] == 22.0
+    assert si["data"]["buttons"] == [False, False, True, False, False]
+    steps = si["data"]["acceleration"]["z"] * 23 / 9.80665  # the robot counts 23 steps per g
+    assert abs(steps - round(steps)) < 1e-9
+    assert 20 <= round(steps) <= 23  # lying flat: about 1 g along z
     robots[0].receive_ir(1234)
     comm = await client.wait_for(lambda m: m.get("topic") == "thymio-1/node/1/comm", timeout=TIMEOUT_S)
     assert comm["type"] == "thymio_msgs/Comm"
@@ -224,6 +241,12 @@ motor_lease_ms = 400
         await until(lambda: robot.get("motor.right.target") == 60, "motor set")
         assert await other.ok("estop")
         await until(lambda: robot.get("motor.right.target") == 0, "estop")
+        # The motor command takes the same lease.
+        await command(other, "thymio", "hwgateway/ThymioMotors", {"left": 300, "right": -300})
+        await until(lambda: (robot.get("motor.left.target"), robot.get("motor.right.target")) == (300, -300), "motors")
+        await until(lambda: robot.get("motor.left.target") == 0 and robot.get("motor.right.target") == 0, "lease")
+        error = await other.error("command", device="thymio", type="hwgateway/ThymioMotors", data={"left": 501})
+        assert error["code"] == "invalid_argument"
         await other.close()
     finally:
         assert await running.stop() == 0

@@ -58,6 +58,8 @@ GET_NODE_LIST = "asebaros_msgs/GetNodeList"
 GET_DESCRIPTION = "asebaros_msgs/GetDescription"
 GET_VARIABLE = "asebaros_msgs/GetVariable"
 SET_VARIABLE = "asebaros_msgs/SetVariable"
+NAMED_EVENT = "hwgateway/AsebaEvent"
+MOTORS = "hwgateway/ThymioMotors"
 ANONYMOUS_EVENT = "asebaros_msgs/AnonymousEvent"
 #: Least time between closing the link and opening it again (s): the playground (and Dashel nodes)
 #: crash when a client reconnects within a few ms of leaving.
@@ -91,6 +93,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         ANONYMOUS_EVENT,
         "thymio_msgs/Comm",
         "creos_messages/ControllerState",
+        "hwgateway/ThymioState",
     )
     accepts = (
         GET_NODE_LIST,
@@ -98,6 +101,8 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         GET_VARIABLE,
         SET_VARIABLE,
         ANONYMOUS_EVENT,
+        NAMED_EVENT,
+        MOTORS,
         *THYMIO_COMMANDS,
     )
 
@@ -283,6 +288,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         if message.source in self.programs:
             if message.type == EVENT_ID["state"]:
                 self.ctx.publish(f"node/{message.source}/buttons", thymio.buttons(message.data))
+                self.ctx.publish(f"node/{message.source}/state", thymio.state(message.data, time.time()))
             elif message.type == EVENT_ID["comm"]:
                 self.ctx.publish(f"node/{message.source}/comm", thymio.comm_message(message.data))
         names = self.event_names.get(message.source, ())
@@ -333,6 +339,23 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             await network.drain()
             return None
         node = self.target_node()
+        if command.type == NAMED_EVENT:
+            names = self.event_names.get(node.id, ())
+            if message.name not in names:
+                known = ", ".join(names) or "none: the gateway loaded no program"
+                raise InvalidArgument(f"data.name: node {node.id} has no event {message.name!r} (events: {known})")
+            network = self._network()
+            network.emit(names.index(message.name), message.data)
+            await network.drain()
+            return None
+        if command.type == MOTORS:
+            network = self._network()
+            for variable, target in (("motor.left.target", message.left), ("motor.right.target", message.right)):
+                start, _ = self._variable(node, variable)
+                network.set_variables(node.id, start, (target,))
+            self._lease_motors(node.id, command.client_id, bool(message.left or message.right))
+            await network.drain()
+            return None
         if command.type == GET_DESCRIPTION:
             return asebaros.GetDescriptionResponse(description=self.description_of(node))
         if command.type == GET_VARIABLE:

@@ -10,8 +10,13 @@ import math
 from devices.aseba.thymio_program import EVENT_ID, LED_GROUPS
 from gateway.errors import InvalidArgument
 from gateway.messages import generic, thymio
+from gateway.messages.aseba_gateway import ThymioState
+from gateway.messages.common import Time, Vector3
 from gateway.messages.creos import ControllerState
 
+#: The accelerometer counts 23 steps per g (±32 = ±1.4 g ... the MMA7660's ±1.5 g range).
+ACC_STEPS_PER_G = 23
+STANDARD_GRAVITY = 9.80665
 #: Thymio LED intensities run 0..32 (firmware leds.c MAX_BRIGHTNESS).
 LED_MAX = 32
 #: Tone durations are counted in 1/60 s by sound.freq.
@@ -96,3 +101,19 @@ def comm_message(words: tuple[int, ...]) -> thymio.Comm:
 def buttons(words: tuple[int, ...]) -> ControllerState:
     """The five buttons of a `state` event (backward, left, center, forward, right) as ControllerState."""
     return ControllerState(buttons=tuple(1 if w else 0 for w in words[:5]))
+
+
+def state(words: tuple[int, ...], stamp: float) -> ThymioState:
+    """A `state` event (layout in `thymio_program`) in SI units; `stamp` in s since the epoch."""
+    padded = (*words, *([0] * 20))[:20]
+    g = STANDARD_GRAVITY / ACC_STEPS_PER_G
+    return ThymioState(
+        stamp=Time.from_seconds(stamp),
+        buttons=tuple(bool(w) for w in padded[0:5]),
+        prox_horizontal=tuple(padded[5:12]),
+        prox_ground_delta=tuple(padded[12:14]),
+        acceleration=Vector3(padded[14] * g, padded[15] * g, padded[16] * g),
+        temperature=padded[17] / 10,
+        motor_left_speed=padded[18],
+        motor_right_speed=padded[19],
+    )

@@ -3,12 +3,24 @@
 Importing this package registers them all in `REGISTRY`.
 """
 
-from gateway.messages import asebaros, common, creos, gamepad, generic, kortex, sim, thymio, wiimote
+from gateway.messages import (
+    aseba_gateway,
+    asebaros,
+    common,
+    creos,
+    gamepad,
+    generic,
+    kortex,
+    sim,
+    thymio,
+    wiimote,
+)
 from gateway.messages.schema import REGISTRY, MessageInfo, from_plain, info_of, schema_of, to_plain, type_name
 
 __all__ = [
     "REGISTRY",
     "MessageInfo",
+    "aseba_gateway",
     "asebaros",
     "common",
     "creos",
