@@ -12,6 +12,7 @@ _KINDS: dict[str, str] = {
     "gamepad": "devices.gamepad.adapter:GamepadAdapter",
     "kortex": "devices.kortex.adapter:KortexAdapter",
     "sim": "devices.sim.controller:SimController",
+    "wiimote": "devices.wiimote.adapter:WiimoteAdapter",
 }
 
 

@@ -14,6 +14,7 @@ from gateway.messages import (
     sim,
     thymio,
     wiimote,
+    wiimote_gateway,
 )
 from gateway.messages.schema import REGISTRY, MessageInfo, from_plain, info_of, schema_of, to_plain, type_name
 
@@ -35,4 +36,5 @@ __all__ = [
     "to_plain",
     "type_name",
     "wiimote",
+    "wiimote_gateway",
 ]

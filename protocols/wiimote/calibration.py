@@ -1,0 +1,185 @@
+"""Accelerometer calibration stored in the remote's EEPROM and in extension registers (spec §4, §6).
+
+Values are 10-bit accelerometer counts; `to_g` turns a reading into units of standard gravity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocols.errors import ProtocolError
+
+#: EEPROM address of the first calibration block; the redundant copy is 10 bytes later.
+ACCEL_CAL_ADDRESS = 0x0016
+ACCEL_CAL_BLOCK = 10
+#: Both blocks, read at once.
+ACCEL_CAL_SIZE = 2 * ACCEL_CAL_BLOCK
+#: Extension calibration register (16 bytes) and its backup copy.
+EXT_CAL_ADDRESS = 0xA40020
+EXT_CAL_SIZE = 16
+#: m/s² per g (the ROS nodes' EARTH_GRAVITY).
+STANDARD_GRAVITY = 9.80665
+
+
+def checksum(block: bytes) -> int:
+    """(sum of the bytes + 0x55) & 0xFF: the checksum of the EEPROM and extension calibration blocks."""
+    return (sum(block) + 0x55) & 0xFF
+
+
+@dataclass(frozen=True, slots=True)
+class AccelCalibration:
+    """Zero-g and one-g points per axis in 10-bit counts; `factory` is False for the built-in default."""
+
+    zero: tuple[int, int, int] = (512, 512, 512)
+    one: tuple[int, int, int] = (616, 616, 616)
+    factory: bool = False
+
+    def to_g(self, raw: tuple[float, float, float]) -> tuple[float, float, float]:
+        """(raw − zero)/(one − zero) per axis, in g; gravity is not removed."""
+        return (
+            (raw[0] - self.zero[0]) / self._span(0),
+            (raw[1] - self.zero[1]) / self._span(1),
+            (raw[2] - self.zero[2]) / self._span(2),
+        )
+
+    def counts_per_g(self, axis: int) -> float:
+        """Counts per g on `axis` (0 = x)."""
+        return float(self._span(axis))
+
+    def _span(self, axis: int) -> int:
+        # A zero span would divide by zero (the ROS node's crash with a bad Nunchuk calibration);
+        # parse_* never produce one, and this guards hand-built values.
+        return self.one[axis] - self.zero[axis] or 1
+
+
+DEFAULT_ACCEL = AccelCalibration()
+
+
+def _points(block: bytes) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    zero = (block[0] << 2 | (block[3] >> 4 & 3), block[1] << 2 | (block[3] >> 2 & 3), block[2] << 2 | (block[3] & 3))
+    one = (block[4] << 2 | (block[7] >> 4 & 3), block[5] << 2 | (block[7] >> 2 & 3), block[6] << 2 | (block[7] & 3))
+    return zero, one
+
+
+def _plausible(zero: tuple[int, int, int], one: tuple[int, int, int]) -> bool:
+    return all(o > z for z, o in zip(zero, one, strict=True))
+
+
+def parse_accel_block(block: bytes) -> AccelCalibration:
+    """Parse one 10-byte EEPROM block; raise `ProtocolError` if its checksum or values are wrong."""
+    if len(block) != ACCEL_CAL_BLOCK:
+        raise ProtocolError(f"accelerometer calibration block has {len(block)} bytes, expected 10")
+    if checksum(block[:9]) != block[9]:
+        raise ProtocolError(f"accelerometer calibration checksum {block[9]:#04x} != {checksum(block[:9]):#04x}")
+    zero, one = _points(block)
+    if not _plausible(zero, one):
+        raise ProtocolError("accelerometer calibration has a one-g point not above its zero-g point")
+    return AccelCalibration(zero, one, factory=True)
+
+
+def parse_accel_calibration(data: bytes) -> AccelCalibration:
+    """The first valid of the two EEPROM blocks (20 bytes from 0x0016), else the default (as Nintendo does)."""
+    for start in (0, ACCEL_CAL_BLOCK):
+        try:
+            return parse_accel_block(data[start : start + ACCEL_CAL_BLOCK])
+        except ProtocolError:
+            continue
+    return DEFAULT_ACCEL
+
+
+def encode_accel_block(cal: AccelCalibration, byte8: int = 0x40) -> bytes:
+    """A 10-byte EEPROM block for `cal` (byte 8: volume and motor flag), checksum included."""
+    zero, one = cal.zero, cal.one
+    lsb_zero = (zero[0] & 3) << 4 | (zero[1] & 3) << 2 | (zero[2] & 3)
+    lsb_one = (one[0] & 3) << 4 | (one[1] & 3) << 2 | (one[2] & 3)
+    body = bytes((zero[0] >> 2, zero[1] >> 2, zero[2] >> 2, lsb_zero, one[0] >> 2, one[1] >> 2, one[2] >> 2, lsb_one))
+    body += bytes((byte8,))
+    return body + bytes((checksum(body),))
+
+
+@dataclass(frozen=True, slots=True)
+class StickAxis:
+    """One stick axis: `minimum`, `centre`, `maximum` in the stick's raw counts."""
+
+    minimum: int
+    centre: int
+    maximum: int
+
+    def normalize(self, raw: float) -> float:
+        """Raw counts → [-1, 1], 0 at the centre, scaled separately on each side, clamped."""
+        if raw >= self.centre:
+            span = self.maximum - self.centre
+            value = (raw - self.centre) / span if span > 0 else 0.0
+        else:
+            span = self.centre - self.minimum
+            value = (raw - self.centre) / span if span > 0 else 0.0
+        return max(-1.0, min(1.0, value))
+
+
+@dataclass(frozen=True, slots=True)
+class NunchukCalibration:
+    """Nunchuk accelerometer (10-bit counts) and stick (8-bit counts) calibration; `factory` if read."""
+
+    accel: AccelCalibration = AccelCalibration((512, 512, 512), (716, 716, 716))
+    stick_x: StickAxis = StickAxis(0x20, 0x80, 0xE0)
+    stick_y: StickAxis = StickAxis(0x20, 0x80, 0xE0)
+    factory: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicCalibration:
+    """Classic Controller sticks (left 6-bit, right 5-bit counts) and trigger zero points (5-bit)."""
+
+    left_x: StickAxis = StickAxis(4, 32, 60)
+    left_y: StickAxis = StickAxis(4, 32, 60)
+    right_x: StickAxis = StickAxis(2, 16, 30)
+    right_y: StickAxis = StickAxis(2, 16, 30)
+    left_trigger_zero: int = 0
+    right_trigger_zero: int = 0
+    factory: bool = False
+
+
+def _check_ext_block(block: bytes) -> None:
+    if len(block) != EXT_CAL_SIZE:
+        raise ProtocolError(f"extension calibration has {len(block)} bytes, expected 16")
+    expected = checksum(block[:14])
+    if block[14] != expected or block[15] != (expected + 0x55) & 0xFF:
+        raise ProtocolError("extension calibration checksum mismatch")
+
+
+def parse_nunchuk_calibration(block: bytes) -> NunchukCalibration:
+    """Parse the 16 bytes at 0xA40020; an invalid block yields the default (marked not factory)."""
+    try:
+        _check_ext_block(block)
+        zero, one = _points(block[:8])
+        if not _plausible(zero, one):
+            raise ProtocolError("nunchuk calibration has a one-g point not above its zero-g point")
+        x = StickAxis(block[9], block[10], block[8])
+        y = StickAxis(block[12], block[13], block[11])
+        if not (x.minimum < x.centre < x.maximum and y.minimum < y.centre < y.maximum):
+            raise ProtocolError("nunchuk stick calibration is not ordered min < centre < max")
+    except ProtocolError:
+        return NunchukCalibration()
+    return NunchukCalibration(AccelCalibration(zero, one, True), x, y, factory=True)
+
+
+def parse_classic_calibration(block: bytes) -> ClassicCalibration:
+    """Parse the 16 bytes at 0xA40020 (sticks at 8-bit scale: left >> 2, right >> 3); default if invalid."""
+    try:
+        _check_ext_block(block)
+        axes = [
+            StickAxis(block[i + 1] >> s, block[i + 2] >> s, block[i] >> s) for i, s in ((0, 2), (3, 2), (6, 3), (9, 3))
+        ]
+        if not all(a.minimum < a.centre < a.maximum for a in axes):
+            raise ProtocolError("classic stick calibration is not ordered min < centre < max")
+    except ProtocolError:
+        return ClassicCalibration()
+    return ClassicCalibration(axes[0], axes[1], axes[2], axes[3], block[12] >> 3, block[13] >> 3, factory=True)
+
+
+def encode_ext_calibration(body14: bytes) -> bytes:
+    """Append the two checksum bytes to a 14-byte extension calibration body."""
+    if len(body14) != 14:
+        raise ValueError("an extension calibration body has 14 bytes")
+    first = checksum(body14)
+    return body14 + bytes((first, (first + 0x55) & 0xFF))
