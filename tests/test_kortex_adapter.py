@@ -9,20 +9,20 @@ from typing import Any
 
 import pytest
 
-from devices.base import Command, DeviceContext
+from devices.base import Command
 from devices.kortex.adapter import KortexAdapter
 from devices.kortex.connection import KEEPALIVE_IDLE_S, KortexConnection
 from devices.kortex.errors import KortexRequestError, LinkLost
 from devices.kortex.options import KortexOptions
 from devices.kortex.transport import open_tcp
 from devices.sim.kortex_arm import ArmFaults, SimulatedArm
-from gateway.bus import Bus
 from gateway.errors import InvalidArgument, UnknownCommand
 from gateway.messages.generic import Led
 from gateway.messages.kortex import ArmStateNotification, KortexCyclicStats
 from gateway.messages.kortex import Command as C61Command
 from protocols.kortex.frame import decode_frame
 from protocols.kortex.services import Function
+from tests.adapter_rig import AdapterRig
 
 
 class FakeClock:
@@ -82,38 +82,11 @@ async def test_keep_alive_after_150_ms_idle() -> None:
             await task
 
 
-class Device:
-    """An adapter on a real bus, with its status history."""
+class Device(AdapterRig[KortexAdapter]):
+    """The Kortex adapter in-process, as `arm-1`."""
 
     def __init__(self, options: KortexOptions) -> None:
-        self.bus = Bus()
-        self.statuses: list[tuple[str, str]] = []
-        self.ctx = DeviceContext("arm-1", self.bus, lambda status, detail: self.statuses.append((status, detail)))
-        self.adapter = KortexAdapter(self.ctx, options)
-        self.task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self.statuses.clear()
-        self.task = asyncio.create_task(self.adapter.run())
-
-    async def connected(self, timeout: float = 5.0) -> None:
-        async with asyncio.timeout(timeout):
-            while not self.statuses or self.statuses[-1][0] != "connected":
-                assert self.task is not None
-                if self.task.done():
-                    self.task.result()
-                await asyncio.sleep(0.01)
-
-    def latest(self, stream: str) -> Any:
-        sample = self.bus.latest(f"arm-1/{stream}")
-        return None if sample is None else sample.message
-
-    async def stop(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.task
-        await self.adapter.close()
+        super().__init__(KortexAdapter, "arm-1", options)
 
 
 def options_for(arm: SimulatedArm, **overrides: Any) -> KortexOptions:

@@ -7,44 +7,34 @@ import contextlib
 import logging
 import os
 import socket
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from devices.base import Command, DeviceContext
 from devices.sim.wiimote import SimulatedWiimote
 from devices.wiimote import adapter as adapter_module
 from devices.wiimote.adapter import WiimoteAdapter
 from devices.wiimote.discovery import find_remotes, select
 from devices.wiimote.options import WiimoteOptions
 from devices.wiimote.transport import BluetoothUnavailable, LinkLost, ReportLink, open_l2cap
-from gateway.bus import Bus
 from gateway.errors import InvalidArgument
 from gateway.messages.generic import Led, Rumble
 from gateway.messages.wiimote import State, TimedSwitch
 from gateway.messages.wiimote_gateway import Calibrate, WiimoteClassic, WiimoteLeds
 from protocols.wiimote import extensions as ext
 from protocols.wiimote import reports as rp
+from tests.adapter_rig import AdapterRig
 
 FAST: dict[str, Any] = {"status_interval_s": 0.3, "timeout_s": 1.0, "discovery_interval_s": 0.05}
 
 
-class Device:
-    """An adapter on a real bus, with its status history."""
+class Device(AdapterRig[WiimoteAdapter]):
+    """The Wii Remote adapter in-process, as `wm`, with its simulated remote."""
 
     def __init__(self, options: WiimoteOptions) -> None:
-        self.bus = Bus()
-        self.statuses: list[tuple[str, str]] = []
-        self.ctx = DeviceContext("wm", self.bus, lambda status, detail: self.statuses.append((status, detail)))
-        self.adapter = WiimoteAdapter(self.ctx, options)
-        self.task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self.statuses.clear()
-        self.task = asyncio.create_task(self.adapter.run())
+        super().__init__(WiimoteAdapter, "wm", options)
 
     @property
     def sim(self) -> SimulatedWiimote:
@@ -52,41 +42,13 @@ class Device:
         return self.adapter.simulator
 
     async def connected(self, timeout: float = 5.0) -> None:
-        async with asyncio.timeout(timeout):
-            while not self.statuses or self.statuses[-1][0] != "connected":
-                assert self.task is not None
-                if self.task.done():
-                    self.task.result()
-                await asyncio.sleep(0.01)
+        await super().connected(timeout)
         await self.until(lambda: self.latest("state") is not None, timeout)
-
-    def latest(self, stream: str) -> Any:
-        sample = self.bus.latest(f"wm/{stream}")
-        return None if sample is None else sample.message
-
-    async def until(self, condition: Callable[[], object], timeout: float = 5.0) -> None:
-        async with asyncio.timeout(timeout):
-            while not condition():
-                assert self.task is not None
-                if self.task.done():
-                    self.task.result()
-                await asyncio.sleep(0.01)
 
     def state(self) -> State:
         state = self.latest("state")
         assert isinstance(state, State)
         return state
-
-    async def command(self, message: Any, kind: str = "") -> Any:
-        name = kind or type(message).__name__
-        return await self.adapter.handle_command(Command(name, message, "client-1", time.monotonic() + 5))
-
-    async def stop(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.task
-        await self.adapter.close()
 
 
 @pytest.fixture
