@@ -103,7 +103,10 @@ class Gateway:
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         self._site = web.TCPSite(self._runner, server.host, server.http_port, reuse_address=True)
-        await self._site.start()
+        try:
+            await self._site.start()
+        except OSError as error:
+            raise OSError(error.errno, f"HTTP {server.host}:{server.http_port}: {error.strerror or error}") from None
         self.http_port = self._runner.addresses[0][1]
         await self._msgpack.start(server.host, server.msgpack_port, server.unix_socket)
         log.info(

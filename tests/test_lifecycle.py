@@ -235,3 +235,16 @@ async def test_clients_vanishing_mid_stream_leave_the_daemon_healthy(tmp_path: P
     finally:
         assert await gateway.stop() == 0
     assert not [line for line in gateway.logs if line.get("level") in ("error", "critical")]
+
+
+async def test_unix_socket_in_a_missing_folder_exits_1_naming_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "nounix.toml"
+    config.write_text(f'[server]\nhttp_port = 0\nmsgpack_port = 0\nunix_socket = "{tmp_path}/absent/gw.sock"\n')
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway", "run", "--config", str(config), "--log-format", "json",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    output, _ = await asyncio.wait_for(proc.communicate(), 20)
+    assert proc.returncode == 1
+    assert b"unix socket" in output
+    assert b"set server.unix_socket" in output

@@ -59,13 +59,20 @@ class MsgpackServer:
     async def start(self, host: str, port: int, unix_path: str) -> None:
         """Listen on `host:port` (port -1: not at all) and on `unix_path` (empty: not at all)."""
         if port >= 0:
-            server = await asyncio.start_server(self._serve, host, port, limit=READ_SIZE)
+            try:
+                server = await asyncio.start_server(self._serve, host, port, limit=READ_SIZE)
+            except OSError as error:
+                raise OSError(error.errno, f"msgpack socket {host}:{port}: {error.strerror or error}") from None
             self._servers.append(server)
             self.tcp_port = server.sockets[0].getsockname()[1]
         if unix_path:
             path = Path(unix_path)
-            _remove_stale_socket(path)
-            server = await asyncio.start_unix_server(self._serve, str(path), limit=READ_SIZE)
+            try:
+                _remove_stale_socket(path)
+                server = await asyncio.start_unix_server(self._serve, str(path), limit=READ_SIZE)
+            except OSError as error:
+                hint = ' (set server.unix_socket, or "" to disable it)' if not path.parent.is_dir() else ""
+                raise OSError(error.errno, f"unix socket {path}: {error.strerror or error}{hint}") from None
             os.chmod(path, stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IWGRP)
             self._servers.append(server)
             self._unix_path = path
