@@ -1,4 +1,4 @@
-"""The `hwgateway` command: run, demo, check-config."""
+"""The `hwgateway` command: run, demo, check-config, aseba compile."""
 
 from __future__ import annotations
 
@@ -45,6 +45,14 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check-config", help="validate a configuration file and exit")
     check.add_argument("file", help="TOML file to check")
+
+    aseba = commands.add_parser("aseba", help="Aseba tools")
+    aseba_commands = aseba.add_subparsers(dest="aseba_command", required=True, metavar="TOOL")
+    from devices.aseba import compile_command as aseba_compile
+
+    aseba_compile.add_arguments(
+        aseba_commands.add_parser("compile", help="compile an .aesl file for a node description; print a listing")
+    )
     return parser
 
 
@@ -79,6 +87,12 @@ def _print_demo_banner(config: Config) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `hwgateway` console script."""
     args = _parser().parse_args(argv)
+    if args.command == "aseba":
+        from devices.aseba import compile_command as aseba_compile
+
+        status, text = aseba_compile.run(args)
+        print(text, file=sys.stderr if status else sys.stdout)
+        return status
     try:
         if args.command == "check-config":
             config = load(args.file)

@@ -23,7 +23,12 @@ are broadcasts: on a link with several Thymios, every one running the program ob
 
 Commands, the asebaros services: `GetNodeList` (all nodes, `ignored` changes nothing: the gateway
 ignores no node), `GetDescription`, `GetVariable` (by name, split replies reassembled),
-`SetVariable` (by name, size checked), and `AnonymousEvent` (sent from source 0 to every node).
+`SetVariable` (by name, size checked), `AnonymousEvent` (sent from source 0 to every node), and
+`LoadScript`: a .aesl file from `script_folders`, compiled by the gateway (`protocols.aseba.compiler`)
+against each node's live description and loaded on the nodes `node_ids` (empty: every described
+node); with `set_as_default` also on nodes found later. Then the node's description lists the
+script's constants, events and variables, its events are published by name, and GetVariable and
+SetVariable reach its variables by name. A script replaces the gateway's Thymio program.
 Motors: setting `motor.left.target` / `motor.right.target` to non-zero takes a lease for the
 commanding client (`motor_lease_ms`, renewed by each setting); both targets return to 0 when it
 runs out, when the client disconnects, on estop and before the link closes.
@@ -44,12 +49,14 @@ from typing import Any
 from devices.aseba import thymio
 from devices.aseba.network import AsebaNetwork, NodeError, NodeState
 from devices.aseba.options import AsebaOptions
+from devices.aseba.scripts import Script, resolve_script
 from devices.aseba.thymio_program import EVENT_ID, ThymioProgram, generate
 from devices.aseba.transport import Target, discover_usb, open_link, parse_target
 from devices.base import Adapter, Command, DeviceContext
 from devices.sim.thymio import SimulatedThymio
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages import asebaros, to_plain
+from protocols.aseba.compiler import CompiledScript
 from protocols.aseba.messages import UserMessage
 
 log = logging.getLogger(__name__)
@@ -61,6 +68,7 @@ SET_VARIABLE = "asebaros_msgs/SetVariable"
 NAMED_EVENT = "hwgateway/AsebaEvent"
 MOTORS = "hwgateway/ThymioMotors"
 ANONYMOUS_EVENT = "asebaros_msgs/AnonymousEvent"
+LOAD_SCRIPT = "asebaros_msgs/LoadScript"
 #: Least time between closing the link and opening it again (s): the playground (and Dashel nodes)
 #: crash when a client reconnects within a few ms of leaving.
 RECONNECT_GAP_S = 0.5
@@ -103,6 +111,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         ANONYMOUS_EVENT,
         NAMED_EVENT,
         MOTORS,
+        LOAD_SCRIPT,
         *THYMIO_COMMANDS,
     )
 
@@ -115,6 +124,10 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         self._closed_at = -RECONNECT_GAP_S
         #: The gateway program running on each Thymio node since it last connected.
         self.programs: dict[int, ThymioProgram] = {}
+        #: The script LoadScript loaded on each node since it last connected.
+        self.scripts: dict[int, CompiledScript] = {}
+        #: The script to load on nodes found later (LoadScript with `set_as_default`).
+        self.default_script: Script | None = None
         self._sim: SimulatedThymio | None = None
         #: Motor leases by node id: (client id, time.monotonic() deadline).
         self.motor_leases: dict[int, tuple[str, float]] = {}
@@ -172,6 +185,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
                 await asyncio.wait_for(network.drain(), 0.5)
             self.network = None
             self.programs.clear()
+            self.scripts.clear()
             self.event_names.clear()
             await network.close()
             self._closed_at = time.monotonic()
@@ -226,7 +240,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             id=node.id,
             name=node.name,
             name_space=f"{self.ctx.device_id}/node/{node.id}",
-            running=node.id in self.programs,
+            running=node.id in self.programs or node.id in self.scripts,
             ignored=False,
             connected=node.connected,
         )
@@ -242,10 +256,15 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         program = self.programs.get(node.id)
         if program is not None:
             variables += tuple(program.variables)
+        script = self.scripts.get(node.id)
+        constants: tuple[asebaros.Constant, ...] = ()
+        if script is not None:
+            variables += tuple(script.variables)
+            constants = tuple(asebaros.Constant(name=k, value=v) for k, v in script.constants.items())
         return asebaros.NodeDescription(
             id=node.id,
             name=node.name,
-            constants=(),  # the generated program has none (LoadScript of .aesl files would add them)
+            constants=constants,
             events=self.event_names.get(node.id, ()),
             variables=variables,
         )
@@ -254,9 +273,12 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         if not node.connected:
             # A node that comes back (rebooted, back in radio range) may have lost the program.
             self.programs.pop(node.id, None)
+            self.scripts.pop(node.id, None)
             self.event_names.pop(node.id, None)
-        elif node.description is not None and node.id not in self.programs and self._wants_program(node):
-            self._load_program(node)
+        elif node.description is not None and node.id not in self.programs and node.id not in self.scripts:
+            loaded = self._load_default_script(node)
+            if not loaded and self._wants_program(node):
+                self._load_program(node)
         self.ctx.publish(f"node/{node.id}", self._node_message(node))
         self.ctx.publish("nodes", asebaros.NodeList(nodes=self.node_list()))
         if node.description is not None:
@@ -283,6 +305,50 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         self.programs[node.id] = program
         self.event_names[node.id] = program.events
         log.info("aseba node %d: Thymio program loaded (%d words)", node.id, len(program.bytecode))
+
+    def _load_default_script(self, node: NodeState) -> bool:
+        """Load the LoadScript default on a newly described node; False when there is none for it."""
+        assert node.description is not None
+        if self.default_script is None:
+            return False
+        try:
+            compiled = self.default_script.compile_for(node.description, node.id)
+        except InvalidArgument as error:
+            log.warning("aseba node %d: cannot load the default script: %s", node.id, error)
+            return False
+        self._install_script(node, compiled)
+        return True
+
+    def _install_script(self, node: NodeState, compiled: CompiledScript) -> None:
+        """Send `compiled` to `node` and run it; its events and variables become the node's."""
+        network = self._network()
+        network.set_bytecode(node.id, compiled.bytecode)
+        self.programs.pop(node.id, None)
+        self.scripts[node.id] = compiled
+        self.event_names[node.id] = tuple(event.name for event in compiled.events)
+        log.info("aseba node %d: script loaded (%d words)", node.id, len(compiled.bytecode))
+
+    async def _load_script(self, message: asebaros.LoadScript) -> asebaros.LoadScriptResponse:
+        """LoadScript: compile for every addressed node first, then load; nothing loads on an error."""
+        path = resolve_script(message.file_name, self.options.script_folders)
+        script = await asyncio.to_thread(Script.read, path, {c.name: c.value for c in message.constants})
+        network = self._network()
+        described = {n.id: n for n in network.nodes.values() if n.connected and n.description is not None}
+        for node_id in message.node_ids:
+            if node_id not in described:
+                raise DeviceUnavailable(f"Aseba node {node_id} is not on the link (or not described yet)")
+        nodes = [described[i] for i in (message.node_ids or sorted(described))]
+        compiled = []
+        for node in nodes:
+            assert node.description is not None
+            compiled.append(script.compile_for(node.description, node.id))
+        for node, program in zip(nodes, compiled, strict=True):
+            self._install_script(node, program)
+            self._on_node(node)
+        if message.set_as_default:
+            self.default_script = script
+        await network.drain()
+        return asebaros.LoadScriptResponse()
 
     def _on_event(self, message: UserMessage) -> None:
         if message.source in self.programs:
@@ -338,6 +404,8 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             network.emit(message.type, message.data)
             await network.drain()
             return None
+        if command.type == LOAD_SCRIPT:
+            return await self._load_script(message)
         node = self.target_node()
         if command.type == NAMED_EVENT:
             names = self.event_names.get(node.id, ())
@@ -399,6 +467,9 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         program = self.programs.get(node.id)
         if variable is None and program is not None:
             variable = program.variables.get(name)
+        script = self.scripts.get(node.id)
+        if variable is None and script is not None:
+            variable = script.variables.get(name)
         if variable is None:
             raise InvalidArgument(f"data.variable: node {node.id} ({node.name}) has no variable {name!r}")
         return variable.address, variable.size

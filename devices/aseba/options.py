@@ -24,6 +24,8 @@ class AsebaOptions:
     `motor_lease_ms`: a client that sets `motor.left.target` or `motor.right.target` (SetVariable)
     holds the motors for this long; they stop when it runs out, when the client disconnects, on
     estop and at shutdown. Every new non-zero setting renews it.
+    `script_folders`: the folders LoadScript may read .aesl files from (`file_name` is resolved
+    inside them; any other file is refused). Empty: LoadScript is refused.
     `simulate`: ignore `target` and start a simulated Thymio II (`devices.sim.thymio`, the Python
     Aseba VM behind a TCP server on 127.0.0.1) in the gateway (demo).
     """
@@ -37,4 +39,5 @@ class AsebaOptions:
     thymio_program: bool = True
     state_period_ms: int = field(default=100, metadata={"min": 20, "max": 10000})
     motor_lease_ms: int = field(default=1000, metadata={"min": 100, "max": 600_000})
+    script_folders: tuple[str, ...] = ()
     simulate: bool = False
