@@ -1,9 +1,11 @@
 """The bus: latest value per topic, pattern subscriptions, and per-subscriber coalescing mailboxes.
 
-A producer calls `Bus.publish` and never waits. Each subscriber owns a mailbox with one slot per key
-(a topic, or a device's availability): a newer value replaces an unsent older one, so a slow client
-skips stale samples, always receives the newest, and its memory is bounded by the number of topics.
-Each sample is encoded at most once per encoding, however many subscribers receive it.
+A producer calls `Bus.publish` and never waits. A sample goes straight to every subscriber whose
+client keeps up (`Subscriber.direct`). For a client that has fallen behind, or a rate-limited
+subscription, it goes to the subscriber's mailbox with one slot per key (a topic, or a device's
+availability): a newer value replaces an unsent older one, so a slow client skips stale samples,
+always receives the newest, and its memory is bounded by the number of topics. Each sample is encoded
+at most once per encoding, however many subscribers receive it.
 """
 
 from __future__ import annotations
