@@ -90,3 +90,17 @@ def test_version() -> None:
     done = run_cli("--version")
     assert done.returncode == 0
     assert done.stdout.strip() == "hwgateway 0.1.0"
+
+
+def test_the_device_examples_in_the_shipped_config_are_valid() -> None:
+    text = (ROOT / "config.toml").read_text()
+    examples = text[text.index("# [devices.sim-1]") :]
+    uncommented = "\n".join(line.removeprefix("# ").split("  #")[0] for line in examples.splitlines() if line != "#")
+    config = loads(uncommented)
+    assert [(d.id, d.kind) for d in config.devices] == [
+        ("sim-1", "sim"),
+        ("thymio", "aseba"),
+        ("wiimote-1", "wiimote"),
+        ("pad-1", "gamepad"),
+        ("arm", "kortex"),
+    ]
