@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import statistics
 import sys
@@ -34,6 +33,7 @@ REPO_ROOT = THIS_FILE.parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench.common import read_json_line  # noqa: E402 - after the path fix above
 from devices.aseba.network import AsebaNetwork  # noqa: E402 - after the path fix above
 from devices.sim.thymio import words_stamp  # noqa: E402
 from protocols.aseba.messages import UserMessage  # noqa: E402
@@ -53,18 +53,6 @@ async def until_count(samples: list[float], count: int) -> None:
             return
         await asyncio.sleep(0.05)
     raise TimeoutError(f"only {len(samples)} of {count} events arrived")
-
-
-async def read_json_line(stream: asyncio.StreamReader, event: str) -> dict[str, Any]:
-    async with asyncio.timeout(START_TIMEOUT_S):
-        while True:
-            line = await stream.readline()
-            if not line:
-                raise RuntimeError(f"process ended before printing {event!r}")
-            with contextlib.suppress(ValueError):
-                message: dict[str, Any] = json.loads(line)
-                if message.get("event") == event:
-                    return message
 
 
 def summary(samples_s: list[float]) -> dict[str, float]:

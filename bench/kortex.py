@@ -32,20 +32,10 @@ REPO_ROOT = THIS_FILE.parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench.common import read_json_line  # noqa: E402 - after the path fix above
+
 DEVICE = "bench-arm"
 START_TIMEOUT_S = 20.0
-
-
-async def read_json_line(stream: asyncio.StreamReader, event: str, timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
-    async with asyncio.timeout(timeout):
-        while True:
-            line = await stream.readline()
-            if not line:
-                raise RuntimeError(f"process ended before printing {event!r}")
-            with contextlib.suppress(ValueError):
-                message: dict[str, Any] = json.loads(line)
-                if message.get("event") == event:
-                    return message
 
 
 class Arm:
