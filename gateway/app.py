@@ -20,12 +20,12 @@ from gateway import __version__
 from gateway.bus import Bus
 from gateway.commands import CommandRouter
 from gateway.config import Config
+from gateway.core.client import Hub
 from gateway.errors import ErrorCode
 from gateway.metrics import Metrics
 from gateway.sdnotify import Notifier
 from gateway.servers.http import build_app
 from gateway.servers.msgpack_server import MsgpackServer
-from gateway.session import Hub
 from gateway.supervisor import Supervisor
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from gateway.wire import Encoding, encode
 
 DeviceStatus = Literal["connecting", "connected", "disconnected", "stopped"]
 
-#: How many frames were encoded, per encoding (shows that fan-out encodes once).
+#: How many state frames were encoded, per face encoding (shows that fan-out encodes once).
 FRAMES_ENCODED: Counter[str] = Counter()
 
 
@@ -37,6 +37,12 @@ class Outgoing(Protocol):
 
     def frame(self, encoding: Encoding) -> bytes:
         """The encoded protocol message."""
+
+    def encoded(self, key: str, build: Callable[[], bytes]) -> bytes:
+        """The bytes `build` makes for this item, built once per `key` however many clients send them.
+
+        Faces other than the native one cache their own frames here (key: the face and its encoding).
+        """
 
 
 @dataclass(slots=True, eq=False)
@@ -80,10 +86,15 @@ class Sample:
 
     def frame(self, encoding: Encoding) -> bytes:
         """The `state` message encoded (once per encoding)."""
-        cached = self._frames.get(encoding)
+        cached = self._frames.get(encoding)  # the hot path: no closure once encoded
+        return cached if cached is not None else self.encoded(encoding, lambda: encode(self.envelope(), encoding))
+
+    def encoded(self, key: str, build: Callable[[], bytes]) -> bytes:
+        """The bytes `build` makes, built once per `key` (counted in `FRAMES_ENCODED`)."""
+        cached = self._frames.get(key)
         if cached is None:
-            cached = self._frames[encoding] = encode(self.envelope(), encoding)
-            FRAMES_ENCODED[encoding] += 1
+            cached = self._frames[key] = build()
+            FRAMES_ENCODED[key] += 1
         return cached
 
 
@@ -116,9 +127,14 @@ class DeviceEvent:
 
     def frame(self, encoding: Encoding) -> bytes:
         """The `device` message encoded (once per encoding)."""
-        cached = self._frames.get(encoding)
+        cached = self._frames.get(encoding)  # the hot path: no closure once encoded
+        return cached if cached is not None else self.encoded(encoding, lambda: encode(self.envelope(), encoding))
+
+    def encoded(self, key: str, build: Callable[[], bytes]) -> bytes:
+        """The bytes `build` makes, built once per `key`."""
+        cached = self._frames.get(key)
         if cached is None:
-            cached = self._frames[encoding] = encode(self.envelope(), encoding)
+            cached = self._frames[key] = build()
         return cached
 
 
@@ -138,8 +154,9 @@ class Subscription:
 class Subscriber:
     """A client's view of the bus: its subscriptions and its coalescing mailbox."""
 
-    def __init__(self, name: str, encoding: Encoding) -> None:
+    def __init__(self, name: str, encoding: str) -> None:
         self.name = name
+        #: The encoding of the face serving this subscriber (informational: faces frame items themselves).
         self.encoding = encoding
         #: Writes an item to the client at once, or returns False when the client is backed up.
         self.direct: Callable[[Outgoing], bool] | None = None

@@ -10,7 +10,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from gateway.bus import FRAMES_ENCODED
-from gateway.session import Hub
+from gateway.core.client import Hub
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -42,12 +42,12 @@ class _GatewayCollector(Collector):
             "hwgw_client_coalesced", "Unsent samples replaced by a newer one of their topic", labels=["client"]
         )
         dropped = CounterMetricFamily("hwgw_client_dropped", "Unsent messages dropped at disconnect", labels=["client"])
-        for session in sorted(hub.sessions, key=lambda s: s.id):
-            subscriber = session.subscriber
-            depth.add_metric([session.id], subscriber.depth)
-            delivered.add_metric([session.id], subscriber.delivered)
-            coalesced.add_metric([session.id], subscriber.coalesced)
-            dropped.add_metric([session.id], subscriber.dropped)
+        for client in sorted((session.client for session in hub.sessions), key=lambda c: c.id):
+            subscriber = client.subscriber
+            depth.add_metric([client.id], subscriber.depth)
+            delivered.add_metric([client.id], subscriber.delivered)
+            coalesced.add_metric([client.id], subscriber.coalesced)
+            dropped.add_metric([client.id], subscriber.dropped)
         yield from (depth, delivered, coalesced, dropped)
         yield GaugeMetricFamily("hwgw_clients", "Connected clients", value=len(hub.sessions))
 

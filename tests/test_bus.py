@@ -10,7 +10,7 @@ import pytest
 
 from gateway.bus import FRAMES_ENCODED, Bus, DeviceEvent, Sample, Subscriber
 from gateway.messages.generic import Led
-from gateway.wire import websocket_text_frame
+from gateway.wire import Encoding, websocket_text_frame
 
 
 def led(value: float) -> Led:
@@ -76,12 +76,13 @@ async def test_max_rate_holds_samples_back_but_delivers_the_newest() -> None:
 
 async def test_each_sample_is_encoded_once_per_encoding_for_any_number_of_subscribers() -> None:
     bus = Bus()
-    subscribers = [Subscriber(f"c{i}", "json" if i % 2 else "msgpack") for i in range(20)]
-    for subscriber in subscribers:
+    encodings: list[Encoding] = ["json" if i % 2 else "msgpack" for i in range(20)]
+    subscribers = [(encoding, Subscriber(f"c{i}", encoding)) for i, encoding in enumerate(encodings)]
+    for _, subscriber in subscribers:
         bus.subscribe(subscriber, ["dev/a"], None)
     before = FRAMES_ENCODED.copy()
     bus.publish("dev/a", led(0.5), stamp=123.25)
-    frames = [item.frame(s.encoding) for s in subscribers for item in s.take_due(time.monotonic())[0]]
+    frames = [item.frame(e) for e, s in subscribers for item in s.take_due(time.monotonic())[0]]
     assert FRAMES_ENCODED["json"] - before["json"] == 1
     assert FRAMES_ENCODED["msgpack"] - before["msgpack"] == 1
     decoded = orjson.loads(websocket_payload(frames[1]))

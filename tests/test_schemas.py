@@ -28,8 +28,9 @@ from gateway import PROTOCOL_VERSION
 from gateway.bus import Bus
 from gateway.commands import CommandRouter
 from gateway.config import ServerConfig, SupervisorConfig
+from gateway.core.client import Hub
 from gateway.errors import ErrorCode
-from gateway.session import CAPABILITIES, Hub, Session
+from gateway.faces.native.session import CAPABILITIES, Session
 from gateway.supervisor import Supervisor
 from gateway.wire import Encoding
 from tests.harness import (

@@ -18,9 +18,10 @@ from urllib.parse import urlsplit
 import orjson
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from gateway.core.client import Hub
 from gateway.errors import ErrorCode
+from gateway.faces.native.session import Session
 from gateway.servers.socket_transport import SocketTransport
-from gateway.session import Hub, Session
 from gateway.wire import Encoding
 
 log = logging.getLogger(__name__)

@@ -9,9 +9,10 @@ import os
 import stat
 from pathlib import Path
 
+from gateway.core.client import Hub
 from gateway.errors import ErrorCode
+from gateway.faces.native.session import Session
 from gateway.servers.socket_transport import SocketTransport
-from gateway.session import Hub, Session
 from gateway.wire import Encoding
 from protocols.errors import ProtocolError
 from protocols.msgpack_stream import MessageTooLarge, MsgpackStreamReader

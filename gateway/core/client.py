@@ -1,0 +1,240 @@
+"""The protocol-free client core: who a client is and what it may do, whatever wire protocol it speaks.
+
+A face (`gateway/faces/...`) turns its protocol's requests into these calls and their answers (data,
+or a raised `GatewayError`) into its protocol's replies. Everything a client holds lives here: its
+authentication, its bus subscriber, its request budget, its commands in flight and, through the
+command router, its leases, which end when the client leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import itertools
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from gateway.bus import Bus, Subscriber
+from gateway.commands import CommandRouter
+from gateway.config import ServerConfig
+from gateway.errors import ErrorCode, GatewayError, InternalError, InvalidArgument, RateLimited, Unauthorized
+from gateway.messages import REGISTRY, schema_of
+from gateway.supervisor import Supervisor
+
+log = logging.getLogger(__name__)
+
+#: Patterns in one subscribe, and subscriptions one client may hold.
+MAX_PATTERNS = 64
+MAX_SUBSCRIPTIONS = 256
+#: The longest command deadline (s) and the highest subscription rate (Hz) a client may ask for.
+MAX_COMMAND_TIMEOUT_S = 600.0
+MAX_RATE_HZ = 10000.0
+
+_client_numbers = itertools.count(1)
+
+
+class FaceSession(Protocol):
+    """One connection of a face, as the gateway sees it at shutdown and in metrics."""
+
+    @property
+    def client(self) -> Client:
+        """The client core behind the connection."""
+
+    async def close(self, code: ErrorCode, reason: str) -> None:
+        """Say goodbye in the face's own protocol, then close the connection."""
+
+
+@dataclass
+class Hub:
+    """What every client shares: the bus, the devices and the server's limits."""
+
+    bus: Bus
+    supervisor: Supervisor
+    router: CommandRouter
+    server: ServerConfig
+    tokens: tuple[str, ...]
+    sessions: set[FaceSession] = field(default_factory=set)
+
+
+class TokenBucket:
+    """Allows `rate` requests per second on average, and bursts of up to `burst`."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self._rate = rate
+        self._burst = float(burst)
+        self._tokens = float(burst)
+        self._updated = time.monotonic()
+
+    def take(self) -> bool:
+        """Spend one token if there is one."""
+        now = time.monotonic()
+        self._tokens = min(self._burst, self._tokens + (now - self._updated) * self._rate)
+        self._updated = now
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        return True
+
+
+class Client:
+    """One connected client of any face.
+
+    `id` names the client in logs, metrics and leases (`c1`, `c2`, ...); `peer` is its address.
+    """
+
+    def __init__(self, hub: Hub, peer: str, encoding: str) -> None:
+        self.hub = hub
+        self.peer = peer
+        self.id = f"c{next(_client_numbers)}"
+        self.subscriber = Subscriber(self.id, encoding)
+        self.authenticated = not hub.tokens
+        self.connected_at = time.time()
+        self._bucket = TokenBucket(hub.server.max_requests_per_s, hub.server.request_burst)
+        self._commands: set[asyncio.Task[dict[str, Any]]] = set()
+        self._joined = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def join(self) -> None:
+        """Start receiving device events (at once, or once authenticated)."""
+        self._joined = True
+        if self.authenticated:
+            self._attach()
+
+    def leave(self) -> None:
+        """Forget the client: drop its subscriptions and what it had unsent, end its leases."""
+        if not self._joined:
+            return
+        self._joined = False
+        self.hub.bus.detach(self.subscriber)
+        self.hub.router.release(self.id)
+
+    def _attach(self) -> None:
+        """Start receiving device events, beginning with every device's current availability."""
+        self.hub.bus.attach(self.subscriber)
+        for handle in self.hub.supervisor.devices.values():
+            self.subscriber.offer(handle.event())
+
+    # -- admission ---------------------------------------------------------------------------
+
+    def admit(self) -> None:
+        """Spend one request of the client's budget; raise `RateLimited` when it is spent."""
+        if not self._bucket.take():
+            raise RateLimited(f"more than {self.hub.server.max_requests_per_s:g} requests per second; slow down")
+
+    def require_auth(self, what: str) -> None:
+        """Raise `Unauthorized` unless the client has authenticated (or no tokens are configured)."""
+        if not self.authenticated:
+            raise Unauthorized(f"{what}: authenticate first")
+
+    def authenticate(self, token: str) -> None:
+        """Check `token` against the configured ones (constant time); raise `Unauthorized` when wrong."""
+        if not self.hub.tokens:
+            return
+        if not any(hmac.compare_digest(token.encode(), known.encode()) for known in self.hub.tokens):
+            log.warning("client %s from %s presented a wrong token", self.id, self.peer)
+            raise Unauthorized("token refused")
+        if not self.authenticated:
+            self.authenticated = True
+            if self._joined:
+                self._attach()
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def list_devices(self) -> list[dict[str, Any]]:
+        """Every configured device with its availability, message types, topics and capabilities."""
+        devices = []
+        for handle in self.hub.supervisor.devices.values():
+            adapter = handle.adapter
+            devices.append(
+                {
+                    "id": handle.id,
+                    "kind": handle.kind,
+                    "status": handle.status,
+                    "detail": handle.detail,
+                    "publishes": list(adapter.publishes),
+                    "accepts": list(adapter.accepts),
+                    "topics": self.hub.bus.topics(handle.id + "/"),
+                    "capabilities": dict(adapter.capabilities()),
+                }
+            )
+        return devices
+
+    def describe(self, type_name: str | None) -> dict[str, Any]:
+        """A message type's schema, constants and doc; every type's name and kind when `type_name` is None."""
+        if type_name is None:
+            return {"types": [{"type": name, "kind": info.kind} for name, info in sorted(REGISTRY.items())]}
+        info = REGISTRY.get(type_name)
+        if info is None:
+            raise InvalidArgument(f"describe.type: no message type {type_name!r} (describe without 'type' lists them)")
+        described: dict[str, Any] = {
+            "type": type_name,
+            "kind": info.kind,
+            "doc": info.doc,
+            "schema": schema_of(info.cls),
+            "constants": dict(info.constants),
+        }
+        if info.response is not None:
+            described["response_schema"] = schema_of(info.response)
+        return described
+
+    # -- subscriptions -----------------------------------------------------------------------
+
+    def subscribe(self, patterns: Iterable[str], max_rate_hz: float | None) -> tuple[int, list[str]]:
+        """Subscribe to topic `patterns` at most `max_rate_hz` per topic (None: every sample).
+
+        Returns the subscription id and the topics it matches now; their latest samples are queued at once.
+        """
+        patterns = list(patterns)
+        if len(patterns) > MAX_PATTERNS:
+            raise InvalidArgument(f"subscribe.topics: more than {MAX_PATTERNS} patterns")
+        if len(self.subscriber.subscriptions) >= MAX_SUBSCRIPTIONS:
+            raise InvalidArgument(f"subscribe: a client may hold at most {MAX_SUBSCRIPTIONS} subscriptions")
+        if max_rate_hz is not None and not 0.0 < max_rate_hz <= MAX_RATE_HZ:
+            raise InvalidArgument(f"subscribe.max_rate_hz: expected a number in (0, {MAX_RATE_HZ}], got {max_rate_hz}")
+        bus = self.hub.bus
+        subscription = bus.subscribe(self.subscriber, patterns, max_rate_hz)
+        matched = [t for t in bus.topics() if self.subscriber.subscriptions[subscription].matches(t)]
+        return subscription, matched
+
+    def unsubscribe(self, subscription: int) -> None:
+        """End one subscription of this client; `InvalidArgument` when it has no such id."""
+        if not self.hub.bus.unsubscribe(self.subscriber, subscription):
+            raise InvalidArgument(f"unsubscribe.subscription: no subscription {subscription} on this session")
+
+    # -- commands ----------------------------------------------------------------------------
+
+    def command(
+        self, device: str, type_name: str, data: object, timeout_s: float | None
+    ) -> asyncio.Task[dict[str, Any]]:
+        """Start one command on `device`; the task gives its result data or raises a `GatewayError`.
+
+        `timeout_s` (seconds, at most `MAX_COMMAND_TIMEOUT_S`; None: the server's default) is the
+        deadline. Raises `RateLimited` at once when the client has too many commands in flight.
+        """
+        server = self.hub.server
+        if timeout_s is not None and not 0.0 < timeout_s <= MAX_COMMAND_TIMEOUT_S:
+            raise InvalidArgument(f"command.timeout_s: expected a number in (0, {MAX_COMMAND_TIMEOUT_S}]")
+        if len(self._commands) >= server.max_inflight_commands:
+            raise RateLimited(f"more than {server.max_inflight_commands} commands in flight")
+        task = asyncio.create_task(self._run_command(device, type_name, data, timeout_s or server.command_timeout_s))
+        self._commands.add(task)
+        task.add_done_callback(self._commands.discard)
+        return task
+
+    async def _run_command(self, device: str, type_name: str, data: object, timeout: float) -> dict[str, Any]:
+        try:
+            return await self.hub.router.execute(device, type_name, data, self.id, timeout)
+        except GatewayError:
+            raise
+        except Exception:
+            log.exception("client %s: command %s on %s failed", self.id, type_name, device)
+            raise InternalError("internal error; see the gateway's log") from None
+
+    async def estop(self) -> list[dict[str, Any]]:
+        """Stop every device's actuators at once (never rate-limited); each device's outcome."""
+        log.warning("client %s triggered an emergency stop", self.id)
+        return await self.hub.router.estop()

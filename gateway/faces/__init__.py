@@ -1,0 +1,1 @@
+"""Faces of the bus: each translates one wire protocol onto the client core (`gateway.core`)."""

@@ -1,0 +1,247 @@
+"""The native face: our own client protocol (docs/protocol.md), the same over WebSocket JSON and msgpack.
+
+The transport's reader hands each decoded request to `Session.receive`; the session checks the
+request's shape, calls the client core and answers with a `result`. What the ops mean lives in
+`gateway.core.client`; this module owns only the wire: field checks, `hello`, `result`, `close`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+from gateway import PROTOCOL_VERSION, __version__
+from gateway.bus import Outgoing
+from gateway.core.client import MAX_COMMAND_TIMEOUT_S, MAX_RATE_HZ, Client, Hub
+from gateway.errors import (
+    BadRequest,
+    ErrorCode,
+    GatewayError,
+    InternalError,
+    InvalidArgument,
+    TooLarge,
+    Unauthorized,
+    UnknownOp,
+)
+from gateway.faces.outbox import Outbox
+from gateway.faces.outbox import Transport as FrameTransport
+from gateway.wire import Encoding, encode
+
+log = logging.getLogger(__name__)
+
+CAPABILITIES = ("auth", "describe", "estop", "subscribe.max_rate_hz", "coalescing", "commands.deadline")
+MAX_ID_LENGTH = 128
+
+RequestId = int | str | None
+
+
+class Transport(FrameTransport, Protocol):
+    """A native-protocol connection: frames of one `encoding`."""
+
+    encoding: Encoding
+
+
+def _check_fields(request: Mapping[str, Any], op: str, allowed: frozenset[str]) -> None:
+    for key in request:
+        if key not in allowed:
+            raise BadRequest(f"{op}: unknown field {key!r} (fields: {', '.join(sorted(allowed))})")
+
+
+def _string(request: Mapping[str, Any], op: str, key: str) -> str:
+    value = request.get(key)
+    if not isinstance(value, str) or not value:
+        raise BadRequest(f"{op}.{key}: expected a non-empty string, got {type(value).__name__}")
+    return value
+
+
+def _number(request: Mapping[str, Any], op: str, key: str, low: float, high: float) -> float | None:
+    value = request.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low < value <= high:
+        raise InvalidArgument(f"{op}.{key}: expected a number in ({low}, {high}], got {value!r}")
+    return float(value)
+
+
+class Session:
+    """One client of the native protocol."""
+
+    def __init__(self, hub: Hub, transport: Transport, peer: str) -> None:
+        self.hub = hub
+        self.transport = transport
+        self.client = Client(hub, peer, transport.encoding)
+        self.id = self.client.id
+        self._outbox = Outbox(self.id, self.client.subscriber, transport, self._render)
+        self._ops: dict[str, Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]]] = {
+            "auth": self._auth,
+            "ping": self._ping,
+            "list_devices": self._list_devices,
+            "describe": self._describe,
+            "subscribe": self._subscribe,
+            "unsubscribe": self._unsubscribe,
+            "estop": self._estop,
+        }
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Queue `hello`, register with the hub and start the writer."""
+        server = self.hub.server
+        self._push(
+            {
+                "op": "hello",
+                "server": "hwgateway",
+                "version": __version__,
+                "protocol": PROTOCOL_VERSION,
+                "capabilities": list(CAPABILITIES),
+                "auth_required": not self.client.authenticated,
+                "session": self.id,
+                "limits": {
+                    "max_request_bytes": server.max_request_bytes,
+                    "max_frame_bytes": server.max_frame_bytes,
+                    "max_requests_per_s": server.max_requests_per_s,
+                },
+            }
+        )
+        self.hub.sessions.add(self)
+        self.client.join()
+        self._outbox.start()
+        log.info("client %s connected from %s (%s)", self.id, self.client.peer, self.transport.encoding)
+
+    async def close(self, code: ErrorCode, reason: str) -> None:
+        """Send `close {code, reason}` after what is queued, then close the transport."""
+        if self._outbox.closing:
+            return
+        last = encode({"op": "close", "code": code.value, "reason": reason}, self.transport.encoding)
+        await self._outbox.flush_and_close(code, reason, last)
+        self.finish()
+
+    def finish(self) -> None:
+        """Forget the client: stop its writer, drop its subscriptions, end its leases."""
+        if self not in self.hub.sessions:
+            return
+        self.hub.sessions.discard(self)
+        self._outbox.stop()
+        self.client.leave()
+        log.info("client %s disconnected", self.id)
+
+    # -- requests ----------------------------------------------------------------------------
+
+    async def receive(self, request: object, size: int) -> None:
+        """Handle one decoded request of `size` bytes; waits while the client is not reading.
+
+        An `estop` never waits: it goes ahead of a full result queue.
+        """
+        if not (isinstance(request, Mapping) and request.get("op") == "estop"):
+            await self._outbox.room()
+        request_id: RequestId = None
+        try:
+            if not isinstance(request, Mapping):
+                raise BadRequest(f"a request must be a map, got {type(request).__name__}")
+            request_id = request.get("id")
+            if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+                request_id = None
+                raise BadRequest("every request needs an 'id' (an integer or a string)")
+            if isinstance(request_id, str) and len(request_id) > MAX_ID_LENGTH:
+                request_id = None
+                raise BadRequest(f"id: longer than {MAX_ID_LENGTH} characters")
+            if size > self.hub.server.max_request_bytes:
+                raise TooLarge(f"request of {size} bytes exceeds the {self.hub.server.max_request_bytes}-byte limit")
+            op = request.get("op")
+            if not isinstance(op, str):
+                raise BadRequest("every request needs an 'op' string")
+            if op != "estop":
+                self.client.admit()
+            if not self.client.authenticated and op not in ("auth", "ping") and (op in self._ops or op == "command"):
+                raise Unauthorized(f"{op}: authenticate first with the 'auth' op")
+            if op == "command":
+                self._start_command(request_id, request)
+                return
+            handler = self._ops.get(op)
+            if handler is None:
+                known = ", ".join(sorted([*self._ops, "command"]))
+                raise UnknownOp(f"unknown op {op!r} (ops: {known})")
+            self._reply(request_id, await handler(request))
+        except GatewayError as error:
+            self._reply_error(request_id, error)
+        except Exception:
+            log.exception("client %s: request failed", self.id)
+            self._reply_error(request_id, InternalError("internal error; see the gateway's log"))
+
+    def reject(self, message: str) -> None:
+        """Answer an undecodable (but safely delimited) frame with `bad_request`; the session goes on."""
+        self._reply_error(None, BadRequest(message))
+
+    async def _auth(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        _check_fields(request, "auth", frozenset({"op", "id", "token"}))
+        self.client.authenticate(_string(request, "auth", "token"))
+        return {"authenticated": True}
+
+    async def _ping(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        _check_fields(request, "ping", frozenset({"op", "id"}))
+        return {"pong": True, "time": time.time()}
+
+    async def _list_devices(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        _check_fields(request, "list_devices", frozenset({"op", "id"}))
+        return {"devices": self.client.list_devices()}
+
+    async def _describe(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        _check_fields(request, "describe", frozenset({"op", "id", "type"}))
+        return self.client.describe(_string(request, "describe", "type") if "type" in request else None)
+
+    async def _subscribe(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        _check_fields(request, "subscribe", frozenset({"op", "id", "topics", "max_rate_hz"}))
+        topics = request.get("topics")
+        if not isinstance(topics, list) or not topics or not all(isinstance(t, str) for t in topics):
+            raise BadRequest("subscribe.topics: expected a non-empty array of pattern strings")
+        rate = _number(request, "subscribe", "max_rate_hz", 0.0, MAX_RATE_HZ)
+        subscription, matched = self.client.subscribe(topics, rate)
+        return {"subscription": subscription, "topics": matched}
+
+    async def _unsubscribe(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        _check_fields(request, "unsubscribe", frozenset({"op", "id", "subscription"}))
+        subscription = request.get("subscription")
+        if isinstance(subscription, bool) or not isinstance(subscription, int):
+            raise BadRequest("unsubscribe.subscription: expected the integer a subscribe result gave")
+        self.client.unsubscribe(subscription)
+        return {}
+
+    async def _estop(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        _check_fields(request, "estop", frozenset({"op", "id"}))
+        return {"devices": await self.client.estop()}
+
+    def _start_command(self, request_id: RequestId, request: Mapping[str, Any]) -> None:
+        _check_fields(request, "command", frozenset({"op", "id", "device", "type", "data", "timeout_s"}))
+        device = _string(request, "command", "device")
+        type_name = _string(request, "command", "type")
+        timeout = _number(request, "command", "timeout_s", 0.0, MAX_COMMAND_TIMEOUT_S)
+        task = self.client.command(device, type_name, request.get("data", {}), timeout)
+        task.add_done_callback(lambda done: self._command_done(request_id, done))
+
+    def _command_done(self, request_id: RequestId, task: asyncio.Task[dict[str, Any]]) -> None:
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is None:
+            self._reply(request_id, task.result())
+        elif isinstance(error, GatewayError):
+            self._reply_error(request_id, error)
+        else:  # the core turns every failure into a GatewayError; this is a last guard
+            self._reply_error(request_id, InternalError("internal error; see the gateway's log"))
+
+    # -- output ------------------------------------------------------------------------------
+
+    def _render(self, item: Outgoing) -> bytes:
+        return item.frame(self.transport.encoding)
+
+    def _reply(self, request_id: RequestId, data: dict[str, Any]) -> None:
+        self._push({"op": "result", "id": request_id, "ok": True, "data": data})
+
+    def _reply_error(self, request_id: RequestId, error: GatewayError) -> None:
+        self._push({"op": "result", "id": request_id, "ok": False, "error": error.to_dict()})
+
+    def _push(self, message: dict[str, Any]) -> None:
+        self._outbox.push(encode(message, self.transport.encoding))
