@@ -52,6 +52,9 @@ class ServerConfig:
     heartbeat_s: float = field(default=30.0, metadata=_range(0, 3600))
     send_buffer_bytes: int = field(default=262144, metadata=_range(0, 64 * 1024 * 1024))
     allowed_origins: tuple[str, ...] = ()
+    #: Extra names the HTTP listeners answer to (besides IP literals, localhost and the host's own
+    #: names); `.example.org` admits every name under it, `*` every name (no DNS-rebinding guard).
+    allowed_hosts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

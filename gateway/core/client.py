@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from gateway.bus import Bus, Subscriber
 from gateway.commands import CommandRouter
 from gateway.config import ServerConfig
+from gateway.core.auth_guard import MAX_FAILURES_PER_CONNECTION, AuthGuard
 from gateway.errors import ErrorCode, GatewayError, InternalError, InvalidArgument, RateLimited, Unauthorized
 from gateway.messages import REGISTRY, schema_of
 from gateway.supervisor import Supervisor
@@ -57,6 +58,7 @@ class Hub:
     server: ServerConfig
     tokens: tuple[str, ...]
     sessions: set[FaceSession] = field(default_factory=set)
+    auth_guard: AuthGuard = field(default_factory=AuthGuard)
 
 
 class TokenBucket:
@@ -82,12 +84,14 @@ class TokenBucket:
 class Client:
     """One connected client of any face.
 
-    `id` names the client in logs, metrics and leases (`c1`, `c2`, ...); `peer` is its address.
+    `id` names the client in logs, metrics and leases (`c1`, `c2`, ...); `peer` is its source
+    address (an IP address without the port, or `unix`), which auth throttling counts by.
     """
 
     def __init__(self, hub: Hub, peer: str, encoding: str) -> None:
         self.hub = hub
         self.peer = peer
+        self.auth_failures = 0
         self.id = f"c{next(_client_numbers)}"
         self.subscriber = Subscriber(self.id, encoding)
         self.authenticated = not hub.tokens
@@ -95,14 +99,22 @@ class Client:
         self._bucket = TokenBucket(hub.server.max_requests_per_s, hub.server.request_burst)
         self._commands: set[asyncio.Task[dict[str, Any]]] = set()
         self._joined = False
+        self._attached = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def join(self) -> None:
-        """Start receiving device events (at once, or once authenticated)."""
+        """Start receiving device events, beginning with every device's availability, once authenticated.
+
+        Call it when the connection is ready and again after a successful `authenticate`, once the
+        face has queued its answer (so the answer goes out first); later calls do nothing.
+        """
         self._joined = True
-        if self.authenticated:
-            self._attach()
+        if self.authenticated and not self._attached:
+            self._attached = True
+            self.hub.bus.attach(self.subscriber)
+            for handle in self.hub.supervisor.devices.values():
+                self.subscriber.offer(handle.event())
 
     def leave(self) -> None:
         """Forget the client: drop its subscriptions and what it had unsent, end its leases."""
@@ -111,12 +123,6 @@ class Client:
         self._joined = False
         self.hub.bus.detach(self.subscriber)
         self.hub.router.release(self.id)
-
-    def _attach(self) -> None:
-        """Start receiving device events, beginning with every device's current availability."""
-        self.hub.bus.attach(self.subscriber)
-        for handle in self.hub.supervisor.devices.values():
-            self.subscriber.offer(handle.event())
 
     # -- admission ---------------------------------------------------------------------------
 
@@ -130,17 +136,27 @@ class Client:
         if not self.authenticated:
             raise Unauthorized(f"{what}: authenticate first")
 
-    def authenticate(self, token: str) -> None:
-        """Check `token` against the configured ones (constant time); raise `Unauthorized` when wrong."""
-        if not self.hub.tokens:
+    @property
+    def auth_exhausted(self) -> bool:
+        """True once the client has presented too many wrong tokens: its face closes the connection."""
+        return self.auth_failures >= MAX_FAILURES_PER_CONNECTION
+
+    async def authenticate(self, token: str) -> None:
+        """Check `token` against the configured ones; raise `Unauthorized` when wrong.
+
+        The comparison is constant-time, and attempts are throttled per source address (`AuthGuard`).
+        """
+        tokens = self.hub.tokens
+        if not tokens:
             return
-        if not any(hmac.compare_digest(token.encode(), known.encode()) for known in self.hub.tokens):
-            log.warning("client %s from %s presented a wrong token", self.id, self.peer)
+
+        def check() -> bool:
+            return any(hmac.compare_digest(token.encode(), known.encode()) for known in tokens)
+
+        if not await self.hub.auth_guard.attempt(self.peer, check):
+            self.auth_failures += 1
             raise Unauthorized("token refused")
-        if not self.authenticated:
-            self.authenticated = True
-            if self._joined:
-                self._attach()
+        self.authenticated = True
 
     # -- reads -------------------------------------------------------------------------------
 

@@ -17,10 +17,12 @@ from urllib.parse import urlsplit
 
 import orjson
 from aiohttp import WSCloseCode, WSMsgType, web
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from gateway.core.client import Hub
 from gateway.errors import ErrorCode
 from gateway.faces.native.session import Session
+from gateway.servers.hosts import HostPolicy, host_guard
 from gateway.servers.socket_transport import SocketTransport
 from gateway.wire import Encoding
 
@@ -88,7 +90,7 @@ def build_app(
             raise web.HTTPForbidden(text="origin not allowed; add it to server.allowed_origins\n")
         ws = web.WebSocketResponse(
             compress=False,  # permessage-deflate costs +60 % CPU for small frames
-            max_msg_size=server.max_frame_bytes,
+            max_msg_size=server.max_frame_bytes + 1,  # aiohttp refuses frames >= its limit; ours are > max
             heartbeat=server.heartbeat_s or None,
         )
         await ws.prepare(request)
@@ -113,7 +115,7 @@ def build_app(
 
     async def prometheus(request: web.Request) -> web.Response:
         return web.Response(
-            body=metrics(), content_type="text/plain", charset="utf-8", headers={"X-Content-Type-Options": "nosniff"}
+            body=metrics(), headers={"Content-Type": CONTENT_TYPE_LATEST, "X-Content-Type-Options": "nosniff"}
         )
 
     files = _static_files(STATIC_DIR)
@@ -132,7 +134,9 @@ def build_app(
             raise web.HTTPNotFound()
         return web.FileResponse(path, headers={"Content-Type": _STATIC_TYPES[path.suffix], **_STATIC_HEADERS})
 
-    app = web.Application(client_max_size=server.max_frame_bytes)
+    app = web.Application(
+        client_max_size=server.max_frame_bytes, middlewares=[host_guard(HostPolicy(server.allowed_hosts))]
+    )
     app.router.add_get("/ws", websocket)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", prometheus)

@@ -87,9 +87,11 @@ class MsgpackServer:
                 self._unix_path.unlink()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peer = writer.get_extra_info("peername") or "unix"
+        peername = writer.get_extra_info("peername")
+        # The source address without the port: auth throttling counts failures per address.
+        peer = str(peername[0]) if isinstance(peername, tuple) else "unix"
         transport = StreamTransport(writer, self._hub.server.send_buffer_bytes)
-        session = Session(self._hub, transport, str(peer))
+        session = Session(self._hub, transport, peer)
         session.start()
         decoder = MsgpackStreamReader(self._hub.server.max_frame_bytes, READ_SIZE)
         try:

@@ -75,6 +75,7 @@ class Session:
         self.client = Client(hub, peer, transport.encoding)
         self.id = self.client.id
         self._outbox = Outbox(self.id, self.client.subscriber, transport, self._render)
+        self._closing_task: asyncio.Task[None] | None = None
         self._ops: dict[str, Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]]] = {
             "auth": self._auth,
             "ping": self._ping,
@@ -165,6 +166,8 @@ class Session:
                 known = ", ".join(sorted([*self._ops, "command"]))
                 raise UnknownOp(f"unknown op {op!r} (ops: {known})")
             self._reply(request_id, await handler(request))
+            if op == "auth":
+                self.client.join()  # device pushes only after the auth result
         except GatewayError as error:
             self._reply_error(request_id, error)
         except Exception:
@@ -177,8 +180,18 @@ class Session:
 
     async def _auth(self, request: Mapping[str, Any]) -> dict[str, Any]:
         _check_fields(request, "auth", frozenset({"op", "id", "token"}))
-        self.client.authenticate(_string(request, "auth", "token"))
+        try:
+            await self.client.authenticate(_string(request, "auth", "token"))
+        except Unauthorized:
+            if self.client.auth_exhausted:
+                asyncio.get_running_loop().call_soon(self._close_soon, ErrorCode.UNAUTHORIZED, "too many wrong tokens")
+            raise
         return {"authenticated": True}
+
+    def _close_soon(self, code: ErrorCode, reason: str) -> None:
+        """Close after the current reply is queued (the reader keeps its own task)."""
+        task = asyncio.create_task(self.close(code, reason), name=f"client:{self.id}:close")
+        self._closing_task = task
 
     async def _ping(self, request: Mapping[str, Any]) -> dict[str, Any]:
         _check_fields(request, "ping", frozenset({"op", "id"}))

@@ -1,0 +1,198 @@
+"""Security at the door: the DNS-rebinding Host guard, throttled token guesses, and doc/code agreement."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+import websockets
+
+from gateway.core.auth_guard import FIRST_DELAY_S, MAX_DELAY_S, MAX_FAILURES_PER_CONNECTION, AuthGuard
+from gateway.servers.hosts import HostPolicy, split_host
+from tests.harness import TRANSPORTS, RunningGateway, WsClient, connect, gateway_config, start_gateway
+
+# -- the Host guard ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "name"),
+    [
+        ("evil.example:8470", "evil.example"),
+        ("Robot.Local", "robot.local"),
+        ("[::1]:8470", "::1"),
+        ("[fe80::1%eth0]", "fe80::1%eth0"),
+        ("127.0.0.1", "127.0.0.1"),
+    ],
+)
+def test_split_host(header: str, name: str) -> None:
+    assert split_host(header) == name
+
+
+def test_host_policy_admits_our_names_and_ip_literals_only() -> None:
+    policy = HostPolicy(["robot.lab.example", ".fleet.example"], names={"pi4", "pi4.local"})
+    for host in (
+        "127.0.0.1:8470", "[::1]:8470", "192.168.1.20:8470", "localhost:8470", "app.localhost",
+        "pi4", "PI4.local:8470", "robot.lab.example", "arm.fleet.example:9090",
+    ):  # fmt: skip
+        assert policy.allows(host), host
+    refused: tuple[str | None, ...] = ("evil.example:8470", "localhost.evil.example", "fleet.example.evil", "", None)
+    for foreign in refused:
+        assert not policy.allows(foreign), foreign
+    assert HostPolicy(["*"], names=()).allows("anything.example")
+
+
+async def test_a_foreign_host_is_refused_on_every_http_path(gateway: RunningGateway) -> None:
+    async with aiohttp.ClientSession() as http:
+        for path in ("/", "/healthz", "/metrics", "/static/app.js", "/ws"):
+            response = await http.get(
+                f"{gateway.base_url}{path}", headers={"Host": f"evil.example:{gateway.http_port}"}
+            )
+            assert response.status == 421, path
+            assert "server.allowed_hosts" in await response.text()
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await http.ws_connect(
+                f"{gateway.base_url}/ws",
+                headers={"Host": f"evil.example:{gateway.http_port}"},
+                origin=f"http://evil.example:{gateway.http_port}",
+            )
+        assert refused.value.status == 421
+        for host in (f"127.0.0.1:{gateway.http_port}", f"localhost:{gateway.http_port}"):
+            assert (await http.get(f"{gateway.base_url}/healthz", headers={"Host": host})).status == 200
+    refusals = [line for line in gateway.logs if "refused a request for host" in line.get("event", "")]
+    assert len(refusals) == 1  # one line per foreign name, however many requests
+
+
+async def test_allowed_hosts_admits_a_configured_name(tmp_path: Path) -> None:
+    config = gateway_config(tmp_path, server='allowed_hosts = ["robot.lab.example"]')
+    gateway = await start_gateway(tmp_path, config)
+    try:
+        async with aiohttp.ClientSession() as http:
+            own = await http.get(f"{gateway.base_url}/healthz", headers={"Host": "robot.lab.example:8470"})
+            other = await http.get(f"{gateway.base_url}/healthz", headers={"Host": "evil.example"})
+        assert (own.status, other.status) == (200, 421)
+    finally:
+        assert await gateway.stop() == 0
+
+
+# -- throttled token guesses -------------------------------------------------------------------
+
+
+async def test_auth_guard_delays_double_per_address_and_are_forgotten() -> None:
+    now = [1000.0]
+    guard = AuthGuard(clock=lambda: now[0])
+    delays = []
+    for _ in range(8):
+        delays.append(guard.delay_for("10.0.0.1"))
+        guard._failed("10.0.0.1", guard._peer("10.0.0.1"))
+    assert delays == [0.0, FIRST_DELAY_S, 0.5, 1.0, 2.0, 4.0, MAX_DELAY_S, MAX_DELAY_S]
+    assert guard.delay_for("10.0.0.2") == 0.0  # another address is not slowed
+    now[0] += 301.0
+    assert guard.delay_for("10.0.0.1") == 0.0
+
+
+async def test_a_right_token_resets_the_address() -> None:
+    guard = AuthGuard()
+    assert not await guard.attempt("a", lambda: False)
+    assert guard.delay_for("a") == FIRST_DELAY_S
+    assert await guard.attempt("a", lambda: True)
+    assert guard.delay_for("a") == 0.0
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_wrong_tokens_are_slowed_then_the_connection_is_closed(tmp_path: Path, transport: str) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret"]\n'))
+    try:
+        client = await connect(gateway, transport)  # type: ignore[arg-type]
+        started = time.monotonic()
+        for _ in range(MAX_FAILURES_PER_CONNECTION):
+            assert (await client.error("auth", timeout=10.0, token="guess"))["code"] == "unauthorized"
+        elapsed = time.monotonic() - started
+        assert elapsed >= FIRST_DELAY_S + 0.5 + 1.0 + 2.0 - 0.05  # 0, 0.25, 0.5, 1, 2 s before the five
+        closing = await client.wait_for(lambda m: m["op"] == "close")
+        assert closing["code"] == "unauthorized"
+        await client.close()
+        # The next connection from the same address waits too, and the right token still works.
+        again = await connect(gateway, transport)  # type: ignore[arg-type]
+        started = time.monotonic()
+        assert await again.ok("auth", token="s3cret") == {"authenticated": True}
+        assert time.monotonic() - started >= 4.0 - 0.05
+        await again.close()
+        warnings = [line for line in gateway.logs if "wrong token" in line.get("event", "")]
+        assert len(warnings) == 1, warnings  # aggregated: one line per address per interval
+    finally:
+        assert await gateway.stop() == 0
+
+
+async def test_parallel_connections_do_not_guess_faster(tmp_path: Path) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret"]\n'))
+    try:
+        clients = [await connect(gateway, "tcp") for _ in range(20)]
+        answered = 0
+
+        async def guess(client: object) -> None:
+            nonlocal answered
+            assert (await client.error("auth", timeout=10.0, token="guess"))["code"] == "unauthorized"  # type: ignore[attr-defined]
+            answered += 1
+
+        tasks = [asyncio.create_task(guess(client)) for client in clients]
+        await asyncio.sleep(2.0)
+        # One address is served one guess at a time: 0 + 0.25 + 0.5 + 1 s fit in 2 s, not 20 guesses.
+        assert answered <= 5, answered
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for client in clients:
+            await client.close()
+    finally:
+        assert await gateway.stop() == 0
+
+
+# -- the docs and the code agree ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_device_pushes_follow_the_auth_result(tmp_path: Path, transport: str) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret"]\n'))
+    try:
+        client = await connect(gateway, transport)  # type: ignore[arg-type]
+        await client.send({"op": "auth", "id": 1, "token": "s3cret"})
+        first = await client.recv()
+        assert (first["op"], first["id"], first["ok"]) == ("result", 1, True)
+        assert (await client.recv())["op"] == "device"
+        await client.close()
+    finally:
+        assert await gateway.stop() == 0
+
+
+async def test_metrics_use_prometheus_content_type(gateway: RunningGateway) -> None:
+    async with aiohttp.ClientSession() as http:
+        response = await http.get(f"{gateway.base_url}/metrics")
+    assert response.headers["Content-Type"].startswith("text/plain; version=")
+
+
+async def test_a_frame_of_exactly_max_frame_bytes_is_read(tmp_path: Path) -> None:
+    config = gateway_config(tmp_path, server="max_frame_bytes = 4096\nmax_request_bytes = 4096")
+    gateway = await start_gateway(tmp_path, config)
+    try:
+        client = await connect(gateway, "ws")
+        assert isinstance(client, WsClient)
+        exact = '{"op":"ping","id":1,"pad":"' + "x" * (4096 - 29) + '"}'
+        assert len(exact) == 4096
+        await client.send_raw(exact.encode())
+        answer = await client.result(1)
+        assert answer["error"]["code"] == "bad_request"  # answered (an unknown field), not closed
+        await client.send_raw(exact.encode() + b" ")
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await _receive_until_closed(client)
+        assert closed.value.rcvd is not None
+        assert closed.value.rcvd.code == 1009
+    finally:
+        assert await gateway.stop() == 0
+
+
+async def _receive_until_closed(client: WsClient) -> None:
+    while True:
+        await client.ws.recv()
