@@ -77,7 +77,7 @@ class Gateway:
         self.bus = Bus()
         self.supervisor = Supervisor(self.bus, config.supervisor, config.devices)
         self.router = CommandRouter(self.supervisor, self._observe_command)
-        self.hub = Hub(self.bus, self.supervisor, self.router, config.server, config.auth.tokens)
+        self.hub = Hub(self.bus, self.supervisor, self.router, config.server, config.auth.all_credentials())
         self.monitor = LoopMonitor()
         self.metrics = Metrics(self.hub, lambda: self.monitor.lag)
         self._runner: web.AppRunner | None = None

@@ -100,13 +100,15 @@ class Sample:
 
 @dataclass(slots=True, eq=False)
 class DeviceEvent:
-    """A change of a device's availability (`status`), with a human-readable `detail`."""
+    """A change of a device's availability (`status`, with a human-readable `detail`) or of its lock."""
 
     device: str
     kind: str
     status: DeviceStatus
     detail: str
     stamp: float
+    #: The session id of the client holding the device's exclusive control lock (None: unlocked).
+    locked_by: str | None = None
     _frames: dict[str, bytes] = field(default_factory=dict)
 
     @property
@@ -123,6 +125,7 @@ class DeviceEvent:
             "status": self.status,
             "detail": self.detail,
             "stamp": self.stamp,
+            "locked_by": self.locked_by,
         }
 
     def frame(self, encoding: Encoding) -> bytes:

@@ -1,12 +1,14 @@
-"""The `hwgateway` command: run, demo, check-config, aseba compile."""
+"""The `hwgateway` command: run, demo, check-config, hash-token, aseba compile."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import dataclasses
+import getpass
 import logging
 import os
+import secrets
 import sys
 import tempfile
 from importlib import resources
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from gateway import __version__, logs
 from gateway.config import Config, load, loads
+from gateway.core.credentials import hash_token
 from gateway.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -45,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check-config", help="validate a configuration file and exit")
     check.add_argument("file", help="TOML file to check")
+
+    hash_token = commands.add_parser(
+        "hash-token", help="print the [auth.tokens.<name>] hash of a token read from standard input"
+    )
+    hash_token.add_argument("--generate", action="store_true", help="make a new random token and print it too")
 
     aseba = commands.add_parser("aseba", help="Aseba tools")
     aseba_commands = aseba.add_subparsers(dest="aseba_command", required=True, metavar="TOOL")
@@ -84,6 +92,22 @@ def _print_demo_banner(config: Config) -> None:
     )
 
 
+def _hash_token(generate: bool) -> int:
+    """Print a token's config hash (and, with `generate`, a new random token first)."""
+    if generate:
+        token = secrets.token_urlsafe(32)
+        print(f"token: {token}")
+    elif sys.stdin.isatty():
+        token = getpass.getpass("token: ")
+    else:
+        token = sys.stdin.readline().strip()
+    if len(token) < 16:
+        print("hwgateway: a token must be at least 16 characters", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+    print(f'hash = "{hash_token(token)}"')
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `hwgateway` console script."""
     args = _parser().parse_args(argv)
@@ -93,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         status, text = aseba_compile.run(args)
         print(text, file=sys.stderr if status else sys.stdout)
         return status
+    if args.command == "hash-token":
+        return _hash_token(args.generate)
     try:
         if args.command == "check-config":
             config = load(args.file)

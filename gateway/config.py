@@ -3,7 +3,7 @@
 Layout::
 
     [server]      listen addresses, limits
-    [auth]        tokens (empty: no authentication)
+    [auth]        tokens: plain, or [auth.tokens.<name>] with a hash, a role and devices (none: no auth)
     [logging]     level and format
     [supervisor]  restart backoff of failed adapters
     [devices.<id>]  kind = "...", enabled = true, then the kind's own options
@@ -12,6 +12,7 @@ Layout::
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import tomllib
 import types
 import typing
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from gateway.core.credentials import Credential, Role, parse_digest
 from gateway.errors import ConfigError
 from gateway.topics import check_device_id
 
@@ -58,10 +60,35 @@ class ServerConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class TokenConfig:
+    """`[auth.tokens.<name>]`: one token, its `role` and the device id patterns (`devices`) it may command.
+
+    The token is given by its `hash` (`hwgateway hash-token` prints it) or a `token_file` holding it.
+    """
+
+    hash: str = ""
+    token_file: str = ""
+    role: Role = "control"
+    devices: tuple[str, ...] = ("*",)
+
+
+@dataclass(frozen=True, slots=True)
 class AuthConfig:
-    """Tokens a client may present with `auth`; when empty, no authentication is asked."""
+    """Tokens a client may present with `auth`; when there are none, no authentication is asked.
+
+    `tokens` is either an array of plain tokens (each an `admin` of every device; kept for old
+    configs) or a table of named tokens (`TokenConfig`), stored as `credentials`.
+    """
 
     tokens: tuple[str, ...] = ()
+    credentials: tuple[Credential, ...] = ()
+
+    def all_credentials(self) -> tuple[Credential, ...]:
+        """Every accepted token, the plain ones first."""
+        plain = tuple(
+            Credential(f"tokens[{i}]", hashlib.sha256(t.encode()).digest()) for i, t in enumerate(self.tokens)
+        )
+        return plain + self.credentials
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +231,35 @@ def _build_devices(table: object) -> tuple[DeviceConfig, ...]:
     return tuple(devices)
 
 
+def _build_auth(table: object) -> AuthConfig:
+    if not isinstance(table, dict) or not isinstance(table.get("tokens"), dict):
+        return build(AuthConfig, table, "auth", skip=("credentials",))
+    build(AuthConfig, table, "auth", skip=("tokens", "credentials"))  # refuses unknown keys
+    credentials = []
+    for name, token_table in table["tokens"].items():
+        path = f"auth.tokens.{name}"
+        token = build(TokenConfig, token_table, path)
+        if bool(token.hash) == bool(token.token_file):
+            raise ConfigError(path, "set exactly one of hash (from `hwgateway hash-token`) and token_file")
+        if token.hash:
+            try:
+                digest = parse_digest(token.hash)
+            except ValueError as error:
+                raise ConfigError(f"{path}.hash", str(error)) from None
+        else:
+            try:
+                secret = Path(token.token_file).read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError) as error:
+                raise ConfigError(f"{path}.token_file", f"cannot read {token.token_file}: {error}") from None
+            if len(secret) < 16:
+                raise ConfigError(f"{path}.token_file", "the token must be at least 16 characters")
+            digest = hashlib.sha256(secret.encode()).digest()
+        if not token.devices:
+            raise ConfigError(f"{path}.devices", 'expected at least one device id pattern (["*"]: every device)')
+        credentials.append(Credential(name, digest, token.role, token.devices))
+    return AuthConfig(credentials=tuple(credentials))
+
+
 def parse(document: dict[str, Any]) -> Config:
     """Build a `Config` from a parsed TOML document."""
     sections = {f.name for f in dataclasses.fields(Config)}
@@ -212,7 +268,7 @@ def parse(document: dict[str, Any]) -> Config:
             raise ConfigError(key, f"unknown section (known sections: {', '.join(sorted(sections))})")
     config = Config(
         server=build(ServerConfig, document.get("server", {}), "server"),
-        auth=build(AuthConfig, document.get("auth", {}), "auth"),
+        auth=_build_auth(document.get("auth", {})),
         logging=build(LoggingConfig, document.get("logging", {}), "logging"),
         supervisor=build(SupervisorConfig, document.get("supervisor", {}), "supervisor"),
         devices=_build_devices(document.get("devices", {})),

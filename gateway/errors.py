@@ -16,6 +16,7 @@ __all__ = [
     "GatewayError",
     "InternalError",
     "InvalidArgument",
+    "Locked",
     "ProtocolError",
     "RateLimited",
     "RequestTimeout",
@@ -43,6 +44,7 @@ class ErrorCode(StrEnum):
     TOO_LARGE = "too_large"
     INTERNAL_ERROR = "internal_error"
     GOING_AWAY = "going_away"
+    LOCKED = "locked"
 
 
 class GatewayError(Exception):
@@ -93,6 +95,12 @@ class Unauthorized(GatewayError):
     """Authentication is required first, or the token was refused."""
 
     code = ErrorCode.UNAUTHORIZED
+
+
+class Locked(GatewayError):
+    """Another client holds the device's exclusive control lock; the message names its session."""
+
+    code = ErrorCode.LOCKED
 
 
 class RequestTimeout(GatewayError):

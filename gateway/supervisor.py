@@ -32,6 +32,8 @@ class DeviceHandle:
         self.detail = "not started"
         self.reconnects = 0
         self.connected_since: float | None = None
+        #: The session id of the client holding the exclusive control lock (None: unlocked).
+        self.locked_by: str | None = None
         self._bus = bus
         context = DeviceContext(config.id, bus, self.set_status)
         self.adapter: Adapter[Any] = adapter_class(config.kind)(context, config.options)
@@ -50,11 +52,17 @@ class DeviceHandle:
             f": {detail}" if detail else "",
             extra={"device": self.id, "status": status},
         )
-        self._bus.device_event(DeviceEvent(self.id, self.kind, status, detail, time.time()))
+        self._bus.device_event(self.event())
+
+    def set_lock(self, holder: str | None) -> None:
+        """Record and publish who holds the exclusive control lock (None: nobody)."""
+        if holder != self.locked_by:
+            self.locked_by = holder
+            self._bus.device_event(self.event())
 
     def event(self) -> DeviceEvent:
-        """The current availability as a device event."""
-        return DeviceEvent(self.id, self.kind, self.status, self.detail, time.time())
+        """The current availability and lock as a device event."""
+        return DeviceEvent(self.id, self.kind, self.status, self.detail, time.time(), self.locked_by)
 
 
 class Supervisor:

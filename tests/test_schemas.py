@@ -204,7 +204,7 @@ def test_every_schema_file_is_a_strict_draft_2020_12_schema() -> None:
     names = {path.name for path in SCHEMA_DIR.glob("*.json")}
     expected = {f"request.{op}.json" for op in request_ops()} | {f"server.{op}.json" for op in SERVER_OPS}
     assert names == expected
-    assert len(request_ops()) == 8
+    assert len(request_ops()) == 10
     for name in sorted(names):
         document = schema(name.removesuffix(".json"))
         assert document["$schema"] == DRAFT_2020_12, name
@@ -299,6 +299,13 @@ async def test_every_op_live(gateway: RunningGateway, transport: TransportName) 
     assert all(state["type"] == "creos_messages/ControllerState" for state in states)
     assert all(state["stamp"] <= state["recv_stamp"] for state in states)
     assert await client.ok("unsubscribe", subscription=subscribed["subscription"]) == {}
+    session = hello["session"]
+    assert await client.ok("lock", device="sim-1") == {"device": "sim-1", "locked_by": session}
+    locked = await client.wait_for(lambda m: m["op"] == "device" and m["locked_by"] == session)
+    assert locked["device"] == "sim-1"
+    assert (await client.ok("list_devices"))["devices"][0]["locked_by"] == session
+    assert await client.ok("unlock", device="sim-1") == {"device": "sim-1", "locked_by": None}
+    await client.wait_for(lambda m: m["op"] == "device" and m["locked_by"] is None)
 
     # The data of every state push received matches the schema `describe` gives for its type.
     all_states = [*states, outputs, *(m for m in client.pushed if m["op"] == "state")]
@@ -458,6 +465,13 @@ async def test_auth_and_every_error_code_live(tmp_path: Path, transport: Transpo
         await client.error("command", ErrorCode.UNAVAILABLE, device="late", type="led")
         await client.error("command", ErrorCode.DEVICE_ERROR, device="slow", type="sound")
         await client.error("command", ErrorCode.TIMEOUT, device="slow", type="led", timeout_s=0.1)
+        holder = Checked(await connect(gateway, transport))
+        await holder.ok("auth", token=TOKEN)
+        await holder.ok("lock", device="slow")
+        message = await client.error("command", ErrorCode.LOCKED, device="slow", type="led")
+        assert message == f"device 'slow' is locked by client {holder.client.hello['session']}"
+        await holder.client.close()
+        await client.wait_for(lambda m: m["op"] == "device" and m["device"] == "slow" and m["locked_by"] is None)
 
         # max_inflight_commands = 1: a second command while the first runs is refused.
         first = {"op": "command", "id": "c1", "device": "slow", "type": "rumble", "data": {"duration_s": 0.1}}

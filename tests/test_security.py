@@ -10,7 +10,10 @@ import aiohttp
 import pytest
 import websockets
 
+from gateway.config import loads
 from gateway.core.auth_guard import FIRST_DELAY_S, MAX_DELAY_S, MAX_FAILURES_PER_CONNECTION, AuthGuard
+from gateway.core.credentials import hash_token
+from gateway.errors import ConfigError
 from gateway.servers.hosts import HostPolicy, split_host
 from tests.harness import TRANSPORTS, RunningGateway, WsClient, connect, gateway_config, start_gateway
 
@@ -196,3 +199,126 @@ async def test_a_frame_of_exactly_max_frame_bytes_is_read(tmp_path: Path) -> Non
 async def _receive_until_closed(client: WsClient) -> None:
     while True:
         await client.ws.recv()
+
+
+# -- roles and locks ---------------------------------------------------------------------------
+
+READER, CONTROLLER, OTHER_DEVICES, ADMIN = (
+    f"{name}-token-0123456789" for name in ("reader", "control", "other", "admin")
+)
+ROLE_DEVICES = """
+[devices.sim-1]
+kind = "sim"
+rate_hz = 20.0
+
+[devices.arm-x]
+kind = "sim"
+rate_hz = 20.0
+"""
+
+
+def _roles_config(tmp_path: Path) -> str:
+    token_file = tmp_path / "admin.token"
+    token_file.write_text(ADMIN + "\n")
+    auth = f"""
+[auth.tokens.reader]
+hash = "{hash_token(READER)}"
+role = "read"
+
+[auth.tokens.teacher]
+hash = "{hash_token(CONTROLLER)}"
+role = "control"
+devices = ["sim-*"]
+
+[auth.tokens.arm-only]
+hash = "{hash_token(OTHER_DEVICES)}"
+role = "control"
+devices = ["arm-*"]
+
+[auth.tokens.admin]
+token_file = "{token_file}"
+role = "admin"
+"""
+    return gateway_config(tmp_path, ROLE_DEVICES, extra=auth)
+
+
+@pytest.mark.parametrize(
+    ("auth", "path", "message"),
+    [
+        ('[auth.tokens.a]\nrole = "read"\n', "auth.tokens.a", "exactly one of hash"),
+        ('[auth.tokens.a]\nhash = "abc"\n', "auth.tokens.a.hash", "64 hex digits"),
+        ('[auth.tokens.a]\nhash = "sha256:' + "0" * 64 + '"\nrole = "root"\n', "auth.tokens.a.role", "one of"),
+        ('[auth.tokens.a]\ntoken_file = "/no/such/file"\n', "auth.tokens.a.token_file", "cannot read"),
+        ('[auth.tokens.a]\nhash = "sha256:' + "0" * 64 + '"\ndevices = []\n', "auth.tokens.a.devices", "at least one"),
+    ],
+)
+def test_named_token_errors_name_their_key(auth: str, path: str, message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        loads(auth)
+    assert error.value.path == path
+    assert message in error.value.message
+
+
+def test_named_tokens_are_kept_as_digests() -> None:
+    config = loads(f'[auth.tokens.reader]\nhash = "{hash_token(READER)}"\nrole = "read"\n')
+    [credential] = config.auth.all_credentials()
+    assert (credential.name, credential.role, credential.devices) == ("reader", "read", ("*",))
+    assert READER.encode() not in repr(config).encode()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_roles_and_device_patterns_decide_commands_and_locks(tmp_path: Path, transport: str) -> None:
+    gateway = await start_gateway(tmp_path, _roles_config(tmp_path))
+    try:
+        reader, teacher, arm_only, admin = [await connect(gateway, transport) for _ in range(4)]  # type: ignore[arg-type]
+        for client, token in ((reader, READER), (teacher, CONTROLLER), (arm_only, OTHER_DEVICES), (admin, ADMIN)):
+            assert await client.ok("auth", token=token) == {"authenticated": True}
+        # A read-only token reads, and may stop everything, but commands nothing.
+        await reader.ok("subscribe", topics=["sim-1/state"])
+        await reader.wait_for(lambda m: m["op"] == "state")
+        error = await reader.error("command", device="sim-1", type="led", data={"rgb": [1, 0, 0]})
+        assert error == {"code": "unauthorized", "message": "command on 'sim-1': not allowed for a read-only token"}
+        assert (await reader.error("lock", device="sim-1"))["code"] == "unauthorized"
+        assert len((await reader.ok("estop"))["devices"]) == 2
+        # Device patterns.
+        await teacher.ok("command", device="sim-1", type="led", data={"rgb": [1, 0, 0]})
+        assert (await teacher.error("command", device="arm-x", type="led"))["code"] == "unauthorized"
+        await arm_only.ok("command", device="arm-x", type="led")
+        assert (await arm_only.error("lock", device="sim-1"))["code"] == "unauthorized"
+        # Locks: exclusive, estop still works, an admin may end one, and they end with their client.
+        session = teacher.hello["session"]
+        assert await teacher.ok("lock", device="sim-1") == {"device": "sim-1", "locked_by": session}
+        error = await admin.error("command", device="sim-1", type="led")
+        assert error == {"code": "locked", "message": f"device 'sim-1' is locked by client {session}"}
+        assert (await admin.error("lock", device="sim-1"))["code"] == "locked"
+        assert (await admin.error("unlock", device="sim-1"))["code"] == "locked"
+        assert all(entry["ok"] for entry in (await reader.ok("estop"))["devices"])
+        await teacher.ok("command", device="sim-1", type="led")
+        await admin.ok("unlock", device="sim-1", force=True)
+        await admin.ok("command", device="sim-1", type="led")
+        await teacher.ok("lock", device="sim-1")
+        await teacher.close()
+        await admin.wait_for(lambda m: m["op"] == "device" and m["device"] == "sim-1" and m["locked_by"] is None)
+        await admin.ok("command", device="sim-1", type="led")
+        for client in (reader, arm_only, admin):
+            await client.close()
+    finally:
+        assert await gateway.stop() == 0
+
+
+async def test_only_an_admin_may_force_an_unlock(tmp_path: Path) -> None:
+    gateway = await start_gateway(tmp_path, _roles_config(tmp_path))
+    try:
+        holder, other = [await connect(gateway, "ws") for _ in range(2)]
+        await holder.ok("auth", token=ADMIN)
+        await other.ok("auth", token=CONTROLLER)
+        await holder.ok("lock", device="sim-1")
+        error = await other.error("unlock", device="sim-1", force=True)
+        assert error["code"] == "unauthorized"
+        assert "only an admin" in error["message"]
+        assert (await other.error("unlock", device="sim-1", force="yes"))["code"] == "bad_request"
+        assert (await other.error("lock", device="nope"))["code"] == "unknown_device"
+        await holder.close()
+        await other.close()
+    finally:
+        assert await gateway.stop() == 0

@@ -9,7 +9,6 @@ command router, its leases, which end when the client leaves.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import itertools
 import logging
 import time
@@ -21,9 +20,19 @@ from gateway.bus import Bus, Subscriber
 from gateway.commands import CommandRouter
 from gateway.config import ServerConfig
 from gateway.core.auth_guard import MAX_FAILURES_PER_CONNECTION, AuthGuard
-from gateway.errors import ErrorCode, GatewayError, InternalError, InvalidArgument, RateLimited, Unauthorized
+from gateway.core.credentials import OPEN_ACCESS, Credential, find
+from gateway.errors import (
+    ErrorCode,
+    GatewayError,
+    InternalError,
+    InvalidArgument,
+    Locked,
+    RateLimited,
+    Unauthorized,
+    UnknownDevice,
+)
 from gateway.messages import REGISTRY, schema_of
-from gateway.supervisor import Supervisor
+from gateway.supervisor import DeviceHandle, Supervisor
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +65,7 @@ class Hub:
     supervisor: Supervisor
     router: CommandRouter
     server: ServerConfig
-    tokens: tuple[str, ...]
+    credentials: tuple[Credential, ...]
     sessions: set[FaceSession] = field(default_factory=set)
     auth_guard: AuthGuard = field(default_factory=AuthGuard)
 
@@ -94,7 +103,8 @@ class Client:
         self.auth_failures = 0
         self.id = f"c{next(_client_numbers)}"
         self.subscriber = Subscriber(self.id, encoding)
-        self.authenticated = not hub.tokens
+        #: What the client's token grants (None until it authenticates; everything with no tokens set).
+        self.credential: Credential | None = None if hub.credentials else OPEN_ACCESS
         self.connected_at = time.time()
         self._bucket = TokenBucket(hub.server.max_requests_per_s, hub.server.request_burst)
         self._commands: set[asyncio.Task[dict[str, Any]]] = set()
@@ -122,6 +132,7 @@ class Client:
             return
         self._joined = False
         self.hub.bus.detach(self.subscriber)
+        self._release_locks()
         self.hub.router.release(self.id)
 
     # -- admission ---------------------------------------------------------------------------
@@ -131,32 +142,51 @@ class Client:
         if not self._bucket.take():
             raise RateLimited(f"more than {self.hub.server.max_requests_per_s:g} requests per second; slow down")
 
-    def require_auth(self, what: str) -> None:
-        """Raise `Unauthorized` unless the client has authenticated (or no tokens are configured)."""
-        if not self.authenticated:
-            raise Unauthorized(f"{what}: authenticate first")
-
     @property
     def auth_exhausted(self) -> bool:
         """True once the client has presented too many wrong tokens: its face closes the connection."""
         return self.auth_failures >= MAX_FAILURES_PER_CONNECTION
 
+    @property
+    def authenticated(self) -> bool:
+        """True once the client presented a valid token (always, with no tokens configured)."""
+        return self.credential is not None
+
     async def authenticate(self, token: str) -> None:
         """Check `token` against the configured ones; raise `Unauthorized` when wrong.
 
-        The comparison is constant-time, and attempts are throttled per source address (`AuthGuard`).
+        Digests are compared in constant time, and attempts are throttled per source address (`AuthGuard`).
         """
-        tokens = self.hub.tokens
-        if not tokens:
+        credentials = self.hub.credentials
+        if not credentials:
             return
+        found: list[Credential] = []
 
         def check() -> bool:
-            return any(hmac.compare_digest(token.encode(), known.encode()) for known in tokens)
+            match = find(credentials, token)
+            if match is not None:
+                found.append(match)
+            return match is not None
 
         if not await self.hub.auth_guard.attempt(self.peer, check):
             self.auth_failures += 1
             raise Unauthorized("token refused")
-        self.authenticated = True
+        self.credential = found[0]
+        log.info("client %s authenticated as %s (%s)", self.id, found[0].name, found[0].role)
+
+    def _may_control(self, device: str, what: str) -> None:
+        """Raise `Unauthorized` unless the client's role and device patterns let it control `device`."""
+        credential = self.credential
+        if credential is None:
+            raise Unauthorized(f"{what}: authenticate first")
+        if not credential.permits(device):
+            reason = "a read-only token" if credential.role == "read" else "its token's devices do not include it"
+            raise Unauthorized(f"{what} on {device!r}: not allowed for {reason}")
+
+    def _check_lock(self, device: str) -> None:
+        handle = self.hub.supervisor.devices.get(device)
+        if handle is not None and handle.locked_by not in (None, self.id):
+            raise Locked(f"device {device!r} is locked by client {handle.locked_by}")
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -175,6 +205,7 @@ class Client:
                     "accepts": list(adapter.accepts),
                     "topics": self.hub.bus.topics(handle.id + "/"),
                     "capabilities": dict(adapter.capabilities()),
+                    "locked_by": handle.locked_by,
                 }
             )
         return devices
@@ -232,6 +263,8 @@ class Client:
         deadline. Raises `RateLimited` at once when the client has too many commands in flight.
         """
         server = self.hub.server
+        self._may_control(device, "command")
+        self._check_lock(device)
         if timeout_s is not None and not 0.0 < timeout_s <= MAX_COMMAND_TIMEOUT_S:
             raise InvalidArgument(f"command.timeout_s: expected a number in (0, {MAX_COMMAND_TIMEOUT_S}]")
         if len(self._commands) >= server.max_inflight_commands:
@@ -249,6 +282,46 @@ class Client:
         except Exception:
             log.exception("client %s: command %s on %s failed", self.id, type_name, device)
             raise InternalError("internal error; see the gateway's log") from None
+
+    # -- locks -------------------------------------------------------------------------------
+
+    def lock(self, device: str) -> str:
+        """Take `device`'s exclusive control lock (again: no change); return its holder, this client.
+
+        While it is held, other clients' commands to the device are answered `locked`; `estop`
+        still works for everyone. The lock ends with `unlock` or when this client leaves.
+        """
+        handle = self._handle(device)
+        self._may_control(device, "lock")
+        self._check_lock(device)
+        handle.set_lock(self.id)
+        return self.id
+
+    def unlock(self, device: str, force: bool = False) -> None:
+        """Release `device`'s lock; `force` (admin only) ends another client's lock."""
+        handle = self._handle(device)
+        self._may_control(device, "unlock")
+        if handle.locked_by is None:
+            return
+        if handle.locked_by != self.id:
+            if not force:
+                raise Locked(f"device {device!r} is locked by client {handle.locked_by}, not by this one")
+            if self.credential is None or not self.credential.admin:
+                raise Unauthorized(f"unlock of {device!r} with force: only an admin token may end another's lock")
+            log.warning("client %s ended client %s's lock of %s", self.id, handle.locked_by, device)
+        handle.set_lock(None)
+
+    def _handle(self, device: str) -> DeviceHandle:
+        handle = self.hub.supervisor.devices.get(device)
+        if handle is None:
+            known = ", ".join(sorted(self.hub.supervisor.devices)) or "none"
+            raise UnknownDevice(f"no device {device!r} (devices: {known})")
+        return handle
+
+    def _release_locks(self) -> None:
+        for handle in self.hub.supervisor.devices.values():
+            if handle.locked_by == self.id:
+                handle.set_lock(None)
 
     async def estop(self) -> list[dict[str, Any]]:
         """Stop every device's actuators at once (never rate-limited); each device's outcome."""

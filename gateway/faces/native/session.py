@@ -32,7 +32,7 @@ from gateway.wire import Encoding, encode
 
 log = logging.getLogger(__name__)
 
-CAPABILITIES = ("auth", "describe", "estop", "subscribe.max_rate_hz", "coalescing", "commands.deadline")
+CAPABILITIES = ("auth", "describe", "estop", "subscribe.max_rate_hz", "coalescing", "commands.deadline", "locks")
 MAX_ID_LENGTH = 128
 
 RequestId = int | str | None
@@ -84,6 +84,8 @@ class Session:
             "subscribe": self._subscribe,
             "unsubscribe": self._unsubscribe,
             "estop": self._estop,
+            "lock": self._lock,
+            "unlock": self._unlock,
         }
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -225,6 +227,20 @@ class Session:
     async def _estop(self, request: Mapping[str, Any]) -> dict[str, Any]:
         _check_fields(request, "estop", frozenset({"op", "id"}))
         return {"devices": await self.client.estop()}
+
+    async def _lock(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        _check_fields(request, "lock", frozenset({"op", "id", "device"}))
+        device = _string(request, "lock", "device")
+        return {"device": device, "locked_by": self.client.lock(device)}
+
+    async def _unlock(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        _check_fields(request, "unlock", frozenset({"op", "id", "device", "force"}))
+        device = _string(request, "unlock", "device")
+        force = request.get("force", False)
+        if not isinstance(force, bool):
+            raise BadRequest(f"unlock.force: expected true or false, got {type(force).__name__}")
+        self.client.unlock(device, force)
+        return {"device": device, "locked_by": None}
 
     def _start_command(self, request_id: RequestId, request: Mapping[str, Any]) -> None:
         _check_fields(request, "command", frozenset({"op", "id", "device", "type", "data", "timeout_s"}))
