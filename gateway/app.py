@@ -26,6 +26,7 @@ from gateway.metrics import Metrics
 from gateway.sdnotify import Notifier
 from gateway.servers.http import build_app
 from gateway.servers.msgpack_server import MsgpackServer
+from gateway.servers.tls import server_context
 from gateway.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
@@ -102,19 +103,21 @@ class Gateway:
         app = build_app(self.hub, self.health, self.metrics.render)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
-        self._site = web.TCPSite(self._runner, server.host, server.http_port, reuse_address=True)
+        tls = server_context(server)
+        self._site = web.TCPSite(self._runner, server.host, server.http_port, reuse_address=True, ssl_context=tls)
         try:
             await self._site.start()
         except OSError as error:
             raise OSError(error.errno, f"HTTP {server.host}:{server.http_port}: {error.strerror or error}") from None
         self.http_port = self._runner.addresses[0][1]
-        await self._msgpack.start(server.host, server.msgpack_port, server.unix_socket)
+        await self._msgpack.start(server.host, server.msgpack_port, server.unix_socket, tls)
+        http, websocket, stream = ("https", "wss", "tls") if tls else ("http", "ws", "tcp")
         log.info(
             "listening",
             extra={
-                "http": f"http://{server.host}:{self.http_port}/",
-                "websocket": f"ws://{server.host}:{self.http_port}/ws",
-                "msgpack": f"tcp://{server.host}:{self.msgpack_port}" if self.msgpack_port else None,
+                "http": f"{http}://{server.host}:{self.http_port}/",
+                "websocket": f"{websocket}://{server.host}:{self.http_port}/ws",
+                "msgpack": f"{stream}://{server.host}:{self.msgpack_port}" if self.msgpack_port else None,
                 "unix": server.unix_socket or None,
                 "devices": sorted(self.supervisor.devices),
             },

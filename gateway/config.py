@@ -57,6 +57,10 @@ class ServerConfig:
     #: Extra names the HTTP listeners answer to (besides IP literals, localhost and the host's own
     #: names); `.example.org` admits every name under it, `*` every name (no DNS-rebinding guard).
     allowed_hosts: tuple[str, ...] = ()
+    #: PEM certificate chain and private key: with both set, HTTP/WebSocket and msgpack TCP speak TLS
+    #: (https://, wss://); the Unix socket stays plain (file permissions guard it).
+    tls_cert: str = ""
+    tls_key: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +279,10 @@ def parse(document: dict[str, Any]) -> Config:
     )
     if config.supervisor.backoff_max_s < config.supervisor.backoff_initial_s:
         raise ConfigError("supervisor.backoff_max_s", "must be at least supervisor.backoff_initial_s")
+    if bool(config.server.tls_cert) != bool(config.server.tls_key):
+        raise ConfigError(
+            "server.tls_key" if config.server.tls_cert else "server.tls_cert", "set both tls_cert and tls_key"
+        )
     if config.server.max_frame_bytes < config.server.max_request_bytes:
         raise ConfigError("server.max_frame_bytes", "must be at least server.max_request_bytes")
     return config

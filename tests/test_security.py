@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from pathlib import Path
 
 import aiohttp
 import pytest
+import trustme
 import websockets
 
 from gateway.config import loads
@@ -15,7 +17,15 @@ from gateway.core.auth_guard import FIRST_DELAY_S, MAX_DELAY_S, MAX_FAILURES_PER
 from gateway.core.credentials import hash_token
 from gateway.errors import ConfigError
 from gateway.servers.hosts import HostPolicy, split_host
-from tests.harness import TRANSPORTS, RunningGateway, WsClient, connect, gateway_config, start_gateway
+from tests.harness import (
+    TRANSPORTS,
+    MsgpackClient,
+    RunningGateway,
+    WsClient,
+    connect,
+    gateway_config,
+    start_gateway,
+)
 
 # -- the Host guard ----------------------------------------------------------------------------
 
@@ -322,3 +332,50 @@ async def test_only_an_admin_may_force_an_unlock(tmp_path: Path) -> None:
         await other.close()
     finally:
         assert await gateway.stop() == 0
+
+
+# -- TLS ---------------------------------------------------------------------------------------
+
+
+async def test_tls_on_websocket_and_msgpack_tcp(tmp_path: Path) -> None:
+    authority = trustme.CA()
+    certificate = authority.issue_cert("127.0.0.1", "localhost")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    certificate.private_key_pem.write_to_path(str(key))
+    certificate.cert_chain_pems[0].write_to_path(str(cert))
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, server=f'tls_cert = "{cert}"\ntls_key = "{key}"'))
+    try:
+        listening = gateway.events("listening")[0]
+        assert listening["websocket"].startswith("wss://")
+        assert listening["msgpack"].startswith("tls://")
+        trusted = ssl.create_default_context()
+        authority.configure_trust(trusted)
+        async with websockets.connect(f"wss://127.0.0.1:{gateway.http_port}/ws", ssl=trusted) as ws:
+            client = WsClient(ws)
+            await client.start()
+            assert (await client.ok("ping"))["pong"] is True
+        reader, writer = await asyncio.open_connection("127.0.0.1", gateway.msgpack_port, ssl=trusted)
+        stream = await MsgpackClient(reader, writer).start()
+        assert (await stream.ok("ping"))["pong"] is True
+        await stream.close()
+        # A client that does not trust the certificate, or speaks plain TCP, gets nowhere.
+        with pytest.raises(ssl.SSLCertVerificationError):
+            await websockets.connect(f"wss://127.0.0.1:{gateway.http_port}/ws", ssl=ssl.create_default_context())
+        plain_reader, plain_writer = await asyncio.open_connection("127.0.0.1", gateway.msgpack_port)
+        plain_writer.write(b"\x81\xa2op\xa4ping")
+        assert await asyncio.wait_for(plain_reader.read(), 5.0) == b""
+        plain_writer.close()
+    finally:
+        assert await gateway.stop() == 0
+
+
+async def test_tls_with_a_missing_key_file_exits_1_naming_it(tmp_path: Path) -> None:
+    config = gateway_config(tmp_path, server=f'tls_cert = "{tmp_path}/none.pem"\ntls_key = "{tmp_path}/none.key"')
+    with pytest.raises(RuntimeError, match="TLS certificate"):
+        await start_gateway(tmp_path, config)
+
+
+def test_tls_needs_both_files() -> None:
+    with pytest.raises(ConfigError) as error:
+        loads('[server]\ntls_cert = "/etc/cert.pem"\n')
+    assert error.value.path == "server.tls_key"

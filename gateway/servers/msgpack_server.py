@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import ssl
 import stat
 from pathlib import Path
 
@@ -57,11 +58,11 @@ class MsgpackServer:
         self._unix_path: Path | None = None
         self.tcp_port: int | None = None
 
-    async def start(self, host: str, port: int, unix_path: str) -> None:
-        """Listen on `host:port` (port -1: not at all) and on `unix_path` (empty: not at all)."""
+    async def start(self, host: str, port: int, unix_path: str, tls: ssl.SSLContext | None = None) -> None:
+        """Listen on `host:port` (port -1: not at all; `tls`: with TLS) and on `unix_path` (empty: not at all)."""
         if port >= 0:
             try:
-                server = await asyncio.start_server(self._serve, host, port, limit=READ_SIZE)
+                server = await asyncio.start_server(self._serve, host, port, limit=READ_SIZE, ssl=tls)
             except OSError as error:
                 raise OSError(error.errno, f"msgpack socket {host}:{port}: {error.strerror or error}") from None
             self._servers.append(server)
