@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # Debian's Aseba compiler needs) for the compiler's reference test.
 DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales
 
-.PHONY: demo test lint typecheck pytest deb-deps bench install check-install clean
+.PHONY: demo test lint typecheck pytest fuzz deb-deps bench install check-install clean
 
 $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ typecheck: $(VENV)/.test
 # Tests run in a fresh network namespace holding only loopback, so nothing can leave this host.
 pytest: $(VENV)/.test
 	scripts/loopback-only.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The fuzz targets only, each with HWGW_FUZZ_SCALE (default 50) times its `make test` budget.
+HWGW_FUZZ_SCALE ?= 50
+fuzz: $(VENV)/.test
+	HWGW_FUZZ_SCALE=$(HWGW_FUZZ_SCALE) scripts/loopback-only.sh $(BIN)/python -m pytest -m fuzz -p no:cacheprovider $(PYTEST_ARGS)
 
 # Install as a systemd service (root): /opt/hwgateway, /etc/hwgateway, the unit and the udev rules.
 install:

@@ -7,7 +7,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from protocols.aseba.description import DescriptionAssembler, VariablesReassembly
@@ -29,6 +29,7 @@ from protocols.aseba.messages import (
     encode,
 )
 from protocols.errors import ProtocolError
+from tests.fuzzing import fuzz_settings
 
 #: The 100 description frames of asebaplayground's simulated Thymio (captured, /work/shared/data).
 VECTOR = Path(__file__).parent / "data" / "thymio-playground-description.json"
@@ -184,7 +185,8 @@ def test_variables_reply_split_in_47_word_frames_is_reassembled() -> None:
 
 
 @given(st.binary(max_size=2000), st.integers(min_value=1, max_value=64))
-@settings(max_examples=300, deadline=None)
+@pytest.mark.fuzz
+@fuzz_settings(300)
 def test_any_bytes_give_frames_or_protocol_errors_only(data: bytes, chunk: int) -> None:
     reader = FrameReader()
     for offset in range(0, len(data), chunk):

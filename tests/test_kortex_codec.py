@@ -28,6 +28,7 @@ from protocols.kortex.generated import Frame_pb2, Session_pb2
 from protocols.kortex.header import FrameType, Header, split_uid
 from protocols.kortex.router import ErrorResponse, Notification, Ping, Response, Router, Unexpected
 from protocols.kortex.services import Function
+from tests.fuzzing import fuzz_settings
 
 # -- golden vectors (spec kortex.md §1.1 and §1.4, computed there from the rules) ----------------------
 
@@ -155,6 +156,8 @@ def test_sizes_refused_on_send() -> None:
 
 
 @given(st.lists(st.binary(max_size=300), max_size=6), st.binary(max_size=40), st.integers(min_value=1, max_value=64))
+@pytest.mark.fuzz
+@fuzz_settings(100)
 def test_splitter_round_trips_any_frames_in_any_chunks(frames: list[bytes], garbage: bytes, chunk: int) -> None:
     garbage = garbage.replace(b"\x07", b"")  # garbage holding a magic would be a frame
     stream = garbage + b"".join(encode_tcp(frame) for frame in frames)
@@ -166,6 +169,8 @@ def test_splitter_round_trips_any_frames_in_any_chunks(frames: list[bytes], garb
 
 
 @given(st.binary(max_size=2000))
+@pytest.mark.fuzz
+@fuzz_settings(100)
 def test_no_input_crashes_the_decoders(data: bytes) -> None:
     with contextlib.suppress(ProtocolError):
         TcpSplitter(max_frame_bytes=1000).feed(data)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import msgpack
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from protocols.errors import ProtocolError
 from protocols.msgpack_stream import MessageTooLarge, MsgpackStreamReader
+from tests.fuzzing import fuzz_settings
 
 MESSAGES = [
     {"op": "ping", "id": 1},
@@ -96,7 +97,8 @@ def test_unhashable_map_key_is_refused() -> None:
         reader.next_message()
 
 
-@settings(max_examples=500, deadline=None)
+@pytest.mark.fuzz
+@fuzz_settings(500)
 @given(chunks=st.lists(st.binary(max_size=64), max_size=8))
 def test_no_input_crashes_or_hangs(chunks: list[bytes]) -> None:
     reader = MsgpackStreamReader(256, read_size=64)

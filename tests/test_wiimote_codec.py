@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from protocols.errors import ProtocolError
@@ -24,6 +24,7 @@ from protocols.wiimote.calibration import (
     parse_nunchuk_calibration,
 )
 from protocols.wiimote.connection import WiimoteConnection
+from tests.fuzzing import fuzz_settings
 
 # The spec's EEPROM example (wiibrew), whose checksum was verified by hand: 0x3E.
 SPEC_BLOCK = bytes.fromhex("828282159c9c9e38403e")
@@ -221,21 +222,24 @@ def test_input_decoder_rejects(data: bytes, message: str) -> None:
 
 
 @given(st.binary(max_size=40))
-@settings(max_examples=400)
+@pytest.mark.fuzz
+@fuzz_settings(400)
 def test_no_input_crashes_the_decoder(data: bytes) -> None:
     with contextlib.suppress(ProtocolError):
         rp.decode_input(data)
 
 
 @given(st.binary(max_size=30))
-@settings(max_examples=300)
+@pytest.mark.fuzz
+@fuzz_settings(300)
 def test_no_output_crashes_the_decoder(data: bytes) -> None:
     with contextlib.suppress(ProtocolError):
         rp.decode_output(data)
 
 
 @given(st.lists(st.binary(max_size=24), max_size=12), st.sampled_from([0x20, 0x21, 0x22, 0x33, 0x37, 0x3E]))
-@settings(max_examples=200)
+@pytest.mark.fuzz
+@fuzz_settings(200)
 def test_no_report_sequence_crashes_the_connection(reports: list[bytes], first: int) -> None:
     conn = WiimoteConnection()
     conn.start(0.0)
