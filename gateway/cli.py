@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gateway import __version__, logs
 from gateway.config import Config, load, loads
-from gateway.core.credentials import hash_token
+from gateway.credentials import hash_token
 from gateway.errors import ConfigError
 
 log = logging.getLogger(__name__)

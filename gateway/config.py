@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from gateway.core.credentials import Credential, Role, parse_digest
+from gateway.credentials import Credential, Role, parse_digest
 from gateway.errors import ConfigError
 from gateway.topics import check_device_id
 

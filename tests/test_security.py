@@ -14,7 +14,7 @@ import websockets
 
 from gateway.config import loads
 from gateway.core.auth_guard import FIRST_DELAY_S, MAX_DELAY_S, MAX_FAILURES_PER_CONNECTION, AuthGuard
-from gateway.core.credentials import hash_token
+from gateway.credentials import hash_token
 from gateway.errors import ConfigError
 from gateway.servers.hosts import HostPolicy, split_host
 from tests.harness import (

@@ -20,7 +20,7 @@ from gateway.bus import Bus, Subscriber
 from gateway.commands import CommandRouter
 from gateway.config import ServerConfig
 from gateway.core.auth_guard import MAX_FAILURES_PER_CONNECTION, AuthGuard
-from gateway.core.credentials import OPEN_ACCESS, Credential, find
+from gateway.credentials import OPEN_ACCESS, Credential, find
 from gateway.errors import (
     ErrorCode,
     GatewayError,
