@@ -218,6 +218,11 @@ async def test_udp_reply_loss_and_kortex3_wrist_echo() -> None:
             sid = (
                 await loop.run_in_executor(None, udp_exchange, arm, sock, GOLDEN_CREATE_SESSION_FRAME)
             ).header.session_id
+            # Refresh is answered in low-level servoing only (SetServoingMode is no BaseCyclic call: never lost).
+            low = Base_pb2.ServoingModeInformation(servoing_mode=Base_pb2.LOW_LEVEL_SERVOING).SerializeToString()
+            header = Header(frame_type=1, session_id=sid, message_id=1, service_id=2, function_id=0x98)
+            mode_set = await loop.run_in_executor(None, udp_exchange, arm, sock, encode_frame(header, low))
+            assert not mode_set.is_error
             command = BaseCyclicKortex3_pb2.Command(frame_id=1)
             command.wrist.c61.digital_outputs_state = 0b101
             command.wrist.c61.analog_output_b_channel_2_value = 7.5

@@ -4,21 +4,28 @@ Published streams (under the device id):
 
 - ``wrist/feedback`` `kortex/WristCyclicC61/Feedback` (Kortex 3), ``wrist/command``
   `kortex/WristCyclicC61/Command` (the outputs the loop sends, on every change);
-- ``actuators`` `kortex/BaseCyclic/Actuators` (both APIs), ``interconnect``
+- ``actuators`` `kortex/BaseCyclic/Actuators` and ``base`` `kortex/BaseCyclic/BaseFeedback` (both
+  APIs; the arm's emergency-stop state on Kortex 3), ``interconnect``
   `kortex/InterconnectCyclic/Feedback` (Kortex 2), at `publish_rate_hz`;
 - ``arm_state`` `kortex/Base/ArmStateNotification` (Base.ArmStateTopic notifications);
 - ``cyclic`` `hwgateway/KortexCyclicStats`, once a second.
 
-Commands (Kortex 3 only; a Kortex 2 arm has no C61 wrist): `kortex/WristCyclicC61/Command` replaces
-the wrist outputs from the next cycle on, its analog values checked against each channel's
-configured mode; generic `led` sets the LED ring (steady). Both answer with the `frame_id` of the
-cycle that carried them.
+Servoing: the loop reads with RefreshFeedback, which the arm answers in any servoing mode. The C61
+wrist command travels only in BaseCyclic.Refresh, which Kinova's clients send only in
+LOW_LEVEL_SERVOING while they command the actuators. So a wrist command (Kortex 3 only; a Kortex 2
+arm has no C61 wrist) first puts the arm in LOW_LEVEL_SERVOING (Base.SetServoingMode over TCP), and
+from then on every cycle is a Refresh that holds each actuator at the position of the last feedback
+and carries the wrist command (`kortex/WristCyclicC61/Command` replaces the outputs, its analog
+values checked against each channel's configured mode; generic `led` sets the LED ring, steady).
+Both answer with the `frame_id` of the cycle that carried them. The arm leaves low level
+(SINGLE_LEVEL_SERVOING, RefreshFeedback again) when every client that commanded the wrist has
+disconnected, on `estop`, when a link drops, and at shutdown.
 
 Safe state: the digital and analog outputs are leased to the client that set them, and return to
-0 when it disconnects, on `estop`, and before the sessions close at shutdown (the LED ring keeps its
-colour: it drives nothing). The gateway commands no arm motion; `estop` also calls the Base's
-ApplyEmergencyStop (0x20091, `estop_applies_emergency_stop`), which latches the arm in fault until
-its faults are cleared.
+0 when it disconnects, on `estop`, before leaving low level and before the sessions close at
+shutdown (the LED ring keeps its colour: it drives nothing). `estop` also calls the stop RPC at
+0x20091 (`estop_applies_emergency_stop`): Base.ApplyEmergencyStop on Kortex 2, which latches the arm
+in fault until its faults are cleared; Base.ApplyQuickStop on Kortex 3 (API 3.4).
 """
 
 from __future__ import annotations
@@ -46,8 +53,8 @@ from gateway.messages.generic import Led
 from gateway.messages.kortex import Command as C61Command
 from gateway.messages.kortex import MessageId
 from protocols.kortex.frame import Frame, parse_payload
-from protocols.kortex.generated import Base_pb2, BaseCyclic_pb2, BaseCyclicKortex3_pb2, Common_pb2
-from protocols.kortex.services import Function, ServiceId
+from protocols.kortex.generated import Base_pb2, BaseCyclic_pb2, BaseCyclicKortex3_pb2, BaseKortex3_pb2, Common_pb2
+from protocols.kortex.services import STOP_RPC_NAMES, Function, ServiceId
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +62,10 @@ C61_COMMAND = "kortex/WristCyclicC61/Command"
 #: How often the watchdog checks the links (s), and how often the loop's statistics are published.
 WATCH_PERIOD_S = 0.1
 STATS_PERIOD_S = 1.0
-#: CloseSession, Unsubscribe and the last safe-state cycle at shutdown must not hold the gateway up.
+#: CloseSession, Unsubscribe, SetServoingMode and the last safe-state cycle must not hold the gateway up.
 SHUTDOWN_RPC_TIMEOUT_S = 0.5
+#: Faults that may meet a safe-state step on a link that is going away; each is logged, none stops the rest.
+_LINK_FAULTS = (LinkLost, KortexRequestError, KortexTimeout)
 
 
 def _rgb_word(rgb: tuple[float, ...]) -> int:
@@ -73,6 +82,7 @@ class KortexAdapter(Adapter[KortexOptions]):
         "kortex/WristCyclicC61/Feedback",
         C61_COMMAND,
         "kortex/BaseCyclic/Actuators",
+        "kortex/BaseCyclic/BaseFeedback",
         "kortex/InterconnectCyclic/Feedback",
         "kortex/Base/ArmStateNotification",
         "hwgateway/KortexCyclicStats",
@@ -84,6 +94,13 @@ class KortexAdapter(Adapter[KortexOptions]):
         self._codec: CyclicCodec = Kortex3Codec() if options.api == "kortex3" else Kortex2Codec()
         self._wrist = C61Command()
         self._outputs_owner: str | None = None
+        #: Clients whose wrist commands keep the arm in low-level servoing.
+        self._low_level_clients: set[str] = set()
+        #: Low level was entered and a link dropped before it could be left: leave it on reconnecting.
+        self._leave_low_level_on_connect = False
+        self._servoing_lock = asyncio.Lock()
+        self._last_feedback: Message | None = None
+        self._background: set[asyncio.Task[None]] = set()
         self._tcp: KortexConnection | None = None
         self._udp: KortexConnection | None = None
         self._cyclic: CyclicLoop | None = None
@@ -95,6 +112,8 @@ class KortexAdapter(Adapter[KortexOptions]):
     def capabilities(self) -> Mapping[str, Any]:
         """The API version, the loop rate, and whether there is a C61 wrist with its analog modes."""
         capabilities: dict[str, Any] = {"api": self.options.api, "cyclic_rate_hz": self.options.cyclic_rate_hz}
+        if self.options.estop_applies_emergency_stop:
+            capabilities["estop"] = f"{STOP_RPC_NAMES[self.options.api]} (0x{Function.BASE_APPLY_EMERGENCY_STOP:x})"
         if self.options.api == "kortex3":
             capabilities["wrist"] = "C61"
             modes = zip(ANALOG_CHANNELS, self.options.analog_output_modes, strict=True)
@@ -141,36 +160,59 @@ class KortexAdapter(Adapter[KortexOptions]):
         if isinstance(message, Led):
             if message.index not in (-1, 0):
                 raise InvalidArgument(f"data.index: {message.index} is not an LED of this arm (it has one ring, 0)")
-            wrist = replace(self._wrist, led_ring_rgb=_rgb_word(message.rgb), led_ring_blink_frequency=0)
         else:
             assert isinstance(message, C61Command)
             self._check_analog(message)
-            wrist = replace(message, command_id=MessageId())
-            self._outputs_owner = command.client_id
         cyclic = self._cyclic
         if cyclic is None:
             raise DeviceUnavailable("the arm's cyclic loop is not running")
+        await self._enter_low_level(command.client_id)
+        if isinstance(message, Led):
+            wrist = replace(self._wrist, led_ring_rgb=_rgb_word(message.rgb), led_ring_blink_frequency=0)
+        else:
+            wrist = replace(message, command_id=MessageId())
+            self._outputs_owner = command.client_id
         self._set_wrist(wrist)
         frame_id = await cyclic.next_cycle()
         return {"frame_id": frame_id}
 
     async def estop(self) -> None:
-        """Outputs to 0 from the next cycle on, and ApplyEmergencyStop on the arm when enabled."""
+        """Outputs to 0, the stop RPC at 0x20091 when enabled, then out of low-level servoing.
+
+        The RPC is Base.ApplyEmergencyStop on Kortex 2 and Base.ApplyQuickStop on Kortex 3; a refusal
+        is raised (the gateway reports it) after low level was left.
+        """
         if self.options.api == "kortex3":
             self._zero_outputs()
         tcp = self._tcp
-        if not self.options.estop_applies_emergency_stop or tcp is None or tcp.failure is not None:
-            return
-        await tcp.call(Function.BASE_APPLY_EMERGENCY_STOP, timeout_s=SHUTDOWN_RPC_TIMEOUT_S)
+        try:
+            if self.options.estop_applies_emergency_stop and tcp is not None and tcp.failure is None:
+                await tcp.call(Function.BASE_APPLY_EMERGENCY_STOP, timeout_s=SHUTDOWN_RPC_TIMEOUT_S)
+        finally:
+            self._low_level_clients.clear()
+            await self._leave_low_level("estop")
 
     def release(self, client_id: str) -> None:
-        """The outputs are leased to the client that set them: they return to 0 when it leaves."""
+        """The outputs are leased to the client that set them: they return to 0 when it leaves.
+
+        Low-level servoing is held by every client that commanded the wrist; the last one's leaving
+        ends it.
+        """
         if self._outputs_owner == client_id:
             log.info("%s: client %s left; wrist outputs to 0", self.ctx.device_id, client_id)
             self._zero_outputs()
+        if client_id in self._low_level_clients:
+            self._low_level_clients.discard(client_id)
+            if not self._low_level_clients:
+                task = asyncio.create_task(self._leave_low_level(f"client {client_id} left"))
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
 
     async def close(self) -> None:
         """Stop the simulated arm, if this adapter started one."""
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
         if self._sim is not None:
             await self._sim.stop()
             self._sim = None
@@ -180,8 +222,9 @@ class KortexAdapter(Adapter[KortexOptions]):
     async def _connect(self, host: str, tcp_port: int, udp_port: int) -> None:
         options = self.options
         rpc_timeout_s = options.rpc_timeout_ms / 1000
-        self._tcp = tcp = KortexConnection(f"{self.ctx.device_id} TCP", rpc_timeout_s=rpc_timeout_s)
-        self._udp = udp = KortexConnection(f"{self.ctx.device_id} UDP", rpc_timeout_s=rpc_timeout_s)
+        tcp = KortexConnection(f"{self.ctx.device_id} TCP", api=options.api, rpc_timeout_s=rpc_timeout_s)
+        udp = KortexConnection(f"{self.ctx.device_id} UDP", api=options.api, rpc_timeout_s=rpc_timeout_s)
+        self._tcp, self._udp = tcp, udp
         try:
             await open_tcp(tcp, host, tcp_port, rpc_timeout_s)
         except (OSError, TimeoutError) as error:
@@ -197,8 +240,13 @@ class KortexAdapter(Adapter[KortexOptions]):
                 )
             except (KortexRequestError, KortexTimeout) as error:
                 raise LinkLost(f"robot unreachable: {connection.name} session refused: {error}") from None
+        if self._leave_low_level_on_connect:
+            # The link dropped while the gateway held the arm in low level: leave it before anything else.
+            await self._set_servoing_mode(tcp, Base_pb2.SINGLE_LEVEL_SERVOING)
+            self._leave_low_level_on_connect = False
         if options.arm_state_notifications:
             await self._subscribe_arm_state(tcp)
+        self._last_feedback = None
         self._cyclic = CyclicLoop(
             udp, self._codec, options.cyclic_rate_hz, options.cyclic_reply_timeout_ms / 1000, self._on_feedback
         )
@@ -254,23 +302,30 @@ class KortexAdapter(Adapter[KortexOptions]):
     async def _disconnect(self, safe_state: bool) -> None:
         tcp, udp, cyclic = self._tcp, self._udp, self._cyclic
         self._tcp = self._udp = self._cyclic = None
-        alive = cyclic is not None and udp is not None and udp.failure is None
-        if safe_state and alive and self.options.api == "kortex3":
-            assert cyclic is not None
-            assert udp is not None
-            # The outputs go to 0 in one last Refresh before the session ends.
+        codec = self._codec
+        if isinstance(codec, Kortex3Codec) and codec.low_level:
+            self._low_level_clients.clear()
             self._zero_outputs()
-            with contextlib.suppress(LinkLost, KortexRequestError, KortexTimeout):
-                await udp.call(
-                    cyclic.codec.function,
-                    cyclic.codec.request((cyclic.frame_id + 1) & 0xFFFF),
-                    timeout_s=SHUTDOWN_RPC_TIMEOUT_S,
-                )
+            if safe_state and cyclic is not None and udp is not None and udp.failure is None:
+                # The outputs go to 0 in one last Refresh before low level and the session end.
+                with contextlib.suppress(*_LINK_FAULTS):
+                    await udp.call(
+                        codec.function, codec.request((cyclic.frame_id + 1) & 0xFFFF), timeout_s=SHUTDOWN_RPC_TIMEOUT_S
+                    )
+            codec.release()
+            left = False
+            if tcp is not None and tcp.failure is None:
+                try:
+                    await self._set_servoing_mode(tcp, Base_pb2.SINGLE_LEVEL_SERVOING, SHUTDOWN_RPC_TIMEOUT_S)
+                    left = True
+                except _LINK_FAULTS as error:
+                    log.warning("%s: could not leave low-level servoing: %s", self.ctx.device_id, error)
+            self._leave_low_level_on_connect = not left
         closing = []
         if tcp is not None:
             if self._arm_state_handle is not None and tcp.failure is None:
                 handle = Common_pb2.NotificationHandle(identifier=self._arm_state_handle)
-                with contextlib.suppress(LinkLost, KortexRequestError, KortexTimeout):
+                with contextlib.suppress(*_LINK_FAULTS):
                     await tcp.call(
                         Function.BASE_UNSUBSCRIBE, handle.SerializeToString(), timeout_s=SHUTDOWN_RPC_TIMEOUT_S
                     )
@@ -281,6 +336,54 @@ class KortexAdapter(Adapter[KortexOptions]):
         await asyncio.gather(*(c.close_session(SHUTDOWN_RPC_TIMEOUT_S) for c in closing))
         for connection in closing:
             connection.close()
+
+    # -- servoing ---------------------------------------------------------------------------------
+
+    async def _set_servoing_mode(self, tcp: KortexConnection, mode: int, timeout_s: float | None = None) -> None:
+        request = Base_pb2.ServoingModeInformation(servoing_mode=mode)  # type: ignore[arg-type]
+        await tcp.call(Function.BASE_SET_SERVOING_MODE, request.SerializeToString(), timeout_s=timeout_s)
+        log.info("%s: servoing mode %s", self.ctx.device_id, Base_pb2.ServoingMode.Name(mode))
+
+    async def _enter_low_level(self, client_id: str) -> None:
+        """Put the arm in LOW_LEVEL_SERVOING holding its joints, unless it is there; `client_id` holds it."""
+        codec = self._codec
+        assert isinstance(codec, Kortex3Codec)
+        async with self._servoing_lock:
+            if not codec.low_level:
+                tcp, feedback = self._tcp, self._last_feedback
+                if tcp is None or not isinstance(feedback, BaseCyclicKortex3_pb2.Feedback):
+                    raise DeviceUnavailable("no actuator feedback from the arm yet: cannot hold its joints")
+                positions = [actuator.position for actuator in feedback.actuators]
+                # LOW_LEVEL first: a Refresh sent before the arm is in it would be refused.
+                await self._set_servoing_mode(tcp, Base_pb2.LOW_LEVEL_SERVOING)
+                codec.hold(positions)
+            self._low_level_clients.add(client_id)
+
+    async def _leave_low_level(self, reason: str) -> None:
+        """Outputs to 0 in one more Refresh, then RefreshFeedback and SINGLE_LEVEL_SERVOING."""
+        codec = self._codec
+        if not isinstance(codec, Kortex3Codec):
+            return
+        async with self._servoing_lock:
+            if not codec.low_level or self._low_level_clients:
+                return
+            self._zero_outputs()
+            cyclic, tcp = self._cyclic, self._tcp
+            if cyclic is not None:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(SHUTDOWN_RPC_TIMEOUT_S):
+                        await cyclic.next_cycle()
+            # RefreshFeedback from now on: it is answered in either mode, Refresh only in low level.
+            codec.release()
+            log.info("%s: leaving low-level servoing (%s)", self.ctx.device_id, reason)
+            if tcp is None or tcp.failure is not None:
+                self._leave_low_level_on_connect = True
+                return
+            try:
+                await self._set_servoing_mode(tcp, Base_pb2.SINGLE_LEVEL_SERVOING, SHUTDOWN_RPC_TIMEOUT_S)
+            except _LINK_FAULTS as error:
+                log.warning("%s: could not leave low-level servoing: %s", self.ctx.device_id, error)
+                self._leave_low_level_on_connect = True
 
     # -- state -------------------------------------------------------------------------------------
 
@@ -317,6 +420,7 @@ class KortexAdapter(Adapter[KortexOptions]):
         )
 
     def _on_feedback(self, feedback: Message) -> None:
+        self._last_feedback = feedback
         if self._publish_interval:
             now = time.monotonic()
             if now - self._last_publish < self._publish_interval:
@@ -325,16 +429,22 @@ class KortexAdapter(Adapter[KortexOptions]):
         ctx = self.ctx
         if isinstance(feedback, BaseCyclicKortex3_pb2.Feedback):
             ctx.publish("actuators", convert.actuators(feedback.frame_id, feedback.actuators))
+            ctx.publish("base", convert.base_feedback(feedback.base))
             if feedback.wrist.HasField("c61"):
                 ctx.publish("wrist/feedback", convert.c61_feedback(feedback.wrist.c61))
         elif isinstance(feedback, BaseCyclic_pb2.Feedback):
             ctx.publish("actuators", convert.actuators(feedback.frame_id, feedback.actuators))
+            ctx.publish("base", convert.base_feedback(feedback.base))
             if feedback.HasField("interconnect"):
                 ctx.publish("interconnect", convert.interconnect(feedback.interconnect))
 
     def _on_arm_state(self, frame: Frame) -> None:
+        notification: Base_pb2.ArmStateNotification | BaseKortex3_pb2.ArmStateNotification
         try:
-            notification = parse_payload(Base_pb2.ArmStateNotification, frame.payload)
+            if self.options.api == "kortex3":
+                notification = parse_payload(BaseKortex3_pb2.ArmStateNotification, frame.payload)
+            else:
+                notification = parse_payload(Base_pb2.ArmStateNotification, frame.payload)
         except ValueError as error:
             log.warning("%s: undecodable arm state notification: %s", self.ctx.device_id, error)
             return

@@ -19,7 +19,7 @@ from protocols.errors import ProtocolError
 from protocols.kortex.frame import Frame
 from protocols.kortex.generated import Session_pb2
 from protocols.kortex.router import ErrorResponse, Notification, Ping, Response, Router
-from protocols.kortex.services import Function
+from protocols.kortex.services import ApiVersion, Function, function_name
 
 log = logging.getLogger(__name__)
 
@@ -31,21 +31,21 @@ Sleep = Callable[[float], Awaitable[None]]
 NotificationHandler = Callable[[Frame], None]
 
 
-def function_name(function_uid: int) -> str:
-    """`SESSION_CREATE_SESSION`, or the UID in hex for a function this gateway has no name for."""
-    try:
-        return Function(function_uid).name
-    except ValueError:
-        return f"function {function_uid:#x}"
-
-
 class KortexConnection:
     """A single-use link: attach a transport, create a session, use it, close it, throw it away."""
 
     def __init__(
-        self, name: str, *, rpc_timeout_s: float = 2.0, clock: Clock = time.monotonic, sleep: Sleep = asyncio.sleep
+        self,
+        name: str,
+        *,
+        api: ApiVersion = "kortex2",
+        rpc_timeout_s: float = 2.0,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.name = name
+        #: The API version, which names functions in errors (0x20091 differs between them).
+        self.api = api
         self.router = Router()
         self.rpc_timeout_s = rpc_timeout_s
         self._clock = clock
@@ -109,7 +109,7 @@ class KortexConnection:
                 return await future
         except TimeoutError:
             raise KortexTimeout(
-                f"{self.name}: no reply to {function_name(function_uid)} within {timeout * 1000:.0f} ms"
+                f"{self.name}: no reply to {function_name(function_uid, self.api)} within {timeout * 1000:.0f} ms"
             ) from None
         finally:
             self._pending.pop(message_id, None)
@@ -185,7 +185,9 @@ class KortexConnection:
                 if not future.done():
                     if isinstance(event, ErrorResponse):
                         header = event.frame.header
-                        future.set_exception(KortexRequestError(function_name(header.function_uid), event.error))
+                        future.set_exception(
+                            KortexRequestError(function_name(header.function_uid, self.api), event.error)
+                        )
                     else:
                         future.set_result(event.frame)
             elif event.message_id == self._keepalive_id:

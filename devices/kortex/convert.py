@@ -13,7 +13,14 @@ from typing import Any, TypeVar
 from google.protobuf.message import Message
 
 from gateway.messages import kortex as bus
-from protocols.kortex.generated import ActuatorCyclic_pb2, Base_pb2, BaseCyclic_pb2, WristCyclicC61_pb2
+from protocols.kortex.generated import (
+    ActuatorCyclic_pb2,
+    Base_pb2,
+    BaseCyclic_pb2,
+    BaseCyclicKortex3_pb2,
+    BaseKortex3_pb2,
+    WristCyclicC61_pb2,
+)
 
 T = TypeVar("T")
 
@@ -57,9 +64,24 @@ def interconnect(feedback: Message) -> bus.InterconnectFeedback:
     return _copy(bus.InterconnectFeedback, feedback)
 
 
-def arm_state(notification: Base_pb2.ArmStateNotification) -> bus.ArmStateNotification:
-    """The bus `kortex/Base/ArmStateNotification` of the robot's notification."""
-    stamp = notification.timestamp
+def base_feedback(base: BaseCyclic_pb2.BaseFeedback | BaseCyclicKortex3_pb2.BaseFeedback) -> bus.BaseFeedback:
+    """The bus `kortex/BaseCyclic/BaseFeedback` of either API's BaseFeedback (Kortex 2 has no e-stop field)."""
+    if isinstance(base, BaseCyclicKortex3_pb2.BaseFeedback):
+        return _copy(bus.BaseFeedback, base)
+    return _copy(bus.BaseFeedback, base, is_emergency_stop_activated=False)
+
+
+def arm_state(
+    notification: Base_pb2.ArmStateNotification | BaseKortex3_pb2.ArmStateNotification,
+) -> bus.ArmStateNotification:
+    """The bus `kortex/Base/ArmStateNotification` of either API's notification.
+
+    Kortex 2 carries the timestamp at field 2; Kortex 3 inside generic_info (field 4), at its field 2.
+    """
+    if isinstance(notification, BaseKortex3_pb2.ArmStateNotification):
+        stamp = notification.generic_info.timestamp
+    else:
+        stamp = notification.timestamp
     return bus.ArmStateNotification(
         active_state=int(notification.active_state),
         timestamp=bus.Timestamp(sec=stamp.sec, usec=min(stamp.usec, 999_999)),

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import statistics
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -43,7 +43,9 @@ _SESSION_LOST = frozenset(sub_error_code(name) for name in ("INVALID_SESSION", "
 class CyclicCodec(Protocol):
     """What one API version sends each cycle and how it reads the answer."""
 
-    function: Function
+    @property
+    def function(self) -> Function:
+        """The BaseCyclic function of the next request."""
 
     def request(self, frame_id: int) -> bytes:
         """The request payload of cycle `frame_id`."""
@@ -55,7 +57,8 @@ class CyclicCodec(Protocol):
 class Kortex2Codec:
     """Gen3 / Gen3 lite: RefreshFeedback (0x30003), which works in any servoing mode.
 
-    Refresh would need LOW_LEVEL_SERVOING and actuator commands; the gateway commands no motion.
+    Refresh would need LOW_LEVEL_SERVOING and actuator commands; a Kortex 2 arm has no C61 wrist,
+    so the gateway never has anything to send with it.
     """
 
     function = Function.BASE_CYCLIC_REFRESH_FEEDBACK
@@ -70,22 +73,53 @@ class Kortex2Codec:
 
 
 class Kortex3Codec:
-    """Link 6: Refresh (0x30001) with a Command that carries only the wrist (no actuator commands)."""
+    """Link 6: RefreshFeedback (0x30003) in single-level servoing; Refresh (0x30001) in low level.
 
-    function = Function.BASE_CYCLIC_REFRESH
+    Like Kinova's ros2_link6 driver (kortex3_hardware_interface_low_level.cpp `write`): Refresh only
+    while the arm is in LOW_LEVEL_SERVOING and the gateway commands its actuators; there each
+    actuator is held at the position it had when low level began (velocity 0, flags 0, as the
+    driver's `sendJointPositionCommands` does), and the Command carries the C61 wrist command.
+    """
 
     def __init__(self) -> None:
         self._command = BaseCyclicKortex3_pb2.Command()
         self._command.wrist.c61.SetInParent()
+        self._low_level = False
+
+    @property
+    def low_level(self) -> bool:
+        """Whether each cycle is a Refresh commanding the actuators (the arm is in low-level servoing)."""
+        return self._low_level
+
+    @property
+    def function(self) -> Function:
+        """Refresh in low level, RefreshFeedback otherwise."""
+        return Function.BASE_CYCLIC_REFRESH if self._low_level else Function.BASE_CYCLIC_REFRESH_FEEDBACK
+
+    def hold(self, positions: Sequence[float]) -> None:
+        """Command every actuator to stay at `positions` (deg, joint 1 first) from the next cycle on."""
+        del self._command.actuators[:]
+        for position in positions:
+            self._command.actuators.add(position=position, velocity=0.0, flags=0)
+        self._low_level = True
+
+    def release(self) -> None:
+        """Back to RefreshFeedback from the next cycle on (the actuators are no longer commanded)."""
+        self._low_level = False
+        del self._command.actuators[:]
 
     def set_wrist(self, command: C61Command) -> None:
-        """Send `command` from the next cycle on."""
+        """Send `command` with the next Refresh on."""
         self._command.wrist.c61.CopyFrom(c61_command(command))
 
     def request(self, frame_id: int) -> bytes:
-        """Refresh's Command; the wrist's command id is the frame id, as the actuators' is."""
+        """Refresh's Command (command ids are the frame id, as the vendor sets them), or RefreshFeedback's Empty."""
+        if not self._low_level:
+            return b""
         command = self._command
         command.frame_id = frame_id
+        for actuator in command.actuators:
+            actuator.command_id.identifier = frame_id
         command.wrist.c61.command_id.identifier = frame_id
         return command.SerializeToString()
 

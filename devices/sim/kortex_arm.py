@@ -1,23 +1,29 @@
 """A simulated Kinova arm that speaks the Kortex wire protocol on loopback TCP and UDP.
 
-Built from the spec's facts (/work/shared/specs/kortex.md), not from the gateway's adapter, and
-checked against the spec's golden hex vectors in tests/test_kortex_sim.py. It implements:
+Built from the spec's facts (the shared notes' specs/kortex.md) and Kinova's public code, not from
+the gateway's adapter, and checked against the spec's golden hex vectors in tests/test_kortex_sim.py. It implements:
 
 - the TCP splitter (magic + big-endian length) and bare UDP datagrams;
 - Session: CreateSession (credentials checked, the id returned in the response header, one session
   per TCP connection or UDP peer), KeepAlive, CloseSession, GetConnections, and the session
   inactivity timeout;
-- BaseCyclic for Kortex 2 (Refresh, needing LOW_LEVEL_SERVOING as on a Gen3; RefreshFeedback;
-  RefreshCustomData; RefreshCommand refused as Gen3 firmware 2.3 does) and Kortex 3 (Refresh carrying
-  the C61 wrist command, RefreshFeedback), with a moving arm and a wrist whose inputs are wired to
-  its outputs;
-- Base: ArmStateTopic notifications, Unsubscribe, SetServoingMode, ApplyEmergencyStop;
+- BaseCyclic: RefreshFeedback in any servoing mode; Refresh only in LOW_LEVEL_SERVOING, refused
+  with WRONG_SERVOING_MODE otherwise (Gen3, Kinova-kortex2_Gen3_G3L issue 106; on Kortex 3 this is
+  an assumption: Kinova's ros2_link6 driver never sends Refresh outside low level), where the
+  actuators go to the commanded positions; Kortex 2 RefreshCustomData; RefreshCommand refused as
+  Gen3 firmware 2.3 does; Kortex 3's Refresh carries the C61 wrist command; a moving arm and a wrist
+  whose inputs are wired to its outputs;
+- Base: ArmStateTopic notifications (Kortex 2 layout, or Kortex 3's with the timestamp inside
+  generic_info), Unsubscribe, SetServoingMode, and 0x20091: ApplyEmergencyStop on Kortex 2 (the arm
+  goes IN_FAULT), ApplyQuickStop on Kortex 3 (counted; what a real Link 6 then reports is not in the
+  public code); Kortex 3 feedback's is_emergency_stop_activated follows `press_emergency_stop`;
 - error frames: INVALID_SESSION, UNSUPPORTED_SERVICE / UNSUPPORTED_METHOD, PAYLOAD_DECODING_ERR,
   USER_NOT_FOUND / INVALID_PASSWORD, WRONG_SERVOING_MODE. Which major error code a real robot pairs
   with each sub-code is not in the notes; this arm uses ERROR_PROTOCOL_SERVER for protocol faults and
   ERROR_DEVICE for refusals by the arm [L];
 - fault injection (`ArmFaults`): lose or delay a share of BaseCyclic replies on UDP, refuse sessions
-  (with an error or silently), and `close_tcp_connections()`.
+  (with an error or silently), answer successes with error code 0 and a non-zero sub-code (which
+  Kinova's client takes as success), and `close_tcp_connections()`.
 
 Run alone (the benchmark does): ``python -m devices.sim.kortex_arm --api kortex3``; it prints a JSON
 `listening` line, answers `stats` on stdin with the BaseCyclic request timing of each UDP session,
@@ -58,7 +64,9 @@ from protocols.kortex.generated import (
     Base_pb2,
     BaseCyclic_pb2,
     BaseCyclicKortex3_pb2,
+    BaseKortex3_pb2,
     Common_pb2,
+    CommonKortex3_pb2,
     Session_pb2,
     WristCyclicC61_pb2,
 )
@@ -96,12 +104,14 @@ class ArmFaults:
     `udp_reply_loss`: share [0, 1] of BaseCyclic replies on UDP never sent (session replies always
     go out, so a test's set-up stays deterministic). `udp_reply_delay_s`: delay of every BaseCyclic
     reply on UDP. `refuse_sessions`: answer CreateSession with an error ("error") or not at all
-    ("silent", a hung robot).
+    ("silent", a hung robot). `success_sub_code`: the sub-code every successful response carries in
+    frame_info, with error code 0 (0: none).
     """
 
     udp_reply_loss: float = 0.0
     udp_reply_delay_s: float = 0.0
     refuse_sessions: Refusal = "no"
+    success_sub_code: int = 0
 
 
 @dataclass(eq=False)
@@ -175,7 +185,13 @@ class SimulatedArm:
         self.udp_replies_lost = 0
         self.arm_state = Common_pb2.ARMSTATE_SERVOING_READY
         self.servoing_mode = Base_pb2.SINGLE_LEVEL_SERVOING
+        #: Every servoing mode set, in order.
+        self.servoing_modes: list[int] = []
+        #: Calls of 0x20091: ApplyEmergencyStop (Kortex 2) or ApplyQuickStop (Kortex 3).
         self.emergency_stops = 0
+        self.quick_stops = 0
+        #: The arm's emergency-stop input (Kortex 3 feedback field 48).
+        self.emergency_stop_activated = False
         self.wrist = WristCyclicC61_pb2.Command()
         self._actuator_targets: list[float] | None = None
 
@@ -206,14 +222,28 @@ class SimulatedArm:
         for link in list(self._tcp_links):
             link.close()
 
-    def set_arm_state(self, state: int) -> None:
-        """Change the arm state and notify every ArmStateTopic subscriber."""
+    def press_emergency_stop(self, pressed: bool = True) -> None:
+        """The arm's emergency-stop input: published in Kortex 3 feedback (field 48); the arm goes IN_FAULT."""
+        self.emergency_stop_activated = pressed
+        if pressed:
+            self.set_arm_state(Common_pb2.ARMSTATE_IN_FAULT)
+
+    def set_arm_state(self, state: int, stamp: float | None = None) -> None:
+        """Change the arm state and notify every ArmStateTopic subscriber (at Unix time `stamp`, default now)."""
         self.arm_state = state  # type: ignore[assignment]
-        now = time.time()
-        notification = Base_pb2.ArmStateNotification(
-            active_state=state,  # type: ignore[arg-type]
-            timestamp=Common_pb2.Timestamp(sec=int(now), usec=int(now % 1 * 1e6)),
-        ).SerializeToString()
+        now = time.time() if stamp is None else stamp
+        timestamp = Common_pb2.Timestamp(sec=int(now), usec=round(now % 1 * 1e6) % 1_000_000)
+        payload: Message
+        if self.api == "kortex3":
+            payload = BaseKortex3_pb2.ArmStateNotification(
+                active_state=state,  # type: ignore[arg-type]
+                generic_info=CommonKortex3_pb2.NotificationInformation(
+                    severity=CommonKortex3_pb2.NOTIF_INFO, timestamp=timestamp
+                ),
+            )
+        else:
+            payload = Base_pb2.ArmStateNotification(active_state=state, timestamp=timestamp)  # type: ignore[arg-type]
+        notification = payload.SerializeToString()
         for session in list(self.sessions.values()):
             for handle, function_uid in session.subscriptions.items():
                 if function_uid == Function.BASE_ARM_STATE_TOPIC:
@@ -268,9 +298,9 @@ class SimulatedArm:
             if len(session.cyclic_times) > _MAX_TIMES:
                 del session.cyclic_times[: _MAX_TIMES // 2]
         if uid == Function.SESSION_KEEP_ALIVE:
-            return [encode_response(header)]
+            return [self._success(header)]
         if uid == Function.SESSION_CLOSE_SESSION:
-            reply = encode_response(header)
+            reply = self._success(header)
             del self.sessions[session.id]
             self.closed_sessions.append(session)
             return [reply]
@@ -281,41 +311,50 @@ class SimulatedArm:
                     for s in self.sessions.values()
                 ]
             )
-            return [encode_response(header, connections.SerializeToString())]
+            return [self._success(header, connections.SerializeToString())]
         if uid == Function.BASE_CYCLIC_REFRESH:
             return self._refresh(header, payload, session)
         if uid == Function.BASE_CYCLIC_REFRESH_FEEDBACK:
             self._feedback_frame = (self._feedback_frame + 1) & 0xFFFF
-            return [encode_response(header, self._feedback(self._feedback_frame))]
+            return [self._success(header, self._feedback(self._feedback_frame))]
         if uid == Function.BASE_CYCLIC_REFRESH_CUSTOM_DATA and self.api == "kortex2":
             custom = parse_payload(BaseCyclic_pb2.CustomData, payload)
-            return [encode_response(header, custom.SerializeToString())]
+            return [self._success(header, custom.SerializeToString())]
         if uid == Function.BASE_ARM_STATE_TOPIC:
             parse_payload(Common_pb2.NotificationOptions, payload)
             handle = next(self._handles)
             session.subscriptions[handle] = uid
-            return [encode_response(header, Common_pb2.NotificationHandle(identifier=handle).SerializeToString())]
+            return [self._success(header, Common_pb2.NotificationHandle(identifier=handle).SerializeToString())]
         if uid == Function.BASE_UNSUBSCRIBE:
             handle = parse_payload(Common_pb2.NotificationHandle, payload).identifier
             session.subscriptions.pop(handle, None)
-            return [encode_response(header)]
+            return [self._success(header)]
         if uid == Function.BASE_SET_SERVOING_MODE:
             mode = parse_payload(Base_pb2.ServoingModeInformation, payload).servoing_mode
             self.servoing_mode = mode
+            self.servoing_modes.append(mode)
+            if mode != Base_pb2.LOW_LEVEL_SERVOING:
+                self._actuator_targets = None  # the base controls the actuators again
             self._notify_after_reply(
                 Common_pb2.ARMSTATE_SERVOING_LOW_LEVEL
                 if mode == Base_pb2.LOW_LEVEL_SERVOING
                 else Common_pb2.ARMSTATE_SERVOING_READY
             )
-            return [encode_response(header)]
+            return [self._success(header)]
         if uid == Function.BASE_APPLY_EMERGENCY_STOP:
-            self.emergency_stops += 1
-            self._notify_after_reply(Common_pb2.ARMSTATE_IN_FAULT)
-            return [encode_response(header)]
+            if self.api == "kortex3":
+                self.quick_stops += 1  # ApplyQuickStop in API 3.4
+            else:
+                self.emergency_stops += 1
+                self._notify_after_reply(Common_pb2.ARMSTATE_IN_FAULT)
+            return [self._success(header)]
         # RefreshCommand lands here too: Gen3 firmware 2.3 answers it with UNSUPPORTED_METHOD.
         sub_code = _UNSUPPORTED_METHOD if header.service_id in _KNOWN_SERVICES else _UNSUPPORTED_SERVICE
         where = f"<srv: {header.service_id}, fct: {header.function_id}, msgType: {FrameType.RESPONSE.value}>"
         return [encode_error(header, ErrorCode.ERROR_PROTOCOL_SERVER, sub_code, where)]
+
+    def _success(self, request: Header, payload: bytes = b"", session_id: int | None = None) -> bytes:
+        return encode_response(request, payload, session_id, sub_code=self.faults.success_sub_code)
 
     def _notify_after_reply(self, state: int) -> None:
         # The reply is sent when the handler returns; the notification it causes comes after it.
@@ -347,7 +386,7 @@ class SimulatedArm:
             last_seen=time.monotonic(),
         )
         self.sessions[session.id] = session
-        return [encode_response(header, session_id=session.id)]
+        return [self._success(header, session_id=session.id)]
 
     def _new_session_id(self) -> int:
         # 16 bits in message_info; 0 means "no session".
@@ -366,14 +405,18 @@ class SimulatedArm:
         return session
 
     def _refresh(self, header: Header, payload: bytes, session: SimSession) -> list[bytes]:
+        command: BaseCyclic_pb2.Command | BaseCyclicKortex3_pb2.Command
         if self.api == "kortex2":
-            command2 = parse_payload(BaseCyclic_pb2.Command, payload)
-            if self.servoing_mode != Base_pb2.LOW_LEVEL_SERVOING:
-                return [encode_error(header, ErrorCode.ERROR_DEVICE, _WRONG_SERVOING_MODE, "not in low-level servoing")]
-            if command2.actuators:
-                self._actuator_targets = [actuator.position for actuator in command2.actuators]
-            return [encode_response(header, self._feedback(command2.frame_id))]
-        command3 = parse_payload(BaseCyclicKortex3_pb2.Command, payload)
+            command = parse_payload(BaseCyclic_pb2.Command, payload)
+        else:
+            command = parse_payload(BaseCyclicKortex3_pb2.Command, payload)
+        if self.servoing_mode != Base_pb2.LOW_LEVEL_SERVOING:
+            return [encode_error(header, ErrorCode.ERROR_DEVICE, _WRONG_SERVOING_MODE, "not in low-level servoing")]
+        if command.actuators:
+            self._actuator_targets = [actuator.position for actuator in command.actuators]
+        if isinstance(command, BaseCyclic_pb2.Command):
+            return [self._success(header, self._feedback(command.frame_id))]
+        command3 = command
         if command3.HasField("wrist") and command3.wrist.HasField("c61"):
             wrist = WristCyclicC61_pb2.Command()
             wrist.CopyFrom(command3.wrist.c61)
@@ -381,7 +424,7 @@ class SimulatedArm:
             if not session.wrist_commands or session.wrist_commands[-1][1] != wrist:
                 session.wrist_commands.append((command3.frame_id, wrist))
             self.wrist = wrist
-        return [encode_response(header, self._feedback(command3.frame_id))]
+        return [self._success(header, self._feedback(command3.frame_id))]
 
     # -- the simulated arm's state ------------------------------------------------------------------
 
@@ -400,6 +443,7 @@ class SimulatedArm:
             feedback = BaseCyclicKortex3_pb2.Feedback(frame_id=frame_id)
             actuators = feedback.actuators
             self._fill_wrist(feedback.wrist.c61, frame_id, t)
+            feedback.base.is_emergency_stop_activated = self.emergency_stop_activated
         base = feedback.base
         base.active_state = self.arm_state
         base.arm_voltage = 24.0

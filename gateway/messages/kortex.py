@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from gateway.messages.schema import F32, STR, U32, U64, Array, Float, Int, Nested, message, structure
+from gateway.messages.schema import BOOL, F32, STR, U32, U64, Array, Float, Int, Nested, message, structure
 
 #: Analog outputs: [0, 10] V in voltage mode, [0, 25] mA in current mode; the adapter knows the mode.
 _ANALOG_OUT = Float(32, 0.0, 25.0)
@@ -167,7 +167,11 @@ class Timestamp:
 
 @message("kortex/Base/ArmStateNotification")
 class ArmStateNotification:
-    """The arm's new state (Base.ArmStateTopic): `active_state` is one of the ARMSTATE_* constants."""
+    """The arm's new state (Base.ArmStateTopic): `active_state` is one of the ARMSTATE_* constants.
+
+    States 0-10 exist on both API versions; 11-17 only on Kortex 3 (Link 6), 255 only on Kortex 2.
+    `timestamp` is when the arm changed state (Kortex 3 sends it inside the notification's generic_info).
+    """
 
     ARMSTATE_UNSPECIFIED = 0
     ARMSTATE_BASE_INITIALIZATION = 1
@@ -180,10 +184,38 @@ class ArmStateNotification:
     ARMSTATE_SERVOING_PLAYING_SEQUENCE = 8
     ARMSTATE_SERVOING_MANUALLY_CONTROLLED = 9
     ARMSTATE_BRAKE_RELEASING = 10
+    ARMSTATE_POSITION_UNKNOWN = 11
+    ARMSTATE_ARM_OPERATIONAL = 12
+    ARMSTATE_RECOVERY = 13
+    ARMSTATE_CONTROLLER_INITIALIZATION = 14
+    ARMSTATE_WAIT_FOR_POSITION_CONFIRMATION = 15
+    ARMSTATE_IN_FAULT_POWERED_OFF = 16
+    ARMSTATE_IN_UNRECOVERABLE_FAULT = 17
     ARMSTATE_RESERVED = 255
 
     active_state: Annotated[int, U32] = 0
     timestamp: Annotated[Timestamp, Nested(Timestamp)] = Timestamp()
+
+
+@message("kortex/BaseCyclic/BaseFeedback")
+class BaseFeedback:
+    """The base's part of a BaseCyclic feedback: arm state, supply, temperatures, faults, emergency stop.
+
+    `active_state` is an `ArmStateNotification` ARMSTATE_* value, `arm_voltage` in V, `arm_current`
+    in A, temperatures in °C; the banks are bitmasks. `is_emergency_stop_activated` is the arm's own
+    emergency-stop state (Kortex 3 field 48; always false on Kortex 2, whose feedback has no such field).
+    """
+
+    active_state: Annotated[int, U32] = 0
+    arm_voltage: Annotated[float, F32] = 0.0
+    arm_current: Annotated[float, F32] = 0.0
+    temperature_cpu: Annotated[float, F32] = 0.0
+    temperature_ambient: Annotated[float, F32] = 0.0
+    fault_bank_a: Annotated[int, U32] = 0
+    fault_bank_b: Annotated[int, U32] = 0
+    warning_bank_a: Annotated[int, U32] = 0
+    warning_bank_b: Annotated[int, U32] = 0
+    is_emergency_stop_activated: Annotated[bool, BOOL] = False
 
 
 @message("hwgateway/KortexCyclicStats")

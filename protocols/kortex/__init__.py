@@ -5,5 +5,5 @@ carry one frame bare), `header` (the four bit-packed header words), `frame` (the
 envelope), `errors` (error codes and sub-codes by name), `services` (service and function ids),
 `router` (message ids, the session id and the classification of incoming frames). The protobuf
 classes are generated into `generated/` by scripts/gen-kortex-protos.py from `proto/`.
-Facts and sources: /work/shared/specs/kortex.md.
+Facts and sources: the shared protocol notes, specs/kortex.md.
 """

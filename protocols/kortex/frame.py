@@ -29,8 +29,13 @@ class Frame:
 
     @property
     def is_error(self) -> bool:
-        """A response whose header carries an error code."""
-        return self.header.error_code != 0 or self.header.error_sub_code != 0
+        """A response whose header carries a non-zero error code.
+
+        The sub-code alone does not make an error: Kinova's client fails a request only when the
+        errorCode nibble is not ERROR_NONE (kortex_api 2.6 `FrameHandler.manageReceivedFrame`), so
+        error code 0 with a non-zero sub-code is a success.
+        """
+        return self.header.error_code != 0
 
 
 def encode_frame(header: Header, payload: bytes = b"") -> bytes:
@@ -88,7 +93,7 @@ def decode_error(frame: Frame) -> KortexError:
     return KortexError(code, sub_code, text, header.service_id, header.function_id)
 
 
-def response_header(request: Header, session_id: int | None = None) -> Header:
+def response_header(request: Header, session_id: int | None = None, sub_code: int = 0) -> Header:
     """The header answering `request` (same message, service and function ids)."""
     return Header(
         frame_type=FrameType.RESPONSE,
@@ -97,12 +102,13 @@ def response_header(request: Header, session_id: int | None = None) -> Header:
         service_id=request.service_id,
         function_id=request.function_id,
         device_id=request.device_id,
+        error_sub_code=sub_code,
     )
 
 
-def encode_response(request: Header, payload: bytes = b"", session_id: int | None = None) -> bytes:
-    """A successful response to `request`."""
-    return encode_frame(response_header(request, session_id), payload)
+def encode_response(request: Header, payload: bytes = b"", session_id: int | None = None, sub_code: int = 0) -> bytes:
+    """A successful response to `request`; a non-zero `sub_code` with error code 0 is still a success."""
+    return encode_frame(response_header(request, session_id, sub_code), payload)
 
 
 def encode_error(request: Header, error_code: int, sub_code: int, text: str = "") -> bytes:

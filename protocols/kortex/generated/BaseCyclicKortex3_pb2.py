@@ -23,21 +23,23 @@ _sym_db = _symbol_database.Default()
 
 
 from . import ActuatorCyclic_pb2 as ActuatorCyclic__pb2
-from . import BaseCyclic_pb2 as BaseCyclic__pb2
+from . import CommonKortex3_pb2 as CommonKortex3__pb2
 from . import WristCyclicGeneric_pb2 as WristCyclicGeneric__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x42\x61seCyclicKortex3.proto\x12\x1dKinova.Api.Kortex3.BaseCyclic\x1a\x14\x41\x63tuatorCyclic.proto\x1a\x10\x42\x61seCyclic.proto\x1a\x18WristCyclicGeneric.proto\"\x82\x01\n\x07\x43ommand\x12\x10\n\x08\x66rame_id\x18\x01 \x01(\x07\x12\x35\n\tactuators\x18\x02 \x03(\x0b\x32\".Kinova.Api.ActuatorCyclic.Command\x12.\n\x05wrist\x18\x04 \x01(\x0b\x32\x1f.Kinova.Api.WristCyclic.Command\"\xb8\x01\n\x08\x46\x65\x65\x64\x62\x61\x63k\x12\x10\n\x08\x66rame_id\x18\x01 \x01(\x07\x12\x31\n\x04\x62\x61se\x18\x02 \x01(\x0b\x32#.Kinova.Api.BaseCyclic.BaseFeedback\x12\x36\n\tactuators\x18\x03 \x03(\x0b\x32#.Kinova.Api.ActuatorCyclic.Feedback\x12/\n\x05wrist\x18\x05 \x01(\x0b\x32 .Kinova.Api.WristCyclic.Feedback\"]\n\nCustomData\x12\x10\n\x08\x66rame_id\x18\x01 \x01(\x07\x12=\n\x11wrist_custom_data\x18\x04 \x01(\x0b\x32\".Kinova.Api.WristCyclic.CustomDatab\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x42\x61seCyclicKortex3.proto\x12\x1dKinova.Api.Kortex3.BaseCyclic\x1a\x14\x41\x63tuatorCyclic.proto\x1a\x13\x43ommonKortex3.proto\x1a\x18WristCyclicGeneric.proto\"\x93\x0c\n\x0c\x42\x61seFeedback\x12*\n\"active_state_connection_identifier\x18\x01 \x01(\r\x12\x39\n\x0c\x61\x63tive_state\x18\x02 \x01(\x0e\x32#.Kinova.Api.Kortex3.Common.ArmState\x12\x13\n\x0b\x61rm_voltage\x18\x03 \x01(\x02\x12\x13\n\x0b\x61rm_current\x18\x04 \x01(\x02\x12\x17\n\x0ftemperature_cpu\x18\x05 \x01(\x02\x12\x1b\n\x13temperature_ambient\x18\x06 \x01(\x02\x12\x1a\n\x12imu_acceleration_x\x18\x07 \x01(\x02\x12\x1a\n\x12imu_acceleration_y\x18\x08 \x01(\x02\x12\x1a\n\x12imu_acceleration_z\x18\t \x01(\x02\x12\x1e\n\x16imu_angular_velocity_x\x18\n \x01(\x02\x12\x1e\n\x16imu_angular_velocity_y\x18\x0b \x01(\x02\x12\x1e\n\x16imu_angular_velocity_z\x18\x0c \x01(\x02\x12\x13\n\x0btool_pose_x\x18\r \x01(\x02\x12\x13\n\x0btool_pose_y\x18\x0e \x01(\x02\x12\x13\n\x0btool_pose_z\x18\x0f \x01(\x02\x12\x19\n\x11tool_pose_theta_x\x18\x10 \x01(\x02\x12\x19\n\x11tool_pose_theta_y\x18\x11 \x01(\x02\x12\x19\n\x11tool_pose_theta_z\x18\x12 \x01(\x02\x12\x1b\n\x13tool_twist_linear_x\x18\x13 \x01(\x02\x12\x1b\n\x13tool_twist_linear_y\x18\x14 \x01(\x02\x12\x1b\n\x13tool_twist_linear_z\x18\x15 \x01(\x02\x12\x1c\n\x14tool_twist_angular_x\x18\x16 \x01(\x02\x12\x1c\n\x14tool_twist_angular_y\x18\x17 \x01(\x02\x12\x1c\n\x14tool_twist_angular_z\x18\x18 \x01(\x02\x12$\n\x1ctool_external_wrench_force_x\x18\x19 \x01(\x02\x12$\n\x1ctool_external_wrench_force_y\x18\x1a \x01(\x02\x12$\n\x1ctool_external_wrench_force_z\x18\x1b \x01(\x02\x12%\n\x1dtool_external_wrench_torque_x\x18\x1c \x01(\x02\x12%\n\x1dtool_external_wrench_torque_y\x18\x1d \x01(\x02\x12%\n\x1dtool_external_wrench_torque_z\x18\x1e \x01(\x02\x12\x14\n\x0c\x66\x61ult_bank_a\x18\x1f \x01(\x07\x12\x14\n\x0c\x66\x61ult_bank_b\x18  \x01(\x07\x12\x16\n\x0ewarning_bank_a\x18! \x01(\x07\x12\x16\n\x0ewarning_bank_b\x18\" \x01(\x07\x12\x1d\n\x15\x63ommanded_tool_pose_x\x18# \x01(\x02\x12\x1d\n\x15\x63ommanded_tool_pose_y\x18$ \x01(\x02\x12\x1d\n\x15\x63ommanded_tool_pose_z\x18% \x01(\x02\x12#\n\x1b\x63ommanded_tool_pose_theta_x\x18& \x01(\x02\x12#\n\x1b\x63ommanded_tool_pose_theta_y\x18\' \x01(\x02\x12#\n\x1b\x63ommanded_tool_pose_theta_z\x18( \x01(\x02\x12\x44\n\x0eoperating_mode\x18) \x01(\x0e\x32,.Kinova.Api.Kortex3.Common.OperatingModeType\x12\x1d\n\x15\x65nabling_device_state\x18* \x01(\x08\x12\x18\n\x10scu_fault_bank_a\x18+ \x01(\x07\x12\x18\n\x10scu_fault_bank_b\x18, \x01(\x07\x12\x18\n\x10scu_fault_bank_c\x18- \x01(\x07\x12\x18\n\x10scu_fault_bank_d\x18. \x01(\x07\x12#\n\x1bis_emergency_stop_activated\x18\x30 \x01(\x08\x12\x16\n\x0e\x61\x63tive_payload\x18\x31 \x01(\x02\x12\x12\n\nstate_bank\x18\x32 \x01(\x07\x12\x1a\n\x12\x61\x63tual_speed_ratio\x18\x33 \x01(\x02\"\x82\x01\n\x07\x43ommand\x12\x10\n\x08\x66rame_id\x18\x01 \x01(\x07\x12\x35\n\tactuators\x18\x02 \x03(\x0b\x32\".Kinova.Api.ActuatorCyclic.Command\x12.\n\x05wrist\x18\x04 \x01(\x0b\x32\x1f.Kinova.Api.WristCyclic.Command\"\xc0\x01\n\x08\x46\x65\x65\x64\x62\x61\x63k\x12\x10\n\x08\x66rame_id\x18\x01 \x01(\x07\x12\x39\n\x04\x62\x61se\x18\x02 \x01(\x0b\x32+.Kinova.Api.Kortex3.BaseCyclic.BaseFeedback\x12\x36\n\tactuators\x18\x03 \x03(\x0b\x32#.Kinova.Api.ActuatorCyclic.Feedback\x12/\n\x05wrist\x18\x05 \x01(\x0b\x32 .Kinova.Api.WristCyclic.Feedback\"]\n\nCustomData\x12\x10\n\x08\x66rame_id\x18\x01 \x01(\x07\x12=\n\x11wrist_custom_data\x18\x04 \x01(\x0b\x32\".Kinova.Api.WristCyclic.CustomDatab\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'BaseCyclicKortex3_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_COMMAND']._serialized_start=125
-  _globals['_COMMAND']._serialized_end=255
-  _globals['_FEEDBACK']._serialized_start=258
-  _globals['_FEEDBACK']._serialized_end=442
-  _globals['_CUSTOMDATA']._serialized_start=444
-  _globals['_CUSTOMDATA']._serialized_end=537
+  _globals['_BASEFEEDBACK']._serialized_start=128
+  _globals['_BASEFEEDBACK']._serialized_end=1683
+  _globals['_COMMAND']._serialized_start=1686
+  _globals['_COMMAND']._serialized_end=1816
+  _globals['_FEEDBACK']._serialized_start=1819
+  _globals['_FEEDBACK']._serialized_end=2011
+  _globals['_CUSTOMDATA']._serialized_start=2013
+  _globals['_CUSTOMDATA']._serialized_end=2106
 # @@protoc_insertion_point(module_scope)
