@@ -5,10 +5,11 @@ every BaseCyclic request it receives, per session. In turn, (1) the real daemon 
 run`) with one kortex device at `--rate` Hz, publishing every reply to the bus (`publish_rate_hz =
 rate`), with `--subscribers` WebSocket clients subscribed to all of its topics, and (2) a bare
 asyncio loop in its own process (this file with `--bare`) doing the same exchange: UDP
-CreateSession, then Refresh with a C61 command on absolute deadlines, each reply parsed, then
-CloseSession. The pair's order alternates between repeats. Figures are measured at the arm:
-achieved rate, and the send period's p50/p99 and jitter (|period - nominal|) p50/p99; medians over
-repeats; ratio gateway/bare. The gateway's own drop counters come from its `cyclic` stream.
+CreateSession, then RefreshFeedback on absolute deadlines (what the gateway sends while no client
+commands the wrist: Refresh is for low-level servoing), each reply parsed, then CloseSession. The
+pair's order alternates between repeats. Figures are measured at the arm: achieved rate, and the
+send period's p50/p99 and jitter (|period - nominal|) p50/p99; medians over repeats; ratio
+gateway/bare. The gateway's own drop counters come from its `cyclic` stream.
 
 Run:  scripts/loopback-only.sh .venv/bin/python bench/kortex.py [--rate 1000] [--duration 10] [--repeats 1]
 """
@@ -171,16 +172,13 @@ async def bare_loop(udp_port: int, rate: float, duration: float) -> None:
     waiter = loop.create_future()
     transport.sendto(router.request(Function.SESSION_CREATE_SESSION, info.SerializeToString())[1])
     await asyncio.wait_for(waiter, 2)
-    command = BaseCyclicKortex3_pb2.Command()
-    command.wrist.c61.led_ring_rgb = 0x00FF00
     period, sent, parsed = 1.0 / rate, 0, 0
     deadline = start = loop.time()
     while loop.time() - start < duration:
         now = loop.time()
         while deadline <= now:
             sent += 1
-            command.frame_id = command.wrist.c61.command_id.identifier = sent & 0xFFFF
-            transport.sendto(router.request(Function.BASE_CYCLIC_REFRESH, command.SerializeToString())[1])
+            transport.sendto(router.request(Function.BASE_CYCLIC_REFRESH_FEEDBACK)[1])
             deadline += period
         for payload in replies.values():
             parse_payload(BaseCyclicKortex3_pb2.Feedback, payload)

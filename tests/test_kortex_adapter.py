@@ -21,6 +21,7 @@ from gateway.messages.generic import Led
 from gateway.messages.kortex import ArmStateNotification, KortexCyclicStats
 from gateway.messages.kortex import Command as C61Command
 from protocols.kortex.frame import decode_frame
+from protocols.kortex.generated import Base_pb2
 from protocols.kortex.services import Function
 from tests.adapter_rig import AdapterRig
 
@@ -208,23 +209,46 @@ async def test_commands_reach_the_next_cycle_with_leases_and_ranges(arm3: Simula
         await device.stop()
 
 
-async def test_estop_zeroes_outputs_and_applies_the_arms_emergency_stop(arm3: SimulatedArm) -> None:
+async def test_kortex3_estop_zeroes_outputs_applies_quick_stop_and_leaves_low_level(arm3: SimulatedArm) -> None:
     device = Device(options_for(arm3))
     device.start()
     await device.connected()
     try:
+        assert device.adapter.capabilities()["estop"] == "Base.ApplyQuickStop (0x20091)"
         await device.adapter.handle_command(
             Command("kortex/WristCyclicC61/Command", C61Command(digital_outputs_state=0xFF), "c1", 0.0)
         )
+        assert arm3.servoing_modes == [Base_pb2.LOW_LEVEL_SERVOING]
         await device.adapter.estop()
-        await asyncio.sleep(0.05)
-        assert arm3.emergency_stops == 1
+        # 0x20091 is ApplyQuickStop in API 3.4; the outputs went to 0 in a Refresh before low level ended.
+        assert (arm3.quick_stops, arm3.emergency_stops) == (1, 0)
         assert arm3.wrist.digital_outputs_state == 0
-        state = device.latest("arm_state")
-        assert isinstance(state, ArmStateNotification)
-        assert state.active_state == ArmStateNotification.ARMSTATE_IN_FAULT
+        assert arm3.servoing_modes == [Base_pb2.LOW_LEVEL_SERVOING, Base_pb2.SINGLE_LEVEL_SERVOING]
+        refreshes = arm3.requests[Function.BASE_CYCLIC_REFRESH]
+        await asyncio.sleep(0.1)
+        assert arm3.requests[Function.BASE_CYCLIC_REFRESH] == refreshes  # RefreshFeedback again
+        assert device.adapter._cyclic is not None
+        assert device.adapter._cyclic.counters.errors == 0
     finally:
         await device.stop()
+
+
+async def test_kortex2_estop_applies_the_emergency_stop_that_latches_a_fault() -> None:
+    arm = SimulatedArm("kortex2")
+    await arm.start()
+    device = Device(options_for(arm, cyclic_rate_hz=200.0))
+    try:
+        device.start()
+        await device.connected()
+        assert device.adapter.capabilities()["estop"] == "Base.ApplyEmergencyStop (0x20091)"
+        await device.adapter.estop()
+        await device.until(lambda: device.latest("arm_state") is not None)
+        assert (arm.emergency_stops, arm.quick_stops) == (1, 0)
+        assert device.latest("arm_state").active_state == ArmStateNotification.ARMSTATE_IN_FAULT
+        assert arm.servoing_modes == []  # Kortex 2 never entered low level
+    finally:
+        await device.stop()
+        await arm.stop()
 
 
 async def test_error_frames_become_structured_device_errors(arm3: SimulatedArm) -> None:

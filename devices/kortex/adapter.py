@@ -132,7 +132,6 @@ class KortexAdapter(Adapter[KortexOptions]):
                 )
                 await self._sim.start()
             host, tcp_port, udp_port = self._sim.host, self._sim.tcp_port, self._sim.udp_port
-        stopping = False
         try:
             await self._connect(host, tcp_port, udp_port)
             assert self._tcp is not None
@@ -143,11 +142,8 @@ class KortexAdapter(Adapter[KortexOptions]):
             )
             self.ctx.publish("wrist/command", self._wrist)
             await self._serve()
-        except asyncio.CancelledError:
-            stopping = True
-            raise
         finally:
-            await self._disconnect(safe_state=stopping)
+            await self._disconnect()
 
     async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
         """Set the C61 wrist outputs or LED ring; answer with the frame id of the cycle carrying them."""
@@ -242,8 +238,11 @@ class KortexAdapter(Adapter[KortexOptions]):
                 raise LinkLost(f"robot unreachable: {connection.name} session refused: {error}") from None
         if self._leave_low_level_on_connect:
             # The link dropped while the gateway held the arm in low level: leave it before anything else.
-            await self._set_servoing_mode(tcp, Base_pb2.SINGLE_LEVEL_SERVOING)
             self._leave_low_level_on_connect = False
+            try:
+                await self._set_servoing_mode(tcp, Base_pb2.SINGLE_LEVEL_SERVOING)
+            except (KortexRequestError, KortexTimeout) as error:
+                log.warning("%s: could not leave low-level servoing after reconnecting: %s", self.ctx.device_id, error)
         if options.arm_state_notifications:
             await self._subscribe_arm_state(tcp)
         self._last_feedback = None
@@ -299,20 +298,16 @@ class KortexAdapter(Adapter[KortexOptions]):
                 next_stats += STATS_PERIOD_S
                 self.ctx.publish("cyclic", cyclic.stats(self.options.api))
 
-    async def _disconnect(self, safe_state: bool) -> None:
+    async def _disconnect(self) -> None:
+        """Leave low level if the gateway holds it (outputs to 0 first), unsubscribe, close both sessions."""
         tcp, udp, cyclic = self._tcp, self._udp, self._cyclic
         self._tcp = self._udp = self._cyclic = None
         codec = self._codec
         if isinstance(codec, Kortex3Codec) and codec.low_level:
             self._low_level_clients.clear()
             self._zero_outputs()
-            if safe_state and cyclic is not None and udp is not None and udp.failure is None:
-                # The outputs go to 0 in one last Refresh before low level and the session end.
-                with contextlib.suppress(*_LINK_FAULTS):
-                    await udp.call(
-                        codec.function, codec.request((cyclic.frame_id + 1) & 0xFFFF), timeout_s=SHUTDOWN_RPC_TIMEOUT_S
-                    )
             codec.release()
+            await self._last_refresh(codec, udp, cyclic)
             left = False
             if tcp is not None and tcp.failure is None:
                 try:
@@ -367,15 +362,12 @@ class KortexAdapter(Adapter[KortexOptions]):
         async with self._servoing_lock:
             if not codec.low_level or self._low_level_clients:
                 return
+            log.info("%s: leaving low-level servoing (%s)", self.ctx.device_id, reason)
             self._zero_outputs()
-            cyclic, tcp = self._cyclic, self._tcp
-            if cyclic is not None:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(SHUTDOWN_RPC_TIMEOUT_S):
-                        await cyclic.next_cycle()
             # RefreshFeedback from now on: it is answered in either mode, Refresh only in low level.
             codec.release()
-            log.info("%s: leaving low-level servoing (%s)", self.ctx.device_id, reason)
+            await self._last_refresh(codec, self._udp, self._cyclic)
+            tcp = self._tcp
             if tcp is None or tcp.failure is not None:
                 self._leave_low_level_on_connect = True
                 return
@@ -384,6 +376,16 @@ class KortexAdapter(Adapter[KortexOptions]):
             except _LINK_FAULTS as error:
                 log.warning("%s: could not leave low-level servoing: %s", self.ctx.device_id, error)
                 self._leave_low_level_on_connect = True
+
+    async def _last_refresh(self, codec: Kortex3Codec, udp: KortexConnection | None, cyclic: CyclicLoop | None) -> None:
+        """One more Refresh (outputs at 0), answered before SetServoingMode, which would make it refused."""
+        if udp is None or cyclic is None or udp.failure is not None:
+            return
+        payload = codec.refresh_request((cyclic.frame_id + 1) & 0xFFFF)
+        try:
+            await udp.call(Function.BASE_CYCLIC_REFRESH, payload, timeout_s=SHUTDOWN_RPC_TIMEOUT_S)
+        except _LINK_FAULTS as error:
+            log.warning("%s: the last Refresh (outputs at 0) failed: %s", self.ctx.device_id, error)
 
     # -- state -------------------------------------------------------------------------------------
 

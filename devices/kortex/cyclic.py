@@ -104,18 +104,19 @@ class Kortex3Codec:
         self._low_level = True
 
     def release(self) -> None:
-        """Back to RefreshFeedback from the next cycle on (the actuators are no longer commanded)."""
+        """Back to RefreshFeedback from the next cycle on (`refresh_request` still builds the last Refresh)."""
         self._low_level = False
-        del self._command.actuators[:]
 
     def set_wrist(self, command: C61Command) -> None:
         """Send `command` with the next Refresh on."""
         self._command.wrist.c61.CopyFrom(c61_command(command))
 
     def request(self, frame_id: int) -> bytes:
-        """Refresh's Command (command ids are the frame id, as the vendor sets them), or RefreshFeedback's Empty."""
-        if not self._low_level:
-            return b""
+        """Refresh's Command in low level, RefreshFeedback's Empty otherwise."""
+        return self.refresh_request(frame_id) if self._low_level else b""
+
+    def refresh_request(self, frame_id: int) -> bytes:
+        """Refresh's Command: held actuators and wrist; command ids are the frame id, as the vendor sets them."""
         command = self._command
         command.frame_id = frame_id
         for actuator in command.actuators:

@@ -193,7 +193,8 @@ class SimulatedArm:
         #: The arm's emergency-stop input (Kortex 3 feedback field 48).
         self.emergency_stop_activated = False
         self.wrist = WristCyclicC61_pb2.Command()
-        self._actuator_targets: list[float] | None = None
+        #: Positions (deg) the actuators hold in low-level servoing, from the last Refresh; None outside it.
+        self.actuator_targets: list[float] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -334,7 +335,7 @@ class SimulatedArm:
             self.servoing_mode = mode
             self.servoing_modes.append(mode)
             if mode != Base_pb2.LOW_LEVEL_SERVOING:
-                self._actuator_targets = None  # the base controls the actuators again
+                self.actuator_targets = None  # the base controls the actuators again
             self._notify_after_reply(
                 Common_pb2.ARMSTATE_SERVOING_LOW_LEVEL
                 if mode == Base_pb2.LOW_LEVEL_SERVOING
@@ -413,7 +414,7 @@ class SimulatedArm:
         if self.servoing_mode != Base_pb2.LOW_LEVEL_SERVOING:
             return [encode_error(header, ErrorCode.ERROR_DEVICE, _WRONG_SERVOING_MODE, "not in low-level servoing")]
         if command.actuators:
-            self._actuator_targets = [actuator.position for actuator in command.actuators]
+            self.actuator_targets = [actuator.position for actuator in command.actuators]
         if isinstance(command, BaseCyclic_pb2.Command):
             return [self._success(header, self._feedback(command.frame_id))]
         command3 = command
@@ -457,8 +458,8 @@ class SimulatedArm:
             else:
                 actuator.feedback_id.identifier = frame_id
             phase = 2 * math.pi * 0.1 * t + index
-            if self._actuator_targets is not None and index < len(self._actuator_targets):
-                actuator.position = self._actuator_targets[index]
+            if self.actuator_targets is not None and index < len(self.actuator_targets):
+                actuator.position = self.actuator_targets[index]
             else:
                 actuator.position = (180.0 + 30.0 * math.sin(phase)) % 360.0
                 actuator.velocity = 30.0 * 2 * math.pi * 0.1 * math.cos(phase)
