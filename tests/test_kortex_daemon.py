@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
 from devices.sim.kortex_arm import SimulatedArm
+from protocols.kortex.generated import Base_pb2
 from tests.harness import RunningGateway, connect, gateway_config, start_gateway
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 2.0) -> None:
+    """Wait for `condition` (the arm runs in this process; the gateway in another)."""
+    async with asyncio.timeout(timeout):
+        while True:
+            if condition():
+                return
+            await asyncio.sleep(0.01)
 
 
 @pytest.fixture
@@ -54,7 +64,9 @@ async def test_websocket_command_reaches_the_arm_in_the_next_cycle(gateway: Runn
     }
     result = await client.ok("command", device="arm-1", type="kortex/WristCyclicC61/Command", data=command)
     [session] = [s for s in arm.sessions.values() if s.link.kind == "udp"]
-    await asyncio.sleep(0.05)
+    # The command entered low-level servoing (RefreshFeedback before it), then rode a Refresh.
+    await eventually(lambda: any(sent.led_ring_rgb == 0x123456 for _, sent in session.wrist_commands))
+    assert arm.servoing_modes == [Base_pb2.LOW_LEVEL_SERVOING]
     first_seen = next(frame for frame, sent in session.wrist_commands if sent.led_ring_rgb == 0x123456)
     assert first_seen == result["frame_id"]
     assert arm.wrist.digital_outputs_state == 0b1001
@@ -78,9 +90,11 @@ async def test_websocket_command_reaches_the_arm_in_the_next_cycle(gateway: Runn
     assert arm.wrist.led_ring_rgb == 0x0000FF
     # The client leaving ends its lease on the outputs.
     await client.close()
-    await asyncio.sleep(0.3)
+    await eventually(lambda: len(arm.servoing_modes) == 2)
     assert arm.wrist.digital_outputs_state == 0
     assert arm.wrist.led_ring_rgb == 0x0000FF
+    # It was the only client driving the wrist: the arm is back in single-level servoing.
+    assert arm.servoing_modes == [Base_pb2.LOW_LEVEL_SERVOING, Base_pb2.SINGLE_LEVEL_SERVOING]
 
 
 async def test_device_unreachable_while_sessions_are_refused(gateway: RunningGateway, arm: SimulatedArm) -> None:

@@ -64,6 +64,8 @@ WATCH_PERIOD_S = 0.1
 STATS_PERIOD_S = 1.0
 #: CloseSession, Unsubscribe, SetServoingMode and the last safe-state cycle must not hold the gateway up.
 SHUTDOWN_RPC_TIMEOUT_S = 0.5
+#: How long a wrist command waits for the first feedback after connecting (the joints are held at it).
+FIRST_FEEDBACK_WAIT_S = 0.5
 #: Faults that may meet a safe-state step on a link that is going away; each is logged, none stops the rest.
 _LINK_FAULTS = (LinkLost, KortexRequestError, KortexTimeout)
 
@@ -100,6 +102,7 @@ class KortexAdapter(Adapter[KortexOptions]):
         self._leave_low_level_on_connect = False
         self._servoing_lock = asyncio.Lock()
         self._last_feedback: Message | None = None
+        self._feedback_arrived = asyncio.Event()
         self._background: set[asyncio.Task[None]] = set()
         self._tcp: KortexConnection | None = None
         self._udp: KortexConnection | None = None
@@ -246,6 +249,7 @@ class KortexAdapter(Adapter[KortexOptions]):
         if options.arm_state_notifications:
             await self._subscribe_arm_state(tcp)
         self._last_feedback = None
+        self._feedback_arrived.clear()
         self._cyclic = CyclicLoop(
             udp, self._codec, options.cyclic_rate_hz, options.cyclic_reply_timeout_ms / 1000, self._on_feedback
         )
@@ -345,6 +349,10 @@ class KortexAdapter(Adapter[KortexOptions]):
         assert isinstance(codec, Kortex3Codec)
         async with self._servoing_lock:
             if not codec.low_level:
+                # The joints are held where the feedback last put them: wait for one just after connecting.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(FIRST_FEEDBACK_WAIT_S):
+                        await self._feedback_arrived.wait()
                 tcp, feedback = self._tcp, self._last_feedback
                 if tcp is None or not isinstance(feedback, BaseCyclicKortex3_pb2.Feedback):
                     raise DeviceUnavailable("no actuator feedback from the arm yet: cannot hold its joints")
@@ -423,6 +431,7 @@ class KortexAdapter(Adapter[KortexOptions]):
 
     def _on_feedback(self, feedback: Message) -> None:
         self._last_feedback = feedback
+        self._feedback_arrived.set()
         if self._publish_interval:
             now = time.monotonic()
             if now - self._last_publish < self._publish_interval:
