@@ -24,7 +24,7 @@ disconnected, on `estop`, when a link drops, and at shutdown.
 Safe state: the digital and analog outputs are leased to the client that set them, and return to
 0 when it disconnects, on `estop`, before leaving low level and before the sessions close at
 shutdown (the LED ring keeps its colour: it drives nothing). `estop` also calls the stop RPC at
-0x20091 (`estop_applies_emergency_stop`): Base.ApplyEmergencyStop on Kortex 2, which latches the arm
+0x20091 (`estop_calls_arm_stop`): Base.ApplyEmergencyStop on Kortex 2, which latches the arm
 in fault until its faults are cleared; Base.ApplyQuickStop on Kortex 3 (API 3.4).
 """
 
@@ -115,7 +115,7 @@ class KortexAdapter(Adapter[KortexOptions]):
     def capabilities(self) -> Mapping[str, Any]:
         """The API version, the loop rate, and whether there is a C61 wrist with its analog modes."""
         capabilities: dict[str, Any] = {"api": self.options.api, "cyclic_rate_hz": self.options.cyclic_rate_hz}
-        if self.options.estop_applies_emergency_stop:
+        if self.options.estop_calls_arm_stop:
             capabilities["estop"] = f"{STOP_RPC_NAMES[self.options.api]} (0x{Function.BASE_APPLY_EMERGENCY_STOP:x})"
         if self.options.api == "kortex3":
             capabilities["wrist"] = "C61"
@@ -185,7 +185,7 @@ class KortexAdapter(Adapter[KortexOptions]):
             self._zero_outputs()
         tcp = self._tcp
         try:
-            if self.options.estop_applies_emergency_stop and tcp is not None and tcp.failure is None:
+            if self.options.estop_calls_arm_stop and tcp is not None and tcp.failure is None:
                 await tcp.call(Function.BASE_APPLY_EMERGENCY_STOP, timeout_s=SHUTDOWN_RPC_TIMEOUT_S)
         finally:
             self._low_level_clients.clear()

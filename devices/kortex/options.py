@@ -21,18 +21,20 @@ class KortexOptions:
     `host`: the arm's address (192.168.1.10 out of the box). `tcp_port` / `udp_port`: 10000 for
     sessions and configuration, 10001 for BaseCyclic. `username` / `password`: used for the
     CreateSession of both links. `api`: "kortex2" (Gen3, Gen3 lite: BaseCyclic with
-    InterconnectCyclic, read with RefreshFeedback) or "kortex3" (Link 6: BaseCyclic.Refresh carrying
-    the WristCyclic C61 command). `cyclic_rate_hz`: BaseCyclic requests per second over UDP.
+    InterconnectCyclic, read with RefreshFeedback) or "kortex3" (Link 6: read with RefreshFeedback;
+    a WristCyclic C61 command puts the arm in low-level servoing, where BaseCyclic.Refresh holds the
+    joints and carries it). `cyclic_rate_hz`: BaseCyclic requests per second over UDP.
     `cyclic_reply_timeout_ms`: a cycle whose reply is later than this is dropped (counted).
     `publish_rate_hz`: bus samples per second of the cyclic feedback (0: every reply).
     `session_inactivity_timeout_ms` / `connection_inactivity_timeout_ms`: sent in CreateSession
     (the robot closes an idle session, and stops an idle connection's motion, after these).
-    `rpc_timeout_ms`: wait for an RPC reply (CreateSession, CloseSession, ApplyEmergencyStop ...).
+    `rpc_timeout_ms`: wait for an RPC reply (CreateSession, SetServoingMode, Unsubscribe ...).
     `link_timeout_ms`: a link from which nothing arrives for this long is lost (reconnect).
     `analog_output_modes`: the mode each C61 analog output is configured in on the arm (channels
     A1, A2, B1, B2), which sets its range: [0, 10] V or [0, 25] mA. The gateway cannot read it
     (WristConfigC61.GetAnalogIOConfiguration's layout is not known), so it must be told.
-    `estop_applies_emergency_stop`: the gateway's estop also calls Base.ApplyEmergencyStop.
+    `estop_calls_arm_stop`: the gateway's estop also calls the Base's stop RPC at 0x20091,
+    ApplyEmergencyStop on Kortex 2 and ApplyQuickStop on Kortex 3 (API 3.4).
     `arm_state_notifications`: subscribe to Base.ArmStateTopic and publish the arm's state.
     `simulate`: ignore host and ports and start a simulated arm of `api` on loopback (demo).
     """
@@ -51,7 +53,7 @@ class KortexOptions:
     rpc_timeout_ms: int = field(default=2000, metadata={"min": 10, "max": 60000})
     link_timeout_ms: int = field(default=3000, metadata={"min": 200, "max": 600_000})
     analog_output_modes: tuple[AnalogMode, ...] = ("voltage", "voltage", "voltage", "voltage")
-    estop_applies_emergency_stop: bool = True
+    estop_calls_arm_stop: bool = True
     arm_state_notifications: bool = True
     simulate: bool = False
 

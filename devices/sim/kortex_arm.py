@@ -187,7 +187,7 @@ class SimulatedArm:
         self.servoing_mode = Base_pb2.SINGLE_LEVEL_SERVOING
         #: Every servoing mode set, in order.
         self.servoing_modes: list[int] = []
-        #: Calls of 0x20091: ApplyEmergencyStop (Kortex 2) or ApplyQuickStop (Kortex 3).
+        #: Calls of 0x20091: ApplyEmergencyStop on Kortex 2, ApplyQuickStop on Kortex 3.
         self.emergency_stops = 0
         self.quick_stops = 0
         #: The arm's emergency-stop input (Kortex 3 feedback field 48).
