@@ -208,7 +208,7 @@ class KortexAdapter(Adapter[KortexOptions]):
                 task.add_done_callback(self._background.discard)
 
     async def close(self) -> None:
-        """Stop the simulated arm, if this adapter started one."""
+        """Cancel a pending leave of low level (the sessions are gone), stop the simulated arm if any."""
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
