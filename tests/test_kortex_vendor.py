@@ -13,10 +13,13 @@ Byte tables are written by hand from the vendor's field numbers and bit layouts:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from devices.kortex import convert
 from devices.kortex.adapter import KortexAdapter
@@ -25,7 +28,9 @@ from devices.sim.kortex_arm import ArmFaults, SimulatedArm
 from gateway.messages.generic import Led
 from gateway.messages.kortex import ArmStateNotification, BaseFeedback, Timestamp
 from gateway.messages.kortex import Command as C61Command
-from protocols.kortex.frame import decode_error, encode_frame
+from gateway.messages.schema import from_plain, to_plain
+from protocols.errors import ProtocolError
+from protocols.kortex.frame import decode_error, encode_frame, parse_payload
 from protocols.kortex.generated import (
     Base_pb2,
     BaseCyclic_pb2,
@@ -37,6 +42,7 @@ from protocols.kortex.header import Header
 from protocols.kortex.router import ErrorResponse, Response, Router
 from protocols.kortex.services import STOP_RPC_NAMES, Function, function_name
 from tests.adapter_rig import AdapterRig
+from tests.fuzzing import fuzz_settings
 from tests.test_kortex_codec import GOLDEN_CREATE_SESSION_FRAME
 from tests.test_kortex_sim import udp_exchange
 
@@ -106,6 +112,19 @@ def test_stop_rpc_named_per_api_version() -> None:
     assert function_name(0x30003, "kortex3") == "BASE_CYCLIC_REFRESH_FEEDBACK"
     assert function_name(0x2C0003, "kortex3") == "function 0x2c0003"
     assert STOP_RPC_NAMES == {"kortex2": "Base.ApplyEmergencyStop", "kortex3": "Base.ApplyQuickStop"}
+
+
+@given(st.binary(max_size=300))
+@pytest.mark.fuzz
+@fuzz_settings(200)
+def test_no_payload_crashes_the_kortex3_state_decoders(data: bytes) -> None:
+    with contextlib.suppress(ProtocolError):
+        state = convert.arm_state(parse_payload(BaseKortex3_pb2.ArmStateNotification, data))
+        assert from_plain(ArmStateNotification, to_plain(state)) == state
+    with contextlib.suppress(ProtocolError):
+        base = convert.base_feedback(parse_payload(BaseCyclicKortex3_pb2.Feedback, data).base)
+        assert base.active_state >= 0
+        assert 0 <= base.fault_bank_a <= 0xFFFFFFFF
 
 
 # -- the simulated arm, over a raw socket ---------------------------------------------------------------

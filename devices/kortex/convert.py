@@ -66,9 +66,15 @@ def interconnect(feedback: Message) -> bus.InterconnectFeedback:
 
 def base_feedback(base: BaseCyclic_pb2.BaseFeedback | BaseCyclicKortex3_pb2.BaseFeedback) -> bus.BaseFeedback:
     """The bus `kortex/BaseCyclic/BaseFeedback` of either API's BaseFeedback (Kortex 2 has no e-stop field)."""
+    state = _arm_state_value(base.active_state)
     if isinstance(base, BaseCyclicKortex3_pb2.BaseFeedback):
-        return _copy(bus.BaseFeedback, base)
-    return _copy(bus.BaseFeedback, base, is_emergency_stop_activated=False)
+        return _copy(bus.BaseFeedback, base, active_state=state)
+    return _copy(bus.BaseFeedback, base, active_state=state, is_emergency_stop_activated=False)
+
+
+def _arm_state_value(value: int) -> int:
+    # Protobuf enums are open int32s: a negative state from the arm is no ARMSTATE_* value the bus can carry.
+    return int(value) if value >= 0 else bus.ArmStateNotification.ARMSTATE_UNSPECIFIED
 
 
 def arm_state(
@@ -83,7 +89,7 @@ def arm_state(
     else:
         stamp = notification.timestamp
     return bus.ArmStateNotification(
-        active_state=int(notification.active_state),
+        active_state=_arm_state_value(notification.active_state),
         timestamp=bus.Timestamp(sec=stamp.sec, usec=min(stamp.usec, 999_999)),
     )
 
