@@ -23,7 +23,10 @@ from hypothesis import strategies as st
 
 from devices.kortex import convert
 from devices.kortex.adapter import KortexAdapter
+from devices.kortex.connection import KortexConnection
+from devices.kortex.errors import KortexRequestError
 from devices.kortex.options import KortexOptions
+from devices.kortex.transport import open_tcp
 from devices.sim.kortex_arm import ArmFaults, SimulatedArm
 from gateway.messages.generic import Led
 from gateway.messages.kortex import ArmStateNotification, BaseFeedback, Timestamp
@@ -40,7 +43,7 @@ from protocols.kortex.generated import (
 )
 from protocols.kortex.header import Header
 from protocols.kortex.router import ErrorResponse, Response, Router
-from protocols.kortex.services import STOP_RPC_NAMES, Function, function_name
+from protocols.kortex.services import STOP_RPC_NAMES, ApiVersion, Function, function_name
 from tests.adapter_rig import AdapterRig
 from tests.fuzzing import fuzz_settings
 from tests.test_kortex_codec import GOLDEN_CREATE_SESSION_FRAME
@@ -157,6 +160,23 @@ async def test_sim_refuses_refresh_outside_low_level_and_answers_refresh_feedbac
             # RefreshFeedback stays allowed in low level (the vendor's driver uses it there).
             also = await loop.run_in_executor(None, request, 6, Function.BASE_CYCLIC_REFRESH_FEEDBACK)
             assert not also.is_error
+    finally:
+        await arm.stop()
+
+
+async def test_refusals_of_the_stop_rpc_name_it_per_api_version() -> None:
+    arm = SimulatedArm("kortex3")
+    await arm.start()
+    try:
+        names: dict[ApiVersion, str] = {"kortex2": "BASE_APPLY_EMERGENCY_STOP", "kortex3": "BASE_APPLY_QUICK_STOP"}
+        for api, name in names.items():
+            connection = KortexConnection("probe", api=api, rpc_timeout_s=1.0)
+            await open_tcp(connection, "127.0.0.1", arm.tcp_port, 1.0)
+            try:
+                with pytest.raises(KortexRequestError, match=f"robot refused {name}: .*INVALID_SESSION"):
+                    await connection.call(Function.BASE_APPLY_EMERGENCY_STOP)  # no session yet
+            finally:
+                connection.close()
     finally:
         await arm.stop()
 
