@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from devices.wiimote.timed_switch import SwitchBank, check_switch
+from devices.wiimote.timed_switch import MIN_PULSE_S, SwitchBank, check_switch
 from gateway.messages.wiimote import TimedSwitch
 
 ON = TimedSwitch(TimedSwitch.ON)
@@ -97,11 +97,14 @@ def test_poll_reports_changes() -> None:
 @pytest.mark.parametrize(
     ("switch", "reason"),
     [
-        (TimedSwitch(5), "switch_mode 5"),
-        (repeat(-2, 1.0), "num_cycles -2"),
+        (TimedSwitch(5), "data.switch_mode: 5"),
+        (repeat(-2, 1.0), "data.num_cycles: -2"),
         (repeat(-1), "at least one duration above 0"),
         (repeat(3, 0.0, 0.0), "at least one duration above 0"),
-        (repeat(1, 1.0, -1.0), "finite and ≥ 0"),
+        (repeat(1, 1.0, -1.0), "data.pulse_pattern[1]: durations must be finite and ≥ 0"),
+        (repeat(-1, 1e-300), "data.pulse_pattern[0]: 1e-300 s is below the minimum duration 0.02 s"),
+        (repeat(2**31 - 1, 1e-6, 1e-6), "data.pulse_pattern[0]: 1e-06 s is below the minimum duration 0.02 s"),
+        (repeat(-1, 1.0, 0.0, MIN_PULSE_S / 2), "data.pulse_pattern[2]: 0.01 s is below the minimum"),
     ],
 )
 def test_invalid_switches(switch: TimedSwitch, reason: str) -> None:
@@ -111,6 +114,55 @@ def test_invalid_switches(switch: TimedSwitch, reason: str) -> None:
 
 
 def test_valid_switches() -> None:
-    for switch in (ON, OFF, NO_CHANGE, repeat(0), repeat(-1, 0.0, 1.0), repeat(2, 0.5)):
+    valid = (ON, OFF, NO_CHANGE, repeat(0), repeat(-1, 0.0, 1.0), repeat(2, 0.5), repeat(2**31 - 1, MIN_PULSE_S))
+    for switch in valid:
         assert check_switch(switch) is None
     assert check_switch(NO_CHANGE, allow_no_change=False) is not None
+    assert check_switch(TimedSwitch(7), path="data.leds[2]") == (
+        "data.leds[2].switch_mode: 7 is not ON (1), OFF (0), NO_CHANGE (-2) or REPEAT (-1)"
+    )
+
+
+def test_a_poll_after_a_long_stall_lands_on_the_right_edge_at_once() -> None:
+    # Edges are computed, not stepped through: 2**31 - 1 cycles of the shortest pattern, polled
+    # across most of it, cost one computation per poll.
+    bank = SwitchBank(1)
+    bank.apply(0, repeat(2**31 - 1, MIN_PULSE_S, MIN_PULSE_S), 0.0)
+    period = 2 * MIN_PULSE_S
+    cycle = 2**30
+    assert trace(bank, 0, [cycle * period + MIN_PULSE_S / 2]) == [True]
+    assert bank.next_deadline() == pytest.approx(cycle * period + MIN_PULSE_S)
+    assert trace(bank, 0, [cycle * period + 1.5 * MIN_PULSE_S]) == [False]
+    assert trace(bank, 0, [(2**31 - 1) * period]) == [False]
+    assert not bank.running(0)
+
+
+def test_forever_far_from_its_start_and_from_the_epoch() -> None:
+    bank = SwitchBank(1)
+    start = 1.7e9  # a wall-clock-sized time: the arithmetic keeps sub-millisecond precision there
+    bank.apply(0, repeat(TimedSwitch.FOREVER, 0.25, 0.75), start)
+    day = 86400.0
+    assert trace(bank, 0, [start + day + 0.1, start + day + 0.3, start + day + 1.1]) == [True, False, True]
+    deadline = bank.next_deadline()
+    assert deadline is not None
+    assert deadline == pytest.approx(start + day + 1.25)
+
+
+def test_the_next_deadline_always_lies_ahead_of_the_poll() -> None:
+    # An edge that float rounding puts at or before `now` would make the adapter spin.
+    bank = SwitchBank(1)
+    bank.apply(0, repeat(TimedSwitch.FOREVER, 0.1, 0.2, 0.0, 0.3), 0.0)
+    now = 0.0
+    for _ in range(2000):
+        now += 0.1
+        bank.poll(now)
+        deadline = bank.next_deadline()
+        assert deadline is not None
+        assert deadline > now
+
+
+def test_zero_length_segments_are_skipped() -> None:
+    bank = SwitchBank(1)
+    bank.apply(0, repeat(1, 0.0, 1.0, 0.5), 0.0)  # on for 0 s, off 1 s, on 0.5 s
+    assert bank.states == [False]
+    assert trace(bank, 0, [0.5, 1.2, 1.6]) == [False, True, False]

@@ -8,6 +8,7 @@ Publishes, under the config id:
 Accepts `hwgateway/WiimoteLeds` (a TimedSwitch per LED), `wiimote/TimedSwitch` (the rumble motor),
 the generic `led` (index 0-3 or -1 for all; on when the brightest channel ≥ 0.5) and `rumble`
 (on for `duration_s` when the stronger motor ≥ 0.5), and `hwgateway/Calibrate` (gyro zeroing at rest).
+Pattern and rumble durations are 0 or at least `MIN_PULSE_S` (20 ms); shorter ones are refused.
 The rumble motor is leased to the client that started it: it stops when that client leaves, on
 `estop` and when the device stops. LEDs keep their state.
 
@@ -33,7 +34,7 @@ from devices.wiimote.convert import StateBuilder, classic_message, controller_st
 from devices.wiimote.discovery import HidrawRemote, find_remotes, select
 from devices.wiimote.imu import Zeroing, ZeroingResult
 from devices.wiimote.options import WiimoteOptions
-from devices.wiimote.timed_switch import SwitchBank, check_switch
+from devices.wiimote.timed_switch import MIN_PULSE_S, SwitchBank, check_switch
 from devices.wiimote.transport import LinkLost, ReportLink, open_hidraw, open_l2cap
 from gateway.errors import DeviceUnavailable, InvalidArgument
 from gateway.messages.generic import Led, Rumble
@@ -304,15 +305,15 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         now = self._clock()
         if isinstance(message, WiimoteLeds):
             for index, switch in enumerate(message.leds):
-                reason = check_switch(switch)
+                reason = check_switch(switch, path=f"data.leds[{index}]")
                 if reason is not None:
-                    raise InvalidArgument(f"data.leds[{index}]: {reason}")
+                    raise InvalidArgument(reason)
             for index, switch in enumerate(message.leds):
                 self._bank.apply(index, switch, now)
         elif isinstance(message, TimedSwitch):
             reason = check_switch(message)
             if reason is not None:
-                raise InvalidArgument(f"data: {reason}")
+                raise InvalidArgument(reason)
             self._bank.apply(RUMBLE, message, now)
             self._rumble_owner = command.client_id
         elif isinstance(message, Led):
@@ -322,6 +323,11 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
             for index in range(LED_COUNT) if message.index < 0 else (message.index,):
                 self._bank.set(index, on)
         elif isinstance(message, Rumble):
+            if 0 < message.duration_s < MIN_PULSE_S:
+                raise InvalidArgument(
+                    f"data.duration_s: {message.duration_s:g} s is below the minimum rumble of {MIN_PULSE_S:g} s "
+                    "(0 stops)"
+                )
             on = max(message.low, message.high) >= 0.5 and message.duration_s > 0
             pulse = TimedSwitch(TimedSwitch.REPEAT, 1, (message.duration_s,)) if on else TimedSwitch(TimedSwitch.OFF)
             self._bank.apply(RUMBLE, pulse, now)
