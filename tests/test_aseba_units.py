@@ -65,9 +65,7 @@ def test_thymio_commands_become_program_events() -> None:
     assert thymio.led(msgs.Led(id=2, values=(1.0, 0.5, 0.26))) == [(EVENT_ID["set_led"], (2, 32, 16, 8, 0, 0, 0, 0, 0))]
     with pytest.raises(InvalidArgument, match="4 LEDs"):
         thymio.led(msgs.Led(id=2, values=(1.0,) * 5))
-    gesture = thymio.led_gesture(
-        msgs.LedGesture(gesture=1, wave=1, leds=1, period=0.001, length=12, mask=(True, False))
-    )
+    gesture = thymio.led_gesture(msgs.LedGesture(gesture=1, wave=1, leds=1, period=0.02, length=12, mask=(True, False)))
     assert gesture == [(EVENT_ID["set_led_gesture"], (1, 1, 1, 20, 12, 0, 1, 0, 1, 1, 1, 1, 1, 1))]
     tone = thymio.thymio_sound(msgs.Sound(duration=Duration(sec=2, nanosec=500_000_000), frequency=440.7))
     assert tone == [(EVENT_ID["play_sound"], (440, 150))]
@@ -88,6 +86,38 @@ def test_thymio_commands_become_program_events() -> None:
     received = thymio.comm_message((7, 1, 2, 3, 4, 5, 6, 7, 10, 20, 30, 40, 50, 60, 70))
     assert received == msgs.Comm(value=7, payloads=(1, 2, 3, 4, 5, 6, 7), intensities=(10, 20, 30, 40, 50, 60, 70))
     assert thymio.buttons((0, 1, 0, 0, 1, 999)).buttons == (0, 1, 0, 0, 1)
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (msgs.LedGesture(gesture=1, period=0.001), r"data.period: 0.001 s is outside \[0.02, 32.767\] s"),
+        (msgs.LedGesture(gesture=1, period=1e-300), r"data.period: 1e-300 s is outside \[0.02, 32.767\] s"),
+        (msgs.LedGesture(gesture=1, period=3600.0), r"data.period: 3600 s is outside \[0.02, 32.767\] s"),
+        (msgs.LedGesture(gesture=1, period=1.0, length=65535), "data.length: 65535 is above the maximum 32767"),
+        (msgs.Sound(duration=Duration(sec=-1), frequency=440.0), r"data.duration: -1 s is outside \[0, 546.1\] s"),
+        (msgs.Sound(duration=Duration(sec=2**31 - 1), frequency=440.0), "data.duration: 2.14748e[+]09 s is outside"),
+        (msgs.Sound(duration=Duration(sec=1), frequency=3.4e38), r"data.frequency: 3.4e\+38 Hz is outside"),
+        (msgs.Sound(duration=Duration(sec=1), frequency=-1.0), "data.frequency: -1 Hz is outside"),
+    ],
+)
+def test_timed_thymio_commands_out_of_range_are_refused_by_name(command: object, message: str) -> None:
+    convert = thymio.led_gesture if isinstance(command, msgs.LedGesture) else thymio.thymio_sound
+    with pytest.raises(InvalidArgument, match=message):
+        convert(command)  # type: ignore[arg-type]
+
+
+def test_timed_thymio_commands_at_their_limits() -> None:
+    longest = thymio.led_gesture(msgs.LedGesture(gesture=1, period=32.767, length=32767))
+    assert longest[0][1][3:5] == (32767, 32767)
+    # OFF ignores the period, as the robot's program does.
+    assert thymio.led_gesture(msgs.LedGesture(gesture=0, period=0.0))[0][1][3] == thymio.MIN_GESTURE_PERIOD_MS
+    assert thymio.thymio_sound(msgs.Sound(duration=Duration(sec=546), frequency=32767.0)) == [
+        (EVENT_ID["play_sound"], (32767, 32760))
+    ]
+    assert thymio.generic_sound(generic.Sound(frequency_hz=20000.0, duration_s=60.0)) == [
+        (EVENT_ID["play_sound"], (20000, 3600))
+    ]
 
 
 def test_program_is_generated_against_each_description() -> None:

@@ -21,9 +21,15 @@ STANDARD_GRAVITY = 9.80665
 LED_MAX = 32
 #: Tone durations are counted in 1/60 s by sound.freq.
 SOUND_TICKS_PER_S = 60
-#: The robot animates gestures every 20 ms, so shorter periods are raised to it (ms).
-MIN_GESTURE_PERIOD_MS = 20
 MAX_WORD = 32767
+#: The robot animates gestures every 20 ms: a WAVE period is at least one animation step (ms) and
+#: at most what its 16-bit word holds (32.767 s).
+MIN_GESTURE_PERIOD_MS = 20
+MAX_GESTURE_PERIOD_MS = MAX_WORD
+#: The longest tone sound.freq can play: 32767 ticks of 1/60 s (546.1 s); shorter than a tick plays one.
+MAX_SOUND_S = MAX_WORD / SOUND_TICKS_PER_S
+#: sound.freq takes a 16-bit frequency (Hz); 0 plays the lowest, 1 Hz.
+MAX_SOUND_HZ = float(MAX_WORD)
 
 Events = list[tuple[int, tuple[int, ...]]]
 
@@ -44,28 +50,52 @@ def led(command: thymio.Led) -> Events:
 
 
 def led_gesture(command: thymio.LedGesture) -> Events:
-    """`set_led_gesture`: gesture, group, wave, period in ms, length, mirror, mask (missing bits 1)."""
-    period_ms = min(MAX_WORD, max(MIN_GESTURE_PERIOD_MS, round(command.period * 1000)))
+    """`set_led_gesture`: gesture, group, wave, period in ms, length, mirror, mask (missing bits 1).
+
+    A WAVE's `period` must lie in [0.02, 32.767] s and `length` in [0, 32767] LEDs; OFF ignores both.
+    """
+    period_ms = round(command.period * 1000)
+    if command.gesture == thymio.LedGesture.WAVE:
+        if not MIN_GESTURE_PERIOD_MS <= period_ms <= MAX_GESTURE_PERIOD_MS:
+            raise InvalidArgument(
+                f"data.period: {command.period:g} s is outside [{MIN_GESTURE_PERIOD_MS / 1000:g}, "
+                f"{MAX_GESTURE_PERIOD_MS / 1000:g}] s (the robot animates every {MIN_GESTURE_PERIOD_MS} ms)"
+            )
+        if command.length > MAX_WORD:
+            raise InvalidArgument(f"data.length: {command.length} is above the maximum {MAX_WORD} LEDs")
+    period_ms = min(MAX_GESTURE_PERIOD_MS, max(MIN_GESTURE_PERIOD_MS, period_ms))
     mask = [int(bit) for bit in command.mask] + [1] * (8 - len(command.mask))
     words = (command.gesture, command.leds, command.wave, period_ms, min(command.length, MAX_WORD), command.mirror)
     return [(EVENT_ID["set_led_gesture"], (*words, *mask))]
 
 
-def sound(frequency_hz: float, duration_s: float) -> Events:
-    """`play_sound`: frequency in Hz (at least 1) and duration in 1/60 s (at least one tick)."""
-    frequency = min(MAX_WORD, max(1, int(frequency_hz)))
+def sound(frequency_hz: float, duration_s: float, frequency_field: str, duration_field: str) -> Events:
+    """`play_sound`: frequency in Hz (at least 1) and duration in 1/60 s (at least one tick).
+
+    Refuses a frequency outside [0, 32767] Hz or a duration outside [0, 546.1] s, naming the field.
+    """
+    if not 0 <= frequency_hz <= MAX_SOUND_HZ:
+        raise InvalidArgument(f"{frequency_field}: {frequency_hz:g} Hz is outside [0, {MAX_SOUND_HZ:g}] Hz")
+    if not 0 <= duration_s <= MAX_SOUND_S:
+        raise InvalidArgument(
+            f"{duration_field}: {duration_s:g} s is outside [0, {MAX_SOUND_S:.1f}] s "
+            f"({MAX_WORD} ticks of 1/{SOUND_TICKS_PER_S} s)"
+        )
+    frequency = max(1, int(frequency_hz))
     ticks = min(MAX_WORD, max(1, int(duration_s * SOUND_TICKS_PER_S)))
     return [(EVENT_ID["play_sound"], (frequency, ticks))]
 
 
 def thymio_sound(command: thymio.Sound) -> Events:
     """A thymio_msgs/Sound tone."""
-    return sound(command.frequency, command.duration.to_seconds())
+    return sound(command.frequency, command.duration.to_seconds(), "data.frequency", "data.duration")
 
 
 def generic_sound(command: generic.Sound) -> Events:
     """A generic `sound` (the Thymio has no volume control: `volume` only mutes at 0)."""
-    return [] if command.volume == 0 else sound(command.frequency_hz, command.duration_s)
+    if command.volume == 0:
+        return []
+    return sound(command.frequency_hz, command.duration_s, "data.frequency_hz", "data.duration_s")
 
 
 def system_sound(command: thymio.SystemSound) -> Events:
