@@ -10,7 +10,8 @@ Publishes, under the config id:
 
 Accepts `rumble` (low/high motors), `led` (the pad's one RGB LED), `hwgateway/GamepadTriggerRumble`
 and `hwgateway/GamepadPlayerIndex`. A pad without the output answers `unknown_command` naming what
-it does support; `list_devices` shows each pad's outputs in `capabilities`.
+it does support; `list_devices` shows each pad's outputs in `capabilities`. Rumble durations are 0
+(stop) or at least `MIN_RUMBLE_S` (1 ms, SDL's unit), up to the schema's 60 s.
 
 Availability: `connecting` until a matching pad is attached, then `connected`. Unplugging it ends
 `run` with `PadLost`, so the supervisor reports `disconnected` and starts over: the device waits
@@ -128,7 +129,13 @@ def _u16(value: float) -> int:
     return round(value * _U16_MAX)
 
 
+#: Shortest rumble (s): SDL counts whole milliseconds, and a shorter one would round to 0, which stops.
+MIN_RUMBLE_S = 0.001
+
+
 def _milliseconds(seconds: float) -> int:
+    if 0 < seconds < MIN_RUMBLE_S:
+        raise InvalidArgument(f"data.duration_s: {seconds:g} s is below the minimum rumble of 1 ms (0 stops)")
     return round(seconds * 1000.0)
 
 
@@ -242,15 +249,17 @@ class GamepadAdapter(Adapter[GamepadOptions]):
             if isinstance(message, Rumble):
                 self._require(pad, pad.rumble, "rumble")
                 low, high, duration_ms = _u16(message.low), _u16(message.high), _milliseconds(message.duration_s)
-                await backend.rumble(claim, low, high, duration_ms)
+                # Leased before the SDL call is awaited: a command deadline that cancels the wait
+                # does not stop the SDL thread, and an unleased motor would outlive its client.
                 self._lease_rumble(command.client_id, duration_ms)
+                await backend.rumble(claim, low, high, duration_ms)
                 return {"low": low, "high": high, "duration_ms": duration_ms}
             if isinstance(message, GamepadTriggerRumble):
                 self._require(pad, pad.trigger_rumble, "trigger rumble")
                 left, right = _u16(message.left), _u16(message.right)
                 duration_ms = _milliseconds(message.duration_s)
-                await backend.rumble_triggers(claim, left, right, duration_ms)
                 self._lease_rumble(command.client_id, duration_ms)
+                await backend.rumble_triggers(claim, left, right, duration_ms)
                 return {"left": left, "right": right, "duration_ms": duration_ms}
             if isinstance(message, Led):
                 self._require(pad, pad.led, "LED")
