@@ -13,6 +13,7 @@ from gateway.errors import (
     DeviceError,
     DeviceUnavailable,
     GatewayError,
+    InvalidArgument,
     RequestTimeout,
     UnknownCommand,
     UnknownDevice,
@@ -24,6 +25,11 @@ log = logging.getLogger(__name__)
 
 #: Seconds an adapter's estop may take before it is reported as failed.
 ESTOP_TIMEOUT_S = 1.0
+#: The range of a command's deadline (s), as `server.command_timeout_s` allows it: no device answers
+#: in less than a millisecond, and a longer deadline would hold an in-flight slot for hours. (Clients
+#: may ask for up to 600 s with `timeout_s`.)
+MIN_COMMAND_TIMEOUT_S = 0.001
+MAX_COMMAND_TIMEOUT_S = 3600.0
 
 
 class CommandRouter:
@@ -44,10 +50,14 @@ class CommandRouter:
     async def execute(
         self, device_id: str, type_name: str, data: object, client_id: str, timeout_s: float
     ) -> dict[str, Any]:
-        """Run one command and return its result data; raise a `GatewayError` on any failure."""
+        """Run one command within `timeout_s` seconds and return its result data; raise a `GatewayError` on any failure.
+
+        `timeout_s` must lie in [`MIN_COMMAND_TIMEOUT_S`, `MAX_COMMAND_TIMEOUT_S`] (else `InvalidArgument`).
+        """
         started = time.monotonic()
         outcome = "ok"
         try:
+            check_timeout(timeout_s)
             return await self._execute(device_id, type_name, data, client_id, started + timeout_s)
         except GatewayError as error:
             outcome = error.code.value
@@ -110,6 +120,14 @@ class CommandRouter:
                 handle.adapter.release(client_id)
             except Exception:
                 log.exception("device %s failed to release client %s", handle.id, client_id)
+
+
+def check_timeout(timeout_s: float) -> None:
+    """Refuse a deadline outside [`MIN_COMMAND_TIMEOUT_S`, `MAX_COMMAND_TIMEOUT_S`] s, NaN and inf included."""
+    if not MIN_COMMAND_TIMEOUT_S <= timeout_s <= MAX_COMMAND_TIMEOUT_S:
+        raise InvalidArgument(
+            f"command.timeout_s: {timeout_s!r} s is outside [{MIN_COMMAND_TIMEOUT_S:g}, {MAX_COMMAND_TIMEOUT_S:g}] s"
+        )
 
 
 def _plain_result(result: object) -> dict[str, Any]:

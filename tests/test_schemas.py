@@ -356,6 +356,14 @@ BAD_REQUESTS: list[tuple[dict[str, Any], ErrorCode]] = [
     ({"op": "command", "id": "b18", "device": "sim-1"}, ErrorCode.BAD_REQUEST),
     ({"op": "command", "id": "b19", "device": "sim-1", "type": "led", "timeout_s": 0}, ErrorCode.INVALID_ARGUMENT),
     ({"op": "command", "id": "b20", "device": "sim-1", "type": "led", "timeout_s": 601}, ErrorCode.INVALID_ARGUMENT),
+    (
+        {"op": "command", "id": "b20a", "device": "sim-1", "type": "led", "timeout_s": 1e-300},
+        ErrorCode.INVALID_ARGUMENT,
+    ),
+    (
+        {"op": "command", "id": "b20b", "device": "sim-1", "type": "led", "timeout_s": 0.0009},
+        ErrorCode.INVALID_ARGUMENT,
+    ),
     ({"op": "command", "id": "b21", "device": "sim-1", "type": "led", "data": [1]}, ErrorCode.INVALID_ARGUMENT),
     ({"op": "estop", "id": "b22", "now": True}, ErrorCode.BAD_REQUEST),
     ({"op": 7, "id": "b23"}, ErrorCode.BAD_REQUEST),
