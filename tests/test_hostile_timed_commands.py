@@ -1,0 +1,99 @@
+"""The real demo daemon against hostile timed commands: each refused by name, other clients unaffected.
+
+Issue 12's command (`wiimote/TimedSwitch` REPEAT FOREVER of 1e-300 s) used to spin the event loop
+for good; its clumsy variant (4 LEDs × REPEAT [1e-6, 1e-6] × 2³¹−1) for 72 minutes. Here one client
+sends them and their siblings on the other devices while a second client, on another transport,
+pings throughout: every hostile command is answered `invalid_argument` naming its limit, every ping
+is answered well inside the daemon's own unhealthy-lag bound, `/healthz` stays 200 and the daemon
+still stops cleanly on SIGTERM. The busiest patterns the limits allow (every LED and the rumble
+toggling each 20 ms) run meanwhile and are seen on the state stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.harness import Client, RunningGateway, connect, free_port, start_demo
+
+#: Any ping slower than this means the loop was held; the daemon calls 0.5 s of lag unhealthy.
+PING_BOUND_S = 0.5
+
+FOREVER_TINY = {"switch_mode": -1, "num_cycles": -1, "pulse_pattern": [1e-300]}
+MANY_SHORT = {"switch_mode": -1, "num_cycles": 2**31 - 1, "pulse_pattern": [1e-6, 1e-6]}
+#: (device, type, data, extra request fields, text the error message must contain).
+HOSTILE: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
+    ("wiimote-demo", "wiimote/TimedSwitch", FOREVER_TINY, {}, "below the minimum duration 0.02 s"),
+    ("wiimote-demo", "hwgateway/WiimoteLeds", {"leds": [MANY_SHORT] * 4}, {}, "data.leds[0].pulse_pattern[0]"),
+    ("wiimote-demo", "rumble", {"duration_s": 1e-300}, {}, "below the minimum rumble of 0.02 s"),
+    ("thymio-demo", "thymio_msgs/LedGesture", {"gesture": 1, "period": 1e-300}, {}, "outside [0.02, 32.767] s"),
+    ("thymio-demo", "thymio_msgs/Sound", {"duration": {"sec": 2**31 - 1}, "frequency": 440}, {}, "data.duration"),
+    ("gamepad-demo", "rumble", {"duration_s": 1e-300}, {}, "below the minimum rumble of 1 ms"),
+    ("sim-pad", "led", {}, {"timeout_s": 1e-300}, "command.timeout_s"),
+]
+#: The busiest patterns the limits allow: accepted, and they keep running while the pings go on.
+BUSIEST_LEDS = {"leds": [{"switch_mode": -1, "num_cycles": -1, "pulse_pattern": [0.02, 0.02]}] * 4}
+BUSIEST_RUMBLE = {"switch_mode": -1, "num_cycles": 2**31 - 1, "pulse_pattern": [0.02, 0.02]}
+
+
+@pytest.fixture
+async def demo(tmp_path: Path) -> AsyncIterator[RunningGateway]:
+    running = await start_demo(tmp_path, free_port(), free_port())
+    yield running
+    assert await running.stop() == 0
+
+
+async def _ping_until(client: Client, stop: asyncio.Event) -> list[float]:
+    """Round-trip times (s) of pings sent back to back every 10 ms until `stop`."""
+    times = []
+    while not stop.is_set():
+        started = time.monotonic()
+        await client.ok("ping")
+        times.append(time.monotonic() - started)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 0.01)
+    return times
+
+
+async def test_hostile_timed_commands_are_refused_while_pings_stay_fast(demo: RunningGateway) -> None:
+    hostile = await connect(demo, "ws")
+    pinger = await connect(demo, "tcp")
+    devices = {device for device, *_ in HOSTILE}
+    async with asyncio.timeout(20):
+        listed = {d["id"]: d for d in (await hostile.ok("list_devices"))["devices"]}
+        while any(listed[d]["status"] != "connected" for d in devices):
+            await asyncio.sleep(0.1)
+            listed = {d["id"]: d for d in (await hostile.ok("list_devices"))["devices"]}
+    stop = asyncio.Event()
+    pings = asyncio.create_task(_ping_until(pinger, stop))
+    try:
+        for device, type_name, data, extra, expected in HOSTILE:
+            error = await hostile.error("command", device=device, type=type_name, data=data, **extra)
+            assert error["code"] == "invalid_argument", (type_name, error)
+            assert expected in error["message"], (type_name, error)
+        await hostile.ok("subscribe", topics=["wiimote-demo/state"])
+        await hostile.ok("command", device="wiimote-demo", type="hwgateway/WiimoteLeds", data=BUSIEST_LEDS)
+        await hostile.ok("command", device="wiimote-demo", type="wiimote/TimedSwitch", data=BUSIEST_RUMBLE)
+        seen = set()
+        async with asyncio.timeout(5):
+            while len(seen) < 2:
+                state = await hostile.wait_for(lambda m: m["op"] == "state" and m["topic"] == "wiimote-demo/state")
+                seen.add((tuple(state["data"]["LEDs"]), state["data"]["rumble"]))
+        await asyncio.sleep(1.0)  # the patterns keep toggling while the pings go on
+        async with aiohttp.ClientSession() as http:
+            health = await http.get(f"{demo.base_url}/healthz")
+            assert health.status == 200, await health.text()
+    finally:
+        stop.set()
+        times = await pings
+    assert len(times) >= 20
+    assert max(times) < PING_BOUND_S, f"slowest ping {max(times) * 1000:.0f} ms of {len(times)}"
+    await hostile.close()
+    await pinger.close()
