@@ -81,7 +81,7 @@ async def test_hostile_timed_commands_are_refused_while_pings_stay_fast(demo: Ru
         await hostile.ok("subscribe", topics=["wiimote-demo/state"])
         await hostile.ok("command", device="wiimote-demo", type="hwgateway/WiimoteLeds", data=BUSIEST_LEDS)
         await hostile.ok("command", device="wiimote-demo", type="wiimote/TimedSwitch", data=BUSIEST_RUMBLE)
-        seen = set()
+        seen: set[tuple[tuple[bool, ...], bool]] = set()
         async with asyncio.timeout(5):
             while len(seen) < 2:
                 state = await hostile.wait_for(lambda m: m["op"] == "state" and m["topic"] == "wiimote-demo/state")
