@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from devices.wiimote.timed_switch import MIN_PULSE_S, SwitchBank, check_switch
@@ -166,3 +168,18 @@ def test_zero_length_segments_are_skipped() -> None:
     bank.apply(0, repeat(1, 0.0, 1.0, 0.5), 0.0)  # on for 0 s, off 1 s, on 0.5 s
     assert bank.states == [False]
     assert trace(bank, 0, [0.5, 1.2, 1.6]) == [False, True, False]
+
+
+def test_the_longest_pattern_finds_each_segment() -> None:
+    # 4096 segments (the schema's longest array) of 20 ms to 1 s; the segment is found by bisection.
+    durations = tuple(MIN_PULSE_S if i % 3 else 1.0 for i in range(4096))
+    bank = SwitchBank(1)
+    bank.apply(0, repeat(2, *durations), 100.0)
+    ends = list(itertools.accumulate(durations))
+    for index in (0, 1, 2, 3, 2047, 4094, 4095):
+        middle = 100.0 + ends[index] - durations[index] / 2
+        assert trace(bank, 0, [middle]) == [index % 2 == 0], index
+        assert bank.next_deadline() == pytest.approx(100.0 + ends[index])
+    second_cycle = 100.0 + ends[-1] + durations[0] / 2
+    assert trace(bank, 0, [second_cycle, 100.0 + 2 * ends[-1]]) == [True, False]
+    assert not bank.running(0)
