@@ -240,6 +240,7 @@ HOSTILE: dict[str, list[tuple[str, str, dict[str, Any], float]]] = {
         ("wiimote-demo", "hwgateway/WiimoteLeds", {"leds": [_MANY_SHORT] * 4}, 0.25),
         ("wiimote-demo", "hwgateway/WiimoteLeds", {"leds": [{**_FOREVER_TINY, "pulse_pattern": [5e-324] * 64}] * 4}, 1),
         ("wiimote-demo", "rumble", {"duration_s": 1e-300}, 0.25),
+        ("wiimote-demo", "hwgateway/WiimoteLeds", {"leds": [{**_FOREVER_TINY, "pulse_pattern": [0.02] * 256}] * 4}, 1),
     ],
     "aseba": [
         ("thymio-demo", "thymio_msgs/LedGesture", {"gesture": 1, "period": 1e-300, "length": 65535}, 0.25),

@@ -33,6 +33,7 @@ HOSTILE: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
     ("wiimote-demo", "wiimote/TimedSwitch", FOREVER_TINY, {}, "below the minimum duration 0.02 s"),
     ("wiimote-demo", "hwgateway/WiimoteLeds", {"leds": [MANY_SHORT] * 4}, {}, "data.leds[0].pulse_pattern[0]"),
     ("wiimote-demo", "rumble", {"duration_s": 1e-300}, {}, "below the minimum rumble of 0.02 s"),
+    ("wiimote-demo", "wiimote/TimedSwitch", {**FOREVER_TINY, "pulse_pattern": [1] * 257}, {}, "more than 256"),
     ("thymio-demo", "thymio_msgs/LedGesture", {"gesture": 1, "period": 1e-300}, {}, "outside [0.02, 32.767] s"),
     ("thymio-demo", "thymio_msgs/Sound", {"duration": {"sec": 2**31 - 1}, "frequency": 440}, {}, "data.duration"),
     ("gamepad-demo", "rumble", {"duration_s": 1e-300}, {}, "below the minimum rumble of 1 ms"),

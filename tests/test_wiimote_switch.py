@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from devices.wiimote.timed_switch import MIN_PULSE_S, SwitchBank, check_switch
-from gateway.messages.wiimote import TimedSwitch
+from gateway.messages.wiimote import MAX_PULSE_SEGMENTS, TimedSwitch
 
 ON = TimedSwitch(TimedSwitch.ON)
 OFF = TimedSwitch(TimedSwitch.OFF)
@@ -171,12 +171,12 @@ def test_zero_length_segments_are_skipped() -> None:
 
 
 def test_the_longest_pattern_finds_each_segment() -> None:
-    # 4096 segments (the schema's longest array) of 20 ms to 1 s; the segment is found by bisection.
-    durations = tuple(MIN_PULSE_S if i % 3 else 1.0 for i in range(4096))
+    # The longest pattern the schema takes, of 20 ms to 1 s segments; each is found by bisection.
+    durations = tuple(MIN_PULSE_S if i % 3 else 1.0 for i in range(MAX_PULSE_SEGMENTS))
     bank = SwitchBank(1)
     bank.apply(0, repeat(2, *durations), 100.0)
     ends = list(itertools.accumulate(durations))
-    for index in (0, 1, 2, 3, 2047, 4094, 4095):
+    for index in (0, 1, 2, 3, 127, MAX_PULSE_SEGMENTS - 2, MAX_PULSE_SEGMENTS - 1):
         middle = 100.0 + ends[index] - durations[index] / 2
         assert trace(bank, 0, [middle]) == [index % 2 == 0], index
         assert bank.next_deadline() == pytest.approx(100.0 + ends[index])

@@ -82,9 +82,18 @@ class State:
     errors: Annotated[int, U64] = 0
 
 
+#: The most segments a `pulse_pattern` holds: over five seconds of the shortest (20 ms) ones, and few
+#: enough that checking four LEDs' patterns stays far below the event loop's 10 ms budget.
+MAX_PULSE_SEGMENTS = 256
+
+
 @message("wiimote/TimedSwitch", kind="command")
 class TimedSwitch:
-    """Switch an output on or off, or repeat an on/off `pulse_pattern` (seconds) `num_cycles` times."""
+    """Switch an output on or off, or repeat an on/off `pulse_pattern` (seconds) `num_cycles` times.
+
+    `pulse_pattern` holds at most 256 durations, each 0 s or in [0.02, 3600] s (the adapter refuses
+    non-zero durations under 20 ms).
+    """
 
     ON: ClassVar[int] = 1
     OFF: ClassVar[int] = 0
@@ -94,4 +103,4 @@ class TimedSwitch:
 
     switch_mode: Annotated[int, I8] = 0
     num_cycles: Annotated[int, I32] = 0
-    pulse_pattern: Annotated[tuple[float, ...], Array(Float(32, 0.0, 3600.0))] = ()
+    pulse_pattern: Annotated[tuple[float, ...], Array(Float(32, 0.0, 3600.0), max_length=MAX_PULSE_SEGMENTS)] = ()
