@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gateway.bus import Bus, Subscriber
-from gateway.commands import CommandRouter
+from gateway.commands import MIN_COMMAND_TIMEOUT_S, CommandRouter
 from gateway.config import ServerConfig
 from gateway.core.auth_guard import MAX_FAILURES_PER_CONNECTION, AuthGuard
 from gateway.credentials import OPEN_ACCESS, Credential, find
@@ -39,8 +39,10 @@ log = logging.getLogger(__name__)
 #: Patterns in one subscribe, and subscriptions one client may hold.
 MAX_PATTERNS = 64
 MAX_SUBSCRIPTIONS = 256
-#: The longest command deadline (s) and the highest subscription rate (Hz) a client may ask for.
-MAX_COMMAND_TIMEOUT_S = 600.0
+#: The command deadlines (s) and subscription rates (Hz) a client may ask for.
+MIN_CLIENT_TIMEOUT_S = MIN_COMMAND_TIMEOUT_S
+MAX_CLIENT_TIMEOUT_S = 600.0
+MIN_RATE_HZ = 0.001
 MAX_RATE_HZ = 10000.0
 
 _client_numbers = itertools.count(1)
@@ -240,8 +242,10 @@ class Client:
             raise InvalidArgument(f"subscribe.topics: more than {MAX_PATTERNS} patterns")
         if len(self.subscriber.subscriptions) >= MAX_SUBSCRIPTIONS:
             raise InvalidArgument(f"subscribe: a client may hold at most {MAX_SUBSCRIPTIONS} subscriptions")
-        if max_rate_hz is not None and not 0.0 < max_rate_hz <= MAX_RATE_HZ:
-            raise InvalidArgument(f"subscribe.max_rate_hz: expected a number in (0, {MAX_RATE_HZ}], got {max_rate_hz}")
+        if max_rate_hz is not None and not MIN_RATE_HZ <= max_rate_hz <= MAX_RATE_HZ:
+            raise InvalidArgument(
+                f"subscribe.max_rate_hz: expected a number in [{MIN_RATE_HZ}, {MAX_RATE_HZ}], got {max_rate_hz}"
+            )
         bus = self.hub.bus
         subscription = bus.subscribe(self.subscriber, patterns, max_rate_hz)
         matched = [t for t in bus.topics() if self.subscriber.subscriptions[subscription].matches(t)]
@@ -259,14 +263,17 @@ class Client:
     ) -> asyncio.Task[dict[str, Any]]:
         """Start one command on `device`; the task gives its result data or raises a `GatewayError`.
 
-        `timeout_s` (seconds, at most `MAX_COMMAND_TIMEOUT_S`; None: the server's default) is the
+        `timeout_s` (seconds, in [`MIN_CLIENT_TIMEOUT_S`, `MAX_CLIENT_TIMEOUT_S`]; None: the server's default) is the
         deadline. Raises `RateLimited` at once when the client has too many commands in flight.
         """
         server = self.hub.server
         self._may_control(device, "command")
         self._check_lock(device)
-        if timeout_s is not None and not 0.0 < timeout_s <= MAX_COMMAND_TIMEOUT_S:
-            raise InvalidArgument(f"command.timeout_s: expected a number in (0, {MAX_COMMAND_TIMEOUT_S}]")
+        if timeout_s is not None and not MIN_CLIENT_TIMEOUT_S <= timeout_s <= MAX_CLIENT_TIMEOUT_S:
+            raise InvalidArgument(
+                f"command.timeout_s: expected a number in [{MIN_CLIENT_TIMEOUT_S}, {MAX_CLIENT_TIMEOUT_S}],"
+                f" got {timeout_s}"
+            )
         if len(self._commands) >= server.max_inflight_commands:
             raise RateLimited(f"more than {server.max_inflight_commands} commands in flight")
         task = asyncio.create_task(self._run_command(device, type_name, data, timeout_s or server.command_timeout_s))

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from gateway import PROTOCOL_VERSION, __version__
 from gateway.bus import Outgoing
-from gateway.core.client import MAX_COMMAND_TIMEOUT_S, MAX_RATE_HZ, Client, Hub
+from gateway.core.client import MAX_CLIENT_TIMEOUT_S, MAX_RATE_HZ, MIN_CLIENT_TIMEOUT_S, MIN_RATE_HZ, Client, Hub
 from gateway.errors import (
     BadRequest,
     ErrorCode,
@@ -61,8 +61,8 @@ def _number(request: Mapping[str, Any], op: str, key: str, low: float, high: flo
     value = request.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low < value <= high:
-        raise InvalidArgument(f"{op}.{key}: expected a number in ({low}, {high}], got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise InvalidArgument(f"{op}.{key}: expected a number in [{low}, {high}], got {value!r}")
     return float(value)
 
 
@@ -212,7 +212,7 @@ class Session:
         topics = request.get("topics")
         if not isinstance(topics, list) or not topics or not all(isinstance(t, str) for t in topics):
             raise BadRequest("subscribe.topics: expected a non-empty array of pattern strings")
-        rate = _number(request, "subscribe", "max_rate_hz", 0.0, MAX_RATE_HZ)
+        rate = _number(request, "subscribe", "max_rate_hz", MIN_RATE_HZ, MAX_RATE_HZ)
         subscription, matched = self.client.subscribe(topics, rate)
         return {"subscription": subscription, "topics": matched}
 
@@ -246,7 +246,7 @@ class Session:
         _check_fields(request, "command", frozenset({"op", "id", "device", "type", "data", "timeout_s"}))
         device = _string(request, "command", "device")
         type_name = _string(request, "command", "type")
-        timeout = _number(request, "command", "timeout_s", 0.0, MAX_COMMAND_TIMEOUT_S)
+        timeout = _number(request, "command", "timeout_s", MIN_CLIENT_TIMEOUT_S, MAX_CLIENT_TIMEOUT_S)
         task = self.client.command(device, type_name, request.get("data", {}), timeout)
         task.add_done_callback(lambda done: self._command_done(request_id, done))
 
