@@ -116,6 +116,13 @@ class _Parser:
             if self.at("="):
                 self.take()
                 init = self.expression()
+                if self.at(","):
+                    # The old initialiser without brackets, `var a[3] = 1, 2, 3`, still accepted.
+                    items = [init]
+                    while self.at(","):
+                        self.take()
+                        items.append(self.expression())
+                    init = s.ArrayLiteral(init.line, init.column, tuple(items))
             if sized and size is None and init is None:
                 raise CompileError(f"array {name.text} needs a size or an initialiser", name.line, name.column)
             return s.VarDecl(line, column, name.text, size, sized, init)
@@ -255,6 +262,9 @@ class _Parser:
         if self.at("-") and self.tokens[self.position + 1].kind == "number":
             token = self.take()
             number = self.take()
+            if -number.value > 32767:
+                # -0x8000 is -(-32768): it does not fit 16 bits (the reference refuses it too).
+                raise CompileError(f"number -{number.text} is outside the 16-bit range", token.line, token.column)
             return s.Number(token.line, token.column, -number.value)
         if self.at("-", "~", "abs"):
             token = self.take()
