@@ -187,6 +187,39 @@ def test_cli_reports_compile_errors_with_position(tmp_path: Path, capsys: pytest
     assert f"{broken}:2:5: y is not a defined variable" in capsys.readouterr().err
 
 
+#: Issue 13, defect 6: two errors, the first in the text being in the handler laid out last.
+TWO_ERRORS = """<!DOCTYPE aesl-source>
+<network>
+<event size="1" name="b"/>
+<event size="1" name="a"/>
+<node nodeId="1" name="thymio-II">var x
+onevent a
+if x &lt; 1 then x = y end
+onevent b
+x = z
+</node>
+</network>
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (TWO_ERRORS, "7:22: y is not a defined variable"),
+        # The init code is laid out after every handler; its error is still the first reported.
+        (TWO_ERRORS.replace("var x\n", "var x\nx = q\n"), "6:5: q is not a defined variable"),
+        (TWO_ERRORS.replace("name=\"thymio-II\">var x", "name=\"thymio-II\">\n\n  var x x"), "8:1: expecting an assignment, found 'onevent'"),
+    ],
+)
+def test_cli_reports_the_first_error_at_its_line_in_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str
+) -> None:
+    broken = tmp_path / "two-errors.aesl"
+    broken.write_text(text)
+    assert main(["aseba", "compile", str(broken), "--description", str(VECTOR)]) == 1
+    assert f"{broken}:{expected}" in capsys.readouterr().err
+
+
 def test_the_corpus_uses_every_construct() -> None:
     seen: set[str] = set()
     scripts = sorted(CORPUS.glob("*.aesl"))

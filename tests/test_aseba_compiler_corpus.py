@@ -197,7 +197,8 @@ async def test_a_script_that_does_not_compile_is_refused_with_its_position(clien
     )
     assert not answer["ok"]  # the script defines LIMIT itself with `const`
     assert answer["error"]["code"] == "invalid_argument"
-    assert "05_const.aesl: 1:1: LIMIT is already defined" in answer["error"]["message"]
+    # Line and column in the .aesl file (the node's program starts on its line 15, column 35).
+    assert "05_const.aesl:15:35: LIMIT is already defined" in answer["error"]["message"]
     answer = await command(client, "asebaros_msgs/LoadScript", {"file_name": "24_division.aesl", "node_ids": [9]})
     assert not answer["ok"]
     assert "node 9" in answer["error"]["message"]
