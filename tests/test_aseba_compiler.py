@@ -208,7 +208,10 @@ x = z
         (TWO_ERRORS, "7:22: y is not a defined variable"),
         # The init code is laid out after every handler; its error is still the first reported.
         (TWO_ERRORS.replace("var x\n", "var x\nx = q\n"), "6:5: q is not a defined variable"),
-        (TWO_ERRORS.replace("name=\"thymio-II\">var x", "name=\"thymio-II\">\n\n  var x x"), "8:1: expecting an assignment, found 'onevent'"),
+        (
+            TWO_ERRORS.replace('name="thymio-II">var x', 'name="thymio-II">\n\n  var x x'),
+            "8:1: expecting an assignment, found 'onevent'",
+        ),
     ],
 )
 def test_cli_reports_the_first_error_at_its_line_in_the_file(

@@ -41,7 +41,7 @@ def compile_script(
     The first error in the text is the one reported: the program is generated once in source
     order (only to find errors), then in the layout of Debian's compiler.
     """
-    program = parse(source)
+    program = parse(source, {event.name: event.size for event in events})
     symbols = Symbols.create(description, events, constants or {})
     _check_events(symbols)
     for section in program.sections:
