@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from protocols.aseba.bytecode import INSTRUCTION_LENGTH, SMALL_MIN, Assembler, Binary, Op, Unary, word
 from protocols.aseba.compiler import syntax as s
 from protocols.aseba.compiler.errors import CompileError
-from protocols.aseba.compiler.simplify import check_types, element_tree, simplify
+from protocols.aseba.compiler.simplify import check_types, element_tree, negate, simplify
 from protocols.aseba.compiler.symbols import Symbols, to_word
 from protocols.aseba.vm import INIT_EVENT
 from protocols.errors import ProtocolError
@@ -311,6 +311,14 @@ class CodeGenerator:
         self.asm.jump(end)
         self.asm.label(following)
         if self.chain(branches[1:], otherwise, when):
+            if body_empty and not when:
+                # Nothing to do when the test holds: test the opposite and skip the jump (one
+                # word less than the reference, which keeps an empty block and its jump).
+                self.asm.rollback(mark)
+                opposite = negate(tree)
+                assert isinstance(opposite, s.Binary)
+                self.branch(opposite, end)
+                self.chain(branches[1:], otherwise, when)
             self.asm.label(end)
             return True
         self.asm.rollback(jump)

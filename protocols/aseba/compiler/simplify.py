@@ -137,9 +137,9 @@ def simplify(symbols: Symbols, expression: s.Expression) -> s.Expression:
         return left
     if op == "+" and lv == 0:
         return right
-    if op in ("|", "or") and rv == 0:
-        return left
-    if op in ("|", "or") and lv == 0:
+    if op in ("|", "or", "^", "<<", ">>") and rv == 0:
+        return left  # x ^ 0, x << 0, x >> 0: kept by the reference, dropped here (shorter)
+    if op in ("|", "or", "^") and lv == 0:
         return right
     if op == "&" and rv == -1:
         return left
