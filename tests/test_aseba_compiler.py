@@ -102,6 +102,10 @@ BROKEN = [
     ("var i = -0b1000000000000000", 1, 9, "number -0b1000000000000000 is outside the 16-bit range"),
     ("var i = abs -32768", 1, 9, "abs(-32768) does not fit 16 bits"),
     ("var i\nwhile 1 == 1 do\ni++\nend", 2, 9, "infinite loop: the condition of this while is always true"),
+    # Hostile input: nesting deeper than the compiler's recursion is an error, not a crash.
+    ("var x\nx = " + "(" * 3000 + "x" + ")" * 3000, 1, 1, "the program is nested too deeply to compile"),
+    ("var x\nx = " + "- " * 3000 + "x", 1, 1, "the program is nested too deeply to compile"),
+    ("var x\nx = x" + " + x" * 3000, 1, 1, "the program is nested too deeply to compile"),
 ]  # fmt: skip
 
 
@@ -134,6 +138,12 @@ def test_numbers_comments_and_precedence() -> None:
     assert [t.text for t in tokens] == ["0x1F", "0b101", "-", "32768", "a.b_c", "<<=", "end of file"]
     result = run("var r[6]\nr = [1 + 2 * 3, (1 + 2) * 3, 7 - 2 - 1, 1 << 2 + 1, 6 | 3 & 1, -32768]")
     assert result["r"] == [7, 9, 4, 8, 7, -32768]
+
+
+def test_a_very_long_call_chain_is_refused_without_exhausting_the_recursion() -> None:
+    chain = "".join(f"sub s{k}\n" + ("n++\n" if k == 0 else f"callsub s{k - 1}\n") for k in range(2000))
+    with pytest.raises(CompileError, match="the execution stack will overflow: more than 256 nested subroutine calls"):
+        compile_script("var n = 0\nonevent ev\ncallsub s1999\n" + chain, playground_description(), EVENTS)
 
 
 def test_wrap_around_and_c_division() -> None:

@@ -39,8 +39,21 @@ def compile_script(
     """Compile `source` for the node `description`; `CompileError` (line:column) when it is wrong.
 
     The first error in the text is the one reported: the program is generated once in source
-    order (only to find errors), then in the layout of Debian's compiler.
+    order (only to find errors), then in the layout of Debian's compiler. A program nested so
+    deeply that the compiler's recursion gives up is refused too.
     """
+    try:
+        return _compile(source, description, events, constants)
+    except RecursionError:
+        raise CompileError("the program is nested too deeply to compile", 1, 1) from None
+
+
+def _compile(
+    source: str,
+    description: NodeDescription,
+    events: Sequence[EventSpec],
+    constants: Mapping[str, int] | None,
+) -> CompiledScript:
     program = parse(source, {event.name: event.size for event in events})
     symbols = Symbols.create(description, events, constants or {})
     _check_events(symbols)
@@ -64,6 +77,8 @@ def compile_script(
     return CompiledScript(bytecode, dict(symbols.script_variables), symbols.events, dict(symbols.constants))
 
 
+#: Call chains longer than this are refused before their depth is added up (the stack overflows).
+MAX_CALL_CHAIN = 256
 #: Stack effect of the instructions whose effect does not depend on the program.
 _STACK_EFFECT = {
     Op.SMALL_IMMEDIATE: 1,
@@ -115,6 +130,14 @@ def check_stack(sections: Sequence[SectionCode], code: Sequence[int], descriptio
                 chain = " -> ".join((*path[path.index(call.name) :], call.name))
                 raise CompileError(
                     f"recursive call of subroutine {call.name} ({chain}): the execution stack will overflow",
+                    call.line,
+                    call.column,
+                )
+            if len(path) >= max(description.stack_size, MAX_CALL_CHAIN):
+                # Each call keeps a return address: this chain overflows whatever it computes
+                # (checked here so that a long chain cannot exhaust the compiler's recursion).
+                raise CompileError(
+                    f"the execution stack will overflow: more than {len(path)} nested subroutine calls",
                     call.line,
                     call.column,
                 )
