@@ -18,6 +18,9 @@ from tests.test_aseba_vm import VECTOR, playground_description
 CORPUS = Path(__file__).parent / "data" / "aseba_corpus"
 EVENTS = (EventSpec("ev", 2),)
 
+#: 40 subroutines, each calling the one before: s39 needs 40 return addresses on the stack.
+SUBROUTINE_CHAIN = "".join(f"sub s{k}\n" + ("n++\n" if k == 0 else f"callsub s{k - 1}\n") for k in range(40))
+
 #: Broken scripts: (source, line, column, message). Those after a "Debian" comment were also
 #: given to Debian's compiler, which reports them at the same line and column (in its own words).
 BROKEN = [
@@ -69,7 +72,40 @@ BROKEN = [
     ("var x\nonevent ev\nvar late", 3, 1,
      "variables are declared at the beginning of the program, before any other statement"),
     ("var big[600]", 1, 1, "not enough memory for big: the node has 586 words"),
-    ("var x\nx = " + "(x + " * 32 + "x" + ")" * 32, 1, 1, "program needs 33 words of stack, node thymio-II has 32"),
+    ("var x\nx = " + "(x + " * 32 + "x" + ")" * 32, 2, 1,
+     "the execution stack will overflow: this code needs 33 words (subroutine calls and expressions), "
+     "node thymio-II has 32"),
+    # Issue 13, defect 2 (Debian: "Execution stack will overflow, check for any recursive subroutine call")
+    ("var n = 0\nonevent ev\ncallsub down\nsub down\nn++\ncallsub down", 6, 1,
+     "recursive call of subroutine down (down -> down): the execution stack will overflow"),
+    ("var n = 0\nonevent ev\ncallsub a\nsub a\ncallsub b\nsub b\nn++\ncallsub a", 8, 1,
+     "recursive call of subroutine a (a -> b -> a): the execution stack will overflow"),
+    ("var n = 0\nonevent ev\ncallsub s39\n" + SUBROUTINE_CHAIN, 3, 1,
+     "the execution stack will overflow: this code needs 42 words (subroutine calls and expressions), "
+     "node thymio-II has 32"),
+    # Issue 13, defect 4 (Debian refuses each of them)
+    ("var i\nvar j\nfor i in 0:32767 do\nj = i\nend", 3, 12,
+     "the for loop 0:32767 step 1 never ends: i cannot pass 32767 in 16 bits"),
+    ("var i\nfor i in 0:-32768 step -1 do\nend", 2, 12,
+     "the for loop 0:-32768 step -1 never ends: i cannot pass -32768 in 16 bits"),
+    ("var a = 1\nvar c\nc = a / 0", 3, 7, "division by zero"),
+    ("var a = 1\nvar c\nc = a % (a * 0)", 3, 7, "division by zero"),
+    ("var a = 1\nvar c\nc /= 0", 3, 1, "division by zero"),
+    ("var i\nif i then\ni = 0\nend", 2, 4, "a condition must be a comparison, and, or, not: found an integer"),
+    ("var i\nwhile i do\ni = 0\nend", 2, 7, "a condition must be a comparison, and, or, not: found an integer"),
+    ("var a\nvar b\nwhen a and b < 1 do\nend", 3, 6,
+     "a condition must be a comparison, and, or, not: found an integer"),
+    ("var a\nif not a then\nend", 2, 8, "a condition must be a comparison, and, or, not: found an integer"),
+    ("var foo[3] = [1, 2]", 1, 1, "size mismatch: assigning 2 words to 3 words"),
+    ("var foo[3] = 1, 2, 3, 4", 1, 1, "size mismatch: assigning 4 words to 3 words"),
+    ("var i = -0x8000", 1, 9, "number -0x8000 is outside the 16-bit range"),
+    ("var i = -0b1000000000000000", 1, 9, "number -0b1000000000000000 is outside the 16-bit range"),
+    ("var i = abs -32768", 1, 9, "abs(-32768) does not fit 16 bits"),
+    ("var i\nwhile 1 == 1 do\ni++\nend", 2, 9, "infinite loop: the condition of this while is always true"),
+    # Hostile input: nesting deeper than the compiler's recursion is an error, not a crash.
+    ("var x\nx = " + "(" * 3000 + "x" + ")" * 3000, 1, 1, "the program is nested too deeply to compile"),
+    ("var x\nx = " + "- " * 3000 + "x", 1, 1, "the program is nested too deeply to compile"),
+    ("var x\nx = x" + " + x" * 3000, 1, 1, "the program is nested too deeply to compile"),
 ]  # fmt: skip
 
 
@@ -104,9 +140,16 @@ def test_numbers_comments_and_precedence() -> None:
     assert result["r"] == [7, 9, 4, 8, 7, -32768]
 
 
+def test_a_very_long_call_chain_is_refused_without_exhausting_the_recursion() -> None:
+    chain = "".join(f"sub s{k}\n" + ("n++\n" if k == 0 else f"callsub s{k - 1}\n") for k in range(2000))
+    with pytest.raises(CompileError, match="the execution stack will overflow: more than 256 nested subroutine calls"):
+        compile_script("var n = 0\nonevent ev\ncallsub s1999\n" + chain, playground_description(), EVENTS)
+
+
 def test_wrap_around_and_c_division() -> None:
-    result = run("var r[5]\nvar a = 30000\nvar b = -7\nr = [a + a, a * 3, b / 2, b % 2, abs -32767]")
-    assert result["r"] == [-5536, 24464, -3, -1, 32767]
+    result = run("var r[6]\nvar a = 30000\nvar b = -7\nr = [a + a, a * 3, b / 3, b % 2, abs -32767, b / 2]")
+    # b / 3 is the VM's C division (toward zero); b / 2 is a shift, as Debian's compiler writes it.
+    assert result["r"] == [-5536, 24464, -2, -1, 32767, -4]
 
 
 def test_when_fires_on_the_rising_edge_only() -> None:
@@ -152,6 +195,42 @@ def test_cli_reports_compile_errors_with_position(tmp_path: Path, capsys: pytest
     status = main(["aseba", "compile", str(broken), "--description", str(VECTOR)])
     assert status == 1
     assert f"{broken}:2:5: y is not a defined variable" in capsys.readouterr().err
+
+
+#: Issue 13, defect 6: two errors, the first in the text being in the handler laid out last.
+TWO_ERRORS = """<!DOCTYPE aesl-source>
+<network>
+<event size="1" name="b"/>
+<event size="1" name="a"/>
+<node nodeId="1" name="thymio-II">var x
+onevent a
+if x &lt; 1 then x = y end
+onevent b
+x = z
+</node>
+</network>
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (TWO_ERRORS, "7:22: y is not a defined variable"),
+        # The init code is laid out after every handler; its error is still the first reported.
+        (TWO_ERRORS.replace("var x\n", "var x\nx = q\n"), "6:5: q is not a defined variable"),
+        (
+            TWO_ERRORS.replace('name="thymio-II">var x', 'name="thymio-II">\n\n  var x x'),
+            "8:1: expecting an assignment, found 'onevent'",
+        ),
+    ],
+)
+def test_cli_reports_the_first_error_at_its_line_in_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str
+) -> None:
+    broken = tmp_path / "two-errors.aesl"
+    broken.write_text(text)
+    assert main(["aseba", "compile", str(broken), "--description", str(VECTOR)]) == 1
+    assert f"{broken}:{expected}" in capsys.readouterr().err
 
 
 def test_the_corpus_uses_every_construct() -> None:

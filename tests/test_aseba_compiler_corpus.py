@@ -173,6 +173,20 @@ async def test_description_lists_the_script_and_variables_are_writable(client: C
     assert (await succeed(client, "asebaros_msgs/GetVariable", {"variable": "v"}))["data"] == [60, 2, 3]
 
 
+async def test_an_event_with_more_words_than_its_size_is_refused(client: Client) -> None:
+    """Issue 13, defect 7: `in_a` carries 1 word; 3 were sent to the VM before."""
+    await succeed(client, "asebaros_msgs/LoadScript", {"file_name": "05_const.aesl"})
+    await asyncio.sleep(SETTLE_S * 2)
+    answer = await command(client, "hwgateway/AsebaEvent", {"name": "in_a", "data": [2, 3, 4]})
+    assert not answer["ok"]
+    assert answer["error"]["code"] == "invalid_argument"
+    assert "event 'in_a' carries 1 word, 3 given" in answer["error"]["message"]
+    await succeed(client, "hwgateway/AsebaEvent", {"name": "in_a", "data": [2]})
+    await asyncio.sleep(SETTLE_S * 2)
+    # v[0] = event.args[0] * SCALE + LIMIT, with the file's SCALE = 3 and LIMIT = 40.
+    assert (await succeed(client, "asebaros_msgs/GetVariable", {"variable": "v"}))["data"][0] == 46
+
+
 @pytest.mark.parametrize(
     ("file_name", "expected"),
     [
@@ -197,7 +211,8 @@ async def test_a_script_that_does_not_compile_is_refused_with_its_position(clien
     )
     assert not answer["ok"]  # the script defines LIMIT itself with `const`
     assert answer["error"]["code"] == "invalid_argument"
-    assert "05_const.aesl: 1:1: LIMIT is already defined" in answer["error"]["message"]
+    # Line and column in the .aesl file (the node's program starts on its line 15, column 35).
+    assert "05_const.aesl:15:35: LIMIT is already defined" in answer["error"]["message"]
     answer = await command(client, "asebaros_msgs/LoadScript", {"file_name": "24_division.aesl", "node_ids": [9]})
     assert not answer["ok"]
     assert "node 9" in answer["error"]["message"]

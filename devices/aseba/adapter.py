@@ -50,7 +50,7 @@ from devices.aseba import thymio
 from devices.aseba.network import AsebaNetwork, NodeError, NodeState
 from devices.aseba.options import AsebaOptions
 from devices.aseba.scripts import Script, resolve_script
-from devices.aseba.thymio_program import EVENT_ID, ThymioProgram, generate
+from devices.aseba.thymio_program import EVENT_ID, EVENT_SIZES, ThymioProgram, generate
 from devices.aseba.transport import Target, discover_usb, open_link, parse_target
 from devices.base import Adapter, Command, DeviceContext
 from devices.sim.thymio import SimulatedThymio
@@ -121,6 +121,9 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         self.target: Target | None = None
         #: Names of the user events of the program the gateway loaded, by node id (index = event id).
         self.event_names: dict[int, tuple[str, ...]] = {}
+        #: Declared sizes (words) of those events, by node id and name (events the node only emits
+        #: may be missing).
+        self.event_sizes: dict[int, dict[str, int]] = {}
         self._closed_at = -RECONNECT_GAP_S
         #: The gateway program running on each Thymio node since it last connected.
         self.programs: dict[int, ThymioProgram] = {}
@@ -187,6 +190,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             self.programs.clear()
             self.scripts.clear()
             self.event_names.clear()
+            self.event_sizes.clear()
             await network.close()
             self._closed_at = time.monotonic()
 
@@ -275,6 +279,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             self.programs.pop(node.id, None)
             self.scripts.pop(node.id, None)
             self.event_names.pop(node.id, None)
+            self.event_sizes.pop(node.id, None)
         elif node.description is not None and node.id not in self.programs and node.id not in self.scripts:
             loaded = self._load_default_script(node)
             if not loaded and self._wants_program(node):
@@ -304,6 +309,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         self.network.set_bytecode(node.id, program.bytecode)
         self.programs[node.id] = program
         self.event_names[node.id] = program.events
+        self.event_sizes[node.id] = dict(EVENT_SIZES)
         log.info("aseba node %d: Thymio program loaded (%d words)", node.id, len(program.bytecode))
 
     def _load_default_script(self, node: NodeState) -> bool:
@@ -326,6 +332,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         self.programs.pop(node.id, None)
         self.scripts[node.id] = compiled
         self.event_names[node.id] = tuple(event.name for event in compiled.events)
+        self.event_sizes[node.id] = {event.name: event.size for event in compiled.events}
         log.info("aseba node %d: script loaded (%d words)", node.id, len(compiled.bytecode))
 
     async def _load_script(self, message: asebaros.LoadScript) -> asebaros.LoadScriptResponse:
@@ -412,6 +419,12 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             if message.name not in names:
                 known = ", ".join(names) or "none: the gateway loaded no program"
                 raise InvalidArgument(f"data.name: node {node.id} has no event {message.name!r} (events: {known})")
+            size = self.event_sizes.get(node.id, {}).get(message.name)
+            if size is not None and len(message.data) > size:
+                raise InvalidArgument(
+                    f"data.data: event {message.name!r} carries {size} word{'s' if size != 1 else ''}, "
+                    f"{len(message.data)} given"
+                )
             network = self._network()
             network.emit(names.index(message.name), message.data)
             await network.drain()

@@ -30,9 +30,13 @@ def run(args: argparse.Namespace) -> tuple[int, str]:
         description = load_description(Path(args.description).read_text(encoding="utf-8"))
         aesl = parse_aesl(Path(args.file).read_text(encoding="utf-8"))
         program = aesl.program_for(description.name, args.node_id)
+    except (ProtocolError, OSError, UnicodeDecodeError) as error:
+        return EXIT_COMPILE_ERROR, f"{args.file}: {error}"
+    try:
         compiled = compile_script(program.source, description, aesl.events, aesl.constants)
     except CompileError as error:
-        return EXIT_COMPILE_ERROR, f"{args.file}:{error.line}:{error.column}: {error.message}"
+        located = program.locate(error)  # lines of the .aesl file, not of the node's program
+        return EXIT_COMPILE_ERROR, f"{args.file}:{located.line}:{located.column}: {located.message}"
     except (ProtocolError, OSError, UnicodeDecodeError) as error:
         return EXIT_COMPILE_ERROR, f"{args.file}: {error}"
     lines = [f"; {args.file} for {description.name}: {len(compiled.bytecode)} words"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gateway.errors import InvalidArgument
-from protocols.aseba.compiler import AeslFile, CompiledScript, compile_script, parse_aesl
+from protocols.aseba.compiler import AeslFile, CompiledScript, CompileError, compile_script, parse_aesl
 from protocols.aseba.description import NodeDescription
 from protocols.errors import ProtocolError
 
@@ -47,10 +47,21 @@ class Script:
         return cls(path.name, aesl, overrides)
 
     def compile_for(self, description: NodeDescription, node_id: int) -> CompiledScript:
-        """Compile the program for this node; `InvalidArgument` with line:column when it is wrong."""
+        """Compile the program for this node; `InvalidArgument` with file:line:column when it is wrong.
+
+        Lines and columns count in the .aesl file, not in the node's program text.
+        """
         try:
             program = self.aesl.program_for(description.name, node_id)
+        except ProtocolError as error:
+            raise InvalidArgument(f"data.file_name: {self.name}: {error}") from None
+        try:
             constants = {**self.aesl.constants, **self.overrides}
             return compile_script(program.source, description, self.aesl.events, constants)
+        except CompileError as error:
+            located = program.locate(error)
+            raise InvalidArgument(
+                f"data.file_name: {self.name}:{located.line}:{located.column}: {located.message}"
+            ) from None
         except ProtocolError as error:
             raise InvalidArgument(f"data.file_name: {self.name}: {error}") from None

@@ -70,6 +70,14 @@ class Binary(IntEnum):
 #: CONDITIONAL_BRANCH flags: edge-triggered ("when") and the "was true" bit the VM writes back.
 BRANCH_WHEN = 1 << 8
 BRANCH_WAS_TRUE = 1 << 9
+#: Words of the instructions longer than one word.
+INSTRUCTION_LENGTH = {
+    Op.LARGE_IMMEDIATE: 2,
+    Op.LOAD_INDIRECT: 2,
+    Op.STORE_INDIRECT: 2,
+    Op.CONDITIONAL_BRANCH: 2,
+    Op.EMIT: 3,
+}
 #: Largest operand of a 12-bit field, and the range of SMALL_IMMEDIATE.
 OPERAND_MAX = 0xFFF
 SMALL_MIN, SMALL_MAX = -2048, 2047
@@ -95,6 +103,18 @@ class Assembler:
     labels: dict[str, int] = field(default_factory=dict)
     _fixups: list[tuple[int, str, str]] = field(default_factory=list)
     _unique: int = 0
+
+    def checkpoint(self) -> tuple[int, int, int]:
+        """A mark to `rollback` to: the code, labels and fixups written so far."""
+        return len(self.code), len(self.labels), len(self._fixups)
+
+    def rollback(self, mark: tuple[int, int, int]) -> None:
+        """Forget everything written since `mark` (code, labels, fixups); handlers are not undone."""
+        code, labels, fixups = mark
+        del self.code[code:]
+        for name in list(self.labels)[labels:]:
+            del self.labels[name]
+        del self._fixups[fixups:]
 
     def new_label(self, hint: str = "l") -> str:
         """A label name not used yet."""

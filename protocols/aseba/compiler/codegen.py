@@ -1,19 +1,23 @@
-"""Syntax tree to bytecode, through the `Assembler`.
+"""Syntax tree to bytecode, through the `Assembler`, laid out as Debian's compiler does.
 
-Arrays are expanded element by element (both operands of an operator have the same size); constant
-sub-expressions are folded; `not` is pushed down to the comparisons (De Morgan). Conditions
-branch on their comparison or logical operator directly. Native arguments that are not plain
-variables or constant slices go through temporaries placed after the script's variables.
+Each element of an expression is expanded to a scalar tree and simplified (`simplify`: constant
+folding, neutral and absorbing elements, shifts for powers of two, De Morgan). Statements that
+generate no code are dropped with their conditions, constant conditions keep only the branch
+taken, event handlers without code get no entry. Native arguments that are not variables or
+constant slices go through temporaries placed at the end of the memory; an element with a
+run-time index is passed by address, after a bounds check. Each section's code range and
+subroutine calls are recorded for the stack check (`program.py`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from protocols.aseba.bytecode import SMALL_MIN, Assembler, Binary, Op, Unary, word
+from protocols.aseba.bytecode import INSTRUCTION_LENGTH, SMALL_MIN, Assembler, Binary, Op, Unary, word
 from protocols.aseba.compiler import syntax as s
 from protocols.aseba.compiler.errors import CompileError
-from protocols.aseba.compiler.symbols import Symbols
+from protocols.aseba.compiler.simplify import check_types, element_tree, negate, simplify
+from protocols.aseba.compiler.symbols import Symbols, to_word
 from protocols.aseba.vm import INIT_EVENT
 from protocols.errors import ProtocolError
 
@@ -38,8 +42,6 @@ BINARY_OPS: dict[str, Binary] = {
     "and": Binary.AND,
 }
 UNARY_OPS = {"-": Unary.NEG, "abs": Unary.ABS, "~": Unary.BIT_NOT}
-NEGATED = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
-CONDITION_OPS = frozenset((*NEGATED, "and", "or"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +52,17 @@ class Memory:
     size: int
 
 
-def _declaration_only(statement: s.Statement) -> bool:
-    return isinstance(statement, s.ConstDecl) or (isinstance(statement, s.VarDecl) and statement.init is None)
+@dataclass(slots=True)
+class SectionCode:
+    """Where one section's code is (`start`, `end` in the assembler's code) and what it calls."""
+
+    section: s.Section
+    start: int = 0
+    end: int = 0
+    #: The `callsub` statements of the section that were generated, in order.
+    calls: list[s.CallSub] = field(default_factory=list)
+    #: Where each top-level statement's code starts, in order.
+    statements: list[tuple[int, s.Statement]] = field(default_factory=list)
 
 
 def _reads(expression: s.Expression, name: str) -> bool:
@@ -72,19 +83,6 @@ def _reads(expression: s.Expression, name: str) -> bool:
     return False
 
 
-def negate(expression: s.Expression) -> s.Expression:
-    """`not expression`, with the negation pushed down to comparisons (De Morgan)."""
-    e = expression
-    if isinstance(e, s.Unary) and e.op == "not":
-        return e.operand
-    if isinstance(e, s.Binary) and e.op in NEGATED:
-        return s.Binary(e.line, e.column, NEGATED[e.op], e.left, e.right)
-    if isinstance(e, s.Binary) and e.op in ("and", "or"):
-        op = "or" if e.op == "and" else "and"
-        return s.Binary(e.line, e.column, op, negate(e.left), negate(e.right))
-    return s.Binary(e.line, e.column, "==", e, s.Number(e.line, e.column, 0))
-
-
 class CodeGenerator:
     """Generates one program's code into `asm` against `symbols`."""
 
@@ -93,8 +91,9 @@ class CodeGenerator:
         self.asm = asm
         self.subroutines: dict[str, str] = {}
         self.in_subroutine = False
-        #: True while generating the operands of a condition, where comparisons are allowed.
-        self.in_condition = False
+        #: The code of every generated section, in generation order.
+        self.sections: list[SectionCode] = []
+        self._current: SectionCode | None = None
 
     def error(self, message: str, node: s.Node) -> CompileError:
         """A `CompileError` at `node`."""
@@ -102,48 +101,91 @@ class CodeGenerator:
 
     # -- program -------------------------------------------------------------------------------
 
-    def program(self, program: s.Program) -> None:
+    def program(self, program: s.Program, source_order: bool = False) -> None:
         """Generate every section: event handlers and the init code by event id, then subroutines.
 
-        This is the order of Debian's compiler; init code that does nothing gets no handler.
+        This is the order of Debian's compiler. With `source_order`, sections are generated in
+        the order of the source instead, so that the first error raised is the first in the text.
         """
         handlers: dict[int, s.Section] = {}
         subroutines: list[s.Section] = []
+        ordered: list[tuple[int | None, s.Section]] = []
         for section in program.sections:
             if section.kind == "sub":
                 if section.name in self.subroutines:
                     raise self.error(f"subroutine {section.name} is already defined", section)
                 self.subroutines[section.name] = self.asm.new_label("sub." + section.name)
                 subroutines.append(section)
-            elif section.kind == "init":
-                if any(not _declaration_only(st) for st in section.body):
-                    handlers[INIT_EVENT] = section
+                ordered.append((None, section))
             else:
-                event_id = self.symbols.event(section.name, section)[0]
+                event_id = INIT_EVENT if section.kind == "init" else self.symbols.event(section.name, section)[0]
                 if event_id in handlers:
                     raise self.error(f"event {section.name} already has a handler", section)
                 handlers[event_id] = section
-        for event_id in sorted(handlers):
-            self.in_subroutine = False
-            self.asm.handler(event_id)
-            self.block(handlers[event_id].body)
-            self.asm.stop()
-        for section in subroutines:
-            self.in_subroutine = True
-            self.asm.label(self.subroutines[section.name])
-            self.block(section.body)
-            self.asm.sub_ret()
+                ordered.append((event_id, section))
+        if not source_order:
+            ordered = [(key, handlers[key]) for key in sorted(handlers)]
+            ordered += [(None, section) for section in subroutines]
+        for target, section in ordered:
+            code = SectionCode(section, len(self.asm.code))
+            self._current = code
+            self.in_subroutine = target is None
+            if target is None:
+                self.asm.label(self.subroutines[section.name])
+                self.block(section.body, top=True)
+                if not self._ends_with(Op.SUB_RET):
+                    self.asm.sub_ret()
+            else:
+                self.block(section.body, top=True)
+                if len(self.asm.code) == code.start:
+                    continue  # no code: no handler, as Debian's compiler does
+                self.asm.handlers[target] = code.start
+                self.asm.stop()
+            code.end = len(self.asm.code)
+            self.sections.append(code)
+        self._current = None
 
-    def block(self, body: tuple[s.Statement, ...]) -> None:
-        """Generate the statements of a block in order."""
+    def _ends_with(self, op: Op) -> bool:
+        """True when the last instruction is `op` and no label points after it."""
+        code = self.asm.code
+        if not code or code[-1] >> 12 != op or len(code) in self.asm.labels.values():
+            return False
+        # The word before could be the operand of a two-word instruction: walk the section.
+        assert self._current is not None
+        position, last = self._current.start, -1
+        while position < len(code):
+            last = position
+            position += INSTRUCTION_LENGTH.get(Op(code[position] >> 12), 1)
+        return last == len(code) - 1
+
+    def block(self, body: tuple[s.Statement, ...], top: bool = False) -> None:
+        """Generate the statements of a block in order.
+
+        Temporaries are freed before each statement of a section's top level only, like Debian's
+        compiler (inside a block they accumulate), so that the addresses are the same.
+        """
         for statement in body:
-            self.symbols.reset_temporaries()
+            if top:
+                self.symbols.reset_temporaries()
+                if self._current is not None:
+                    self._current.statements.append((len(self.asm.code), statement))
             try:
                 self.statement(statement)
             except CompileError:
                 raise
             except ProtocolError as error:
                 raise self.error(str(error), statement) from None
+
+    def dead(self, body: tuple[s.Statement, ...]) -> None:
+        """Check a block that is never run (a constant condition), then drop its code."""
+        mark = self.asm.checkpoint()
+        calls = len(self._current.calls) if self._current else 0
+        top = self.symbols.temporaries_top
+        self.block(body)
+        self.asm.rollback(mark)
+        self.symbols.temporaries_top = top
+        if self._current:
+            del self._current.calls[calls:]
 
     # -- statements ----------------------------------------------------------------------------
 
@@ -157,19 +199,11 @@ class CodeGenerator:
         elif isinstance(st, s.Assign):
             self.assignment(st)
         elif isinstance(st, s.If):
-            self.if_statement(st)
+            self.if_statement(st.branches, st.otherwise, when=False)
         elif isinstance(st, s.When):
-            end = self.asm.new_label("when")
-            self.condition(st.condition, end, when=True)
-            self.block(st.body)
-            self.asm.label(end)
+            self.if_statement(((st.condition, st.body),), (), when=True)
         elif isinstance(st, s.While):
-            top, end = self.asm.new_label("while"), self.asm.new_label("wend")
-            self.asm.label(top)
-            self.condition(st.condition, end)
-            self.block(st.body)
-            self.asm.jump(top)
-            self.asm.label(end)
+            self.while_statement(st)
         elif isinstance(st, s.For):
             self.for_statement(st)
         elif isinstance(st, s.Emit):
@@ -180,6 +214,8 @@ class CodeGenerator:
             label = self.subroutines.get(st.name)
             if label is None:
                 raise self.error(f"subroutine {st.name} is not defined", st)
+            if self._current is not None:
+                self._current.calls.append(st)
             self.asm.sub_call(label)
         elif self.in_subroutine:
             self.asm.sub_ret()
@@ -231,16 +267,84 @@ class CodeGenerator:
             self.element(value, i)
             self.asm.store(memory.address + i)
 
-    def if_statement(self, st: s.If) -> None:
-        end = self.asm.new_label("endif")
-        for condition, body in st.branches:
-            following = self.asm.new_label("else")
-            self.condition(condition, following)
-            self.block(body)
-            if st.otherwise or (condition, body) != st.branches[-1]:
-                self.asm.jump(end)
-            self.asm.label(following)
-        self.block(st.otherwise)
+    def if_statement(
+        self,
+        branches: tuple[tuple[s.Expression, tuple[s.Statement, ...]], ...],
+        otherwise: tuple[s.Statement, ...],
+        when: bool,
+    ) -> None:
+        """`if`/`elseif`/`else` (or `when`): constant conditions resolved, empty tails dropped."""
+        live: list[tuple[s.Binary, tuple[s.Statement, ...]]] = []
+        for position, (condition, body) in enumerate(branches):
+            tree = self.condition_tree(condition)
+            if isinstance(tree, s.Binary):
+                live.append((tree, body))
+                continue
+            if not tree.value:
+                self.dead(body)
+                continue
+            # Always true: this body replaces the rest of the chain, which is never run.
+            for later_condition, later_body in branches[position + 1 :]:
+                self.condition_tree(later_condition)
+                self.dead(later_body)
+            self.dead(otherwise)
+            otherwise = body
+            break
+        self.chain(live, otherwise, when)
+
+    def chain(
+        self, branches: list[tuple[s.Binary, tuple[s.Statement, ...]]], otherwise: tuple[s.Statement, ...], when: bool
+    ) -> bool:
+        """Generate an if/elseif chain; drop the parts that generate nothing. True when code was written."""
+        if not branches:
+            start = len(self.asm.code)
+            self.block(otherwise)
+            return len(self.asm.code) > start
+        tree, body = branches[0]
+        mark = self.asm.checkpoint()
+        following, end = self.asm.new_label("else"), self.asm.new_label("endif")
+        self.branch(tree, following, when)
+        body_start = len(self.asm.code)
+        self.block(body)
+        body_empty = len(self.asm.code) == body_start
+        jump = self.asm.checkpoint()
+        self.asm.jump(end)
+        self.asm.label(following)
+        if self.chain(branches[1:], otherwise, when):
+            if body_empty and not when:
+                # Nothing to do when the test holds: test the opposite and skip the jump (one
+                # word less than the reference, which keeps an empty block and its jump).
+                self.asm.rollback(mark)
+                opposite = negate(tree)
+                assert isinstance(opposite, s.Binary)
+                self.branch(opposite, end)
+                self.chain(branches[1:], otherwise, when)
+            self.asm.label(end)
+            return True
+        self.asm.rollback(jump)
+        if body_empty:
+            self.asm.rollback(mark)  # nothing to run whatever the condition: no test at all
+            return False
+        self.asm.label(following)
+        return True
+
+    def while_statement(self, st: s.While) -> None:
+        tree = self.condition_tree(st.condition)
+        if isinstance(tree, s.Number):
+            if tree.value:
+                raise self.error("infinite loop: the condition of this while is always true", st.condition)
+            self.dead(st.body)
+            return
+        mark = self.asm.checkpoint()
+        top, end = self.asm.new_label("while"), self.asm.new_label("wend")
+        self.asm.label(top)
+        self.branch(tree, end)
+        body_start = len(self.asm.code)
+        self.block(st.body)
+        if len(self.asm.code) == body_start:
+            self.asm.rollback(mark)  # an empty loop is dropped, as Debian's compiler does
+            return
+        self.asm.jump(top)
         self.asm.label(end)
 
     def for_statement(self, st: s.For) -> None:
@@ -248,17 +352,31 @@ class CodeGenerator:
         variable = symbols.variable(st.variable.name, st.variable)
         if variable.size != 1:
             raise self.error(f"the loop variable {variable.name} must be a scalar", st.variable)
-        step = 1 if st.step is None else symbols.require_constant(st.step, "the step of a for loop")
+        step = 1 if st.step is None else symbols.require_word(st.step, "the step of a for loop")
         if step == 0:
             raise self.error("the step of a for loop cannot be 0", st.step or st)
-        first = symbols.require_constant(st.first, "a for loop bound")
-        last = symbols.require_constant(st.last, "a for loop bound")
+        first = symbols.require_word(st.first, "a for loop bound")
+        last = symbols.require_word(st.last, "a for loop bound")
         if first > last if step > 0 else first < last:
             raise self.error(f"the for loop range {first}:{last} with step {step} is empty", st)
-        self.assign(st.variable, st.first, st)
+        final = first + (last - first) // step * step
+        if not -32768 <= final + step <= 32767:
+            # The variable would wrap around before passing `last`: the loop would never end.
+            raise self.error(
+                f"the for loop {first}:{last} step {step} never ends: {variable.name} cannot pass {last} in 16 bits",
+                st.last,
+            )
+        self.assign(st.variable, s.Number(st.first.line, st.first.column, first), st)
+        if first == last:
+            self.block(st.body)  # one iteration: no test, and the variable stays at `first`
+            return
         top, end = self.asm.new_label("for"), self.asm.new_label("endfor")
         self.asm.label(top)
-        self.condition(s.Binary(st.line, st.column, "<=" if step > 0 else ">=", st.variable, st.last), end)
+        comparison = self.condition_tree(
+            s.Binary(st.line, st.column, "<=" if step > 0 else ">=", st.variable, s.Number(st.line, st.column, last))
+        )
+        assert isinstance(comparison, s.Binary)
+        self.branch(comparison, end)
         self.block(st.body)
         self.assign(st.variable, s.Binary(st.line, st.column, "+", st.variable, s.Number(st.line, st.column, step)), st)
         self.asm.jump(top)
@@ -287,10 +405,14 @@ class CodeGenerator:
         if len(st.arguments) != len(native.parameters):
             raise self.error(f"{st.native} takes {len(native.parameters)} arguments, {len(st.arguments)} given", st)
         templates: dict[int, int] = {}
+        any_sizes: list[int] = []
         for argument, (size, name) in zip(st.arguments, native.parameters, strict=True):
+            check_types(argument, False)
             given = self.symbols.size(argument)
             if size > 0 and given != size:
                 raise self.error(f"argument {name} of {st.native} must have {size} words, not {given}", argument)
+            if size == 0:
+                any_sizes.append(given)
             if size < 0:
                 expected = templates.setdefault(size, given)
                 if expected != given:
@@ -298,20 +420,45 @@ class CodeGenerator:
                         f"argument {name} of {st.native} must have {expected} words like the others, not {given}",
                         argument,
                     )
-        # Like Debian's compiler: temporaries allocated in argument order, template sizes pushed
-        # first, then each argument (last first) computed into its temporary and its address pushed.
-        memories = [self.memory(argument) for argument in st.arguments]
-        temporaries = [
-            self.symbols.temporary(self.symbols.size(argument), argument) if memory is None else memory.address
-            for argument, memory in zip(st.arguments, memories, strict=True)
-        ]
-        for template in sorted(templates):
-            self.push(templates[template])
-        for argument, memory, address in reversed(list(zip(st.arguments, memories, temporaries, strict=True))):
-            if memory is None:
+        # Like Debian's compiler: temporaries allocated in argument order, the sizes of "any size"
+        # and template parameters pushed (last first), then each argument's address (last first).
+        # A native may write any argument, so an element with a run-time index is passed by
+        # address, never through a copy.
+        plans: list[tuple[s.Expression, Memory | None, int]] = []
+        for argument in st.arguments:
+            memory = self.memory(argument)
+            if memory is not None:
+                plans.append((argument, memory, memory.address))
+            else:
+                size = 1 if isinstance(argument, s.Index) else self.symbols.size(argument)
+                plans.append((argument, None, self.symbols.temporary(size, argument)))
+        for size in reversed([*any_sizes, *(templates[t] for t in sorted(templates, reverse=True))]):
+            self.push(size)
+        for argument, memory, address in reversed(plans):
+            if memory is not None:
+                self.push(address)
+            elif isinstance(argument, s.Index):
+                self.element_address(argument, address)
+            else:
                 self.store_into(argument, address)
-            self.push(address)
+                self.push(address)
         self.asm.native(index)
+
+    def element_address(self, target: s.Index, scratch: int) -> None:
+        """Push the address of `name[index]` (index known at run time only), bounds-checked.
+
+        As Debian's compiler: the index is kept in `scratch`, read once through LOAD_INDIRECT
+        (which stops the VM when it is out of bounds), then added to the array's address.
+        """
+        variable = self.symbols.variable(target.name, target)
+        self.element(target.index, 0)
+        self.asm.store(scratch)
+        self.asm.load(scratch)
+        self.asm.load(scratch)
+        self.asm.load_indirect(variable.address, variable.size)
+        self.asm.store(scratch)
+        self.push(variable.address)
+        self.asm.binary(Binary.ADD)
 
     # -- expressions ---------------------------------------------------------------------------
 
@@ -341,97 +488,52 @@ class CodeGenerator:
             self.asm.store(address + i)
 
     def push(self, value: int) -> None:
-        """Push a constant; -2048 takes two words, as Debian's compiler writes it."""
+        """Push a constant (its low 16 bits); -2048 takes two words, as Debian's compiler writes it."""
+        value = to_word(value)
         if value == SMALL_MIN:
             self.asm.code += [word(Op.LARGE_IMMEDIATE), value & 0xFFFF]
         else:
             self.asm.push(value)
 
     def element(self, expression: s.Expression, i: int) -> None:
-        """Push element `i` of `expression`."""
-        symbols = self.symbols
-        logical = isinstance(expression, s.Binary) and expression.op in CONDITION_OPS
-        if (logical or (isinstance(expression, s.Unary) and expression.op == "not")) and not self.in_condition:
-            op = expression.op if isinstance(expression, s.Binary | s.Unary) else ""
-            raise self.error(f"{op} is only allowed in a condition (if, elseif, when, while)", expression)
-        value = symbols.constant(expression)
-        if value is not None:
-            self.push(value)
-            return
-        if isinstance(expression, s.Number):
-            self.push(expression.value)  # reached only by a literal the folding above did not take
-        elif isinstance(expression, s.Name | s.Slice):
-            memory = self.memory(expression)
-            if memory is None:
-                raise self.error(f"{expression.name} is not a defined variable", expression)
-            self.asm.load(memory.address + i)
-        elif isinstance(expression, s.Index):
-            memory = self.memory(expression)
-            if memory is not None:
-                self.asm.load(memory.address)
+        """Push element `i` of the integer `expression`."""
+        check_types(expression, False)
+        self.tree(simplify(self.symbols, element_tree(self.symbols, expression, i)))
+
+    def tree(self, tree: s.Expression) -> None:
+        """Push the value of a simplified scalar tree."""
+        if isinstance(tree, s.Number):
+            self.push(tree.value)
+        elif isinstance(tree, s.Name):
+            self.asm.load(self.symbols.variable(tree.name, tree).address)
+        elif isinstance(tree, s.Index):
+            variable = self.symbols.variable(tree.name, tree)
+            if isinstance(tree.index, s.Number):
+                self.asm.load(variable.address + tree.index.value)
             else:
-                variable = symbols.variable(expression.name, expression)
-                self.element(expression.index, 0)
+                self.tree(tree.index)
                 self.asm.load_indirect(variable.address, variable.size)
-        elif isinstance(expression, s.ArrayLiteral):
-            for item in expression.items:
-                size = symbols.size(item)
-                if i < size:
-                    self.element(item, i)
-                    return
-                i -= size
-            raise AssertionError(i)
-        elif isinstance(expression, s.Unary):
-            if expression.op == "not":
-                self.element(negate(expression.operand), i)
-                return
-            self.element(expression.operand, i)
-            self.asm.unary(UNARY_OPS[expression.op])
+        elif isinstance(tree, s.Unary):
+            self.tree(tree.operand)
+            self.asm.unary(UNARY_OPS[tree.op])
+        elif isinstance(tree, s.Binary):
+            self.tree(tree.left)
+            self.tree(tree.right)
+            self.asm.binary(BINARY_OPS[tree.op])
         else:
-            symbols.size(expression)  # checks that the sizes agree
-            # 0 + x, x + 0 and x / 1 are x, as Debian's compiler simplifies them.
-            if expression.op == "+" and symbols.constant(expression.left) == 0:
-                self.element(expression.right, i)
-                return
-            if (expression.op, symbols.constant(expression.right)) in (("+", 0), ("/", 1)):
-                self.element(expression.left, i)
-                return
-            self.element(expression.left, i)
-            factor = self.constant_element(expression.right, i) if expression.op == "*" else None
-            if factor is not None and factor > 1 and factor & (factor - 1) == 0:
-                # Multiplying by a power of two is a left shift (as Debian's compiler does).
-                self.push(factor.bit_length() - 1)
-                self.asm.binary(Binary.SHIFT_LEFT)
-                return
-            self.element(expression.right, i)
-            self.asm.binary(BINARY_OPS[expression.op])
+            raise AssertionError(tree)
 
-    def constant_element(self, expression: s.Expression, i: int) -> int | None:
-        """Element `i` of `expression` when it is a constant, else None."""
-        if isinstance(expression, s.ArrayLiteral):
-            for item in expression.items:
-                size = self.symbols.size(item)
-                if i < size:
-                    return self.constant_element(item, i)
-                i -= size
-            return None
-        return self.symbols.constant(expression)
-
-    def condition(self, expression: s.Expression, otherwise: str, when: bool = False) -> None:
-        """Go on when `expression` holds (with `when`: has just become true), else jump to `otherwise`."""
-        while isinstance(expression, s.Unary) and expression.op == "not":
-            expression = negate(expression.operand)
+    def condition_tree(self, expression: s.Expression) -> s.Binary | s.Number:
+        """The simplified condition: a comparison or logical operator, or a constant."""
+        check_types(expression, True)
         if self.symbols.size(expression) != 1:
             raise self.error("a condition must be a single value", expression)
-        self.in_condition = True
-        try:
-            if isinstance(expression, s.Binary) and expression.op in CONDITION_OPS:
-                self.element(expression.left, 0)
-                self.element(expression.right, 0)
-                self.asm.branch_unless(BINARY_OPS[expression.op], otherwise, when)
-            else:
-                self.element(expression, 0)
-                self.push(0)
-                self.asm.branch_unless(Binary.NOT_EQUAL, otherwise, when)
-        finally:
-            self.in_condition = False
+        tree = simplify(self.symbols, element_tree(self.symbols, expression, 0))
+        assert isinstance(tree, s.Binary | s.Number), tree
+        return tree
+
+    def branch(self, tree: s.Binary, otherwise: str, when: bool = False) -> None:
+        """Go on when the condition `tree` holds (with `when`: has just become true), else jump to `otherwise`."""
+        self.tree(tree.left)
+        self.tree(tree.right)
+        self.asm.branch_unless(BINARY_OPS[tree.op], otherwise, when)

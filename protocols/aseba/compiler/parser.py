@@ -7,6 +7,8 @@ Precedence, loosest first: `or`; `and`; `not`; comparisons (`== != < <= > >=`, n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from protocols.aseba.compiler import syntax as s
 from protocols.aseba.compiler.errors import CompileError
 from protocols.aseba.compiler.lexer import Token, tokenize
@@ -18,14 +20,19 @@ LEVELS: tuple[tuple[str, ...], ...] = (("|",), ("^",), ("&",), ("<<", ">>"), ("+
 _BLOCK_END = ("end", "else", "elseif")
 
 
-def parse(source: str) -> s.Program:
-    """The syntax tree of `source`; `CompileError` at the first mistake."""
-    return _Parser(tokenize(source)).program()
+def parse(source: str, event_sizes: Mapping[str, int] | None = None) -> s.Program:
+    """The syntax tree of `source`; `CompileError` at the first mistake.
+
+    `event_sizes` (words, by global event name) tell whether `emit` takes an argument: as in
+    Debian's compiler, an event of size 0 takes none, so `emit ping` then `a++` are two statements.
+    """
+    return _Parser(tokenize(source), event_sizes or {}).program()
 
 
 class _Parser:
-    def __init__(self, tokens: list[Token]) -> None:
+    def __init__(self, tokens: list[Token], event_sizes: Mapping[str, int]) -> None:
         self.tokens = tokens
+        self.event_sizes = event_sizes
         self.position = 0
         #: True once a statement other than a declaration has been parsed (then `var` is refused).
         self.statements_seen = False
@@ -116,6 +123,13 @@ class _Parser:
             if self.at("="):
                 self.take()
                 init = self.expression()
+                if self.at(","):
+                    # The old initialiser without brackets, `var a[3] = 1, 2, 3`, still accepted.
+                    items = [init]
+                    while self.at(","):
+                        self.take()
+                        items.append(self.expression())
+                    init = s.ArrayLiteral(init.line, init.column, tuple(items))
             if sized and size is None and init is None:
                 raise CompileError(f"array {name.text} needs a size or an initialiser", name.line, name.column)
             return s.VarDecl(line, column, name.text, size, sized, init)
@@ -167,7 +181,7 @@ class _Parser:
         if keyword in ("emit", "_emit"):
             event = self.name("an event name")
             argument = None
-            if self.starts_expression():
+            if self.event_sizes.get(event.text) != 0 and self.starts_expression():
                 argument = self.expression()
             return s.Emit(line, column, event.text, argument)
         if keyword == "call":
@@ -255,6 +269,9 @@ class _Parser:
         if self.at("-") and self.tokens[self.position + 1].kind == "number":
             token = self.take()
             number = self.take()
+            if -number.value > 32767:
+                # -0x8000 is -(-32768): it does not fit 16 bits (the reference refuses it too).
+                raise CompileError(f"number -{number.text} is outside the 16-bit range", token.line, token.column)
             return s.Number(token.line, token.column, -number.value)
         if self.at("-", "~", "abs"):
             token = self.take()

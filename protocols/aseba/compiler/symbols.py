@@ -1,7 +1,7 @@
 """What a script can name: variables (node's and script's), constants, events, natives, subroutines.
 
-Constant folding lives here too: a constant expression is folded to one signed 16-bit word,
-wrapping around like the VM (C division truncating toward zero).
+Constant folding lives here too, as Debian's compiler does it: in 32-bit C `int` arithmetic
+(division truncating toward zero); the VM sees the low 16 bits of the result.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from protocols.aseba.compiler import syntax as s
 from protocols.aseba.compiler.errors import CompileError
 from protocols.aseba.description import LOCAL_EVENT_BASE, NodeDescription, Variable
 from protocols.aseba.messages import NativeFunctionDescription
-from protocols.aseba.vm import s16
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,29 +110,30 @@ class Symbols:
     # -- constants and sizes -------------------------------------------------------------------
 
     def constant(self, expression: s.Expression) -> int | None:
-        """The value of `expression` if it is a constant scalar expression, else None."""
-        if isinstance(expression, s.Number):
-            return expression.value
-        if isinstance(expression, s.Name):
-            return self.constants.get(expression.name) if expression.name not in self.variables else None
-        if isinstance(expression, s.Unary):
-            value = self.constant(expression.operand)
-            if value is None:
-                return None
-            if expression.op == "-":
-                return s16(-value)
-            if expression.op == "~":
-                return s16(~value)
-            if expression.op == "abs":
-                return s16(abs(value))
-            return int(value == 0)
-        if isinstance(expression, s.Binary):
-            left, right = self.constant(expression.left), self.constant(expression.right)
-            if expression.op == "*" and 0 in (left, right):
-                return 0  # x * 0 is 0 without computing x, as Debian's compiler does
-            if left is None or right is None:
-                return None
-            return fold(expression.op, left, right, expression, self)
+        """The value of `expression` if it is a constant scalar expression, else None.
+
+        Folded like Debian's compiler: 32-bit C `int` arithmetic, and `x * 0`, `x & 0`, `x | -1`
+        are constants whatever `x` is.
+        """
+        e = expression
+        if isinstance(e, s.Number):
+            return e.value
+        if isinstance(e, s.Name):
+            return self.constants.get(e.name) if e.name not in self.variables else None
+        if isinstance(e, s.Unary):
+            value = self.constant(e.operand)
+            return None if value is None else fold_unary(e.op, value, e)
+        if isinstance(e, s.Binary):
+            left, right = self.constant(e.left), self.constant(e.right)
+            if left is not None and right is not None:
+                return fold(e.op, left, right, e)
+            known = {left, right}
+            if e.op in ("*", "&", "and") and 0 in known:
+                return 0
+            if e.op == "|" and -1 in known:
+                return -1
+            if e.op == "or" and any(value for value in known if value is not None):
+                return 1
         return None
 
     def require_constant(self, expression: s.Expression, what: str) -> int:
@@ -141,6 +141,13 @@ class Symbols:
         value = self.constant(expression)
         if value is None:
             raise self.error(f"{what} must be a constant expression", expression)
+        return value
+
+    def require_word(self, expression: s.Expression, what: str) -> int:
+        """The value of constant `expression`, which must fit a signed 16-bit word."""
+        value = self.require_constant(expression, what)
+        if not -32768 <= value <= 32767:
+            raise self.error(f"{what} is {value}, outside -32768..32767", expression)
         return value
 
     def size(self, expression: s.Expression) -> int:
@@ -179,14 +186,24 @@ class Symbols:
         return variable.address + first, last - first + 1
 
 
-def fold(op: str, a: int, b: int, node: s.Node, symbols: Symbols) -> int:
-    """`a op b` on signed 16-bit words, as the VM computes it."""
-    if op in ("/", "%") and b == 0:
-        raise symbols.error("division by zero", node)
+def int32(value: int) -> int:
+    """`value` wrapped to a 32-bit C `int`, as the reference compiler's folding computes."""
+    return (value + 0x8000_0000) % 0x1_0000_0000 - 0x8000_0000
+
+
+def to_word(value: int) -> int:
+    """The signed 16-bit word the VM sees for a folded constant."""
+    return (value + 0x8000) % 0x10000 - 0x8000
+
+
+def fold(op: str, a: int, b: int, node: s.Node) -> int:
+    """`a op b` on 32-bit C ints, as Debian's compiler folds constants; `CompileError` on division by zero."""
     if op in ("/", "%"):
+        if b == 0:
+            raise CompileError("division by zero", node.line, node.column)
         quotient = abs(a) // abs(b)
         quotient = quotient if (a >= 0) == (b >= 0) else -quotient
-        return s16(quotient if op == "/" else a - quotient * b)
+        return int32(quotient if op == "/" else a - quotient * b)
     results = {
         "+": lambda: a + b,
         "-": lambda: a - b,
@@ -205,4 +222,17 @@ def fold(op: str, a: int, b: int, node: s.Node, symbols: Symbols) -> int:
         "and": lambda: int(bool(a) and bool(b)),
         "or": lambda: int(bool(a) or bool(b)),
     }
-    return s16(results[op]())
+    return int32(results[op]())
+
+
+def fold_unary(op: str, value: int, node: s.Node) -> int:
+    """`op value` on a constant; `abs(-32768)` is refused as the reference does."""
+    if op == "-":
+        return int32(-value)
+    if op == "~":
+        return int32(~value)
+    if op == "abs":
+        if value == -32768:
+            raise CompileError("abs(-32768) does not fit 16 bits", node.line, node.column)
+        return int32(abs(value))
+    return int(value == 0)
