@@ -1,11 +1,15 @@
-"""Accelerometer calibration stored in the remote's EEPROM and in extension registers (spec §4, §6).
+"""Calibration stored in the remote's EEPROM, in extension registers and in the MotionPlus (spec §4, §6).
 
-Values are 10-bit accelerometer counts; `to_g` turns a reading into units of standard gravity.
+Accelerometer values are 10-bit counts (`to_g` turns a reading into units of standard gravity);
+the MotionPlus calibration (0xA60020) gives each gyro axis its zero and scale per range.
 """
 
 from __future__ import annotations
 
+import math
+import zlib
 from dataclasses import dataclass
+from enum import IntEnum
 
 from protocols.errors import ProtocolError
 
@@ -183,3 +187,93 @@ def encode_ext_calibration(body14: bytes) -> bytes:
         raise ValueError("an extension calibration body has 14 bytes")
     first = checksum(body14)
     return body14 + bytes((first, (first + 0x55) & 0xFF))
+
+
+# ---------------------------------------------------------------- MotionPlus gyro calibration
+
+#: Each MotionPlus's factory calibration, read from the inactive MotionPlus (I2C 0x53) registers.
+GYRO_CAL_ADDRESS = 0xA60020
+GYRO_CAL_SIZE = 32
+_GYRO_BLOCK = 16
+#: Data counts are 14 bits; the calibration's zeros and scale points are 16 bits (counts << 2).
+_GYRO_CAL_SHIFT = 4
+
+
+class GyroAxis(IntEnum):
+    """MotionPlus axes in wire (and calibration block) order."""
+
+    YAW = 0
+    ROLL = 1
+    PITCH = 2
+
+
+@dataclass(frozen=True, slots=True)
+class GyroRange:
+    """One range (slow or fast) of a MotionPlus: per axis (`GyroAxis` order) zero in 14-bit counts
+    and counts per deg/s."""
+
+    zero: tuple[float, float, float]
+    counts_per_deg_s: tuple[float, float, float]
+
+
+@dataclass(frozen=True, slots=True)
+class GyroCalibration:
+    """A MotionPlus's slow (low-range) and fast (high-range) calibration; `factory` False for nominal."""
+
+    slow: GyroRange
+    fast: GyroRange
+    factory: bool = False
+
+    def range(self, slow: bool) -> GyroRange:
+        """The slow or the fast range."""
+        return self.slow if slow else self.fast
+
+    def zero(self, axis: GyroAxis, slow: bool) -> float:
+        """The zero-rate reading of `axis` in that range, in 14-bit counts."""
+        return self.range(slow).zero[axis]
+
+    def rad_per_count(self, axis: GyroAxis, slow: bool) -> float:
+        """rad/s per count of `axis` in that range."""
+        return math.radians(1.0) / self.range(slow).counts_per_deg_s[axis]
+
+
+#: The Linux kernel's nominal scale (8192/440 counts per deg/s slow, 8192/2000 fast), zero at 8192.
+NOMINAL_GYRO = GyroCalibration(
+    GyroRange((8192.0,) * 3, (8192 / 440,) * 3),
+    GyroRange((8192.0,) * 3, (8192 / 2000,) * 3),
+)
+
+
+def gyro_calibration_crc(data: bytes) -> int:
+    """zlib CRC-32 over bytes 0x00-0x0D and 0x10-0x1D (the block bodies), as Dolphin computes it."""
+    return zlib.crc32(data[0:14] + data[16:30])
+
+
+def _gyro_range(block: bytes) -> GyroRange:
+    values = [int.from_bytes(block[i : i + 2], "big") for i in range(0, 12, 2)]
+    degrees = block[12] * 6
+    if degrees == 0:
+        raise ProtocolError("MotionPlus calibration has a scale of 0 deg/s")
+    zeros, scales = values[:3], values[3:]
+    if any(scale == zero for zero, scale in zip(zeros, scales, strict=True)):
+        raise ProtocolError("MotionPlus calibration has a scale point equal to its zero")
+    # The scale point lies below the zero on some axes (yaw and pitch on real units): the magnitude
+    # keeps "raw above zero is positive", the kernel's and ROS's sign.
+    per_deg = [abs(s - z) / _GYRO_CAL_SHIFT / degrees for z, s in zip(zeros, scales, strict=True)]
+    return GyroRange(
+        (zeros[0] / _GYRO_CAL_SHIFT, zeros[1] / _GYRO_CAL_SHIFT, zeros[2] / _GYRO_CAL_SHIFT),
+        (per_deg[0], per_deg[1], per_deg[2]),
+    )
+
+
+def parse_gyro_calibration(data: bytes) -> GyroCalibration:
+    """Parse the 32 bytes at 0xA60020: fast block at 0x00, slow at 0x10, each yaw/roll/pitch zero then
+    scale (big-endian u16), degrees/6, a UID byte, then half of the CRC-32 (high half at 0x0E, low
+    at 0x1E). Raise `ProtocolError` when the CRC or the values are wrong."""
+    if len(data) != GYRO_CAL_SIZE:
+        raise ProtocolError(f"MotionPlus calibration has {len(data)} bytes, expected 32")
+    stored = int.from_bytes(data[14:16], "big") << 16 | int.from_bytes(data[30:32], "big")
+    computed = gyro_calibration_crc(data)
+    if stored != computed:
+        raise ProtocolError(f"MotionPlus calibration CRC {stored:#010x} != computed {computed:#010x}")
+    return GyroCalibration(_gyro_range(data[_GYRO_BLOCK:]), _gyro_range(data[:_GYRO_BLOCK]), factory=True)

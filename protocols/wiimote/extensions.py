@@ -1,7 +1,9 @@
-"""Extension controllers: identification, Nunchuk, Classic / Classic Pro, MotionPlus (spec §6).
+"""Extension controllers: identification, Nunchuk, Classic / Classic Pro, MotionPlus, Wii U Pro (spec §6).
 
-All decoders take the 6 extension bytes of a data report (unencrypted format, after the 0x55/0x00
-init) and raise `ProtocolError` on a wrong length. Buttons read 1 when pressed (the wire is active-low).
+All decoders take the extension bytes of a data report (unencrypted format, after the 0x55/0x00
+init): 6 for the Wii extensions, 11 for the Wii U Pro Controller, whose whole controller reports
+through the extension bytes (kernel `wiimod_pro_in_ext`). They raise `ProtocolError` when the bytes
+are too few. Buttons read 1 when pressed (the wire is active-low).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ class ExtensionType(Enum):
     MOTIONPLUS = "motionplus"
     MOTIONPLUS_NUNCHUK = "motionplus_nunchuk"
     MOTIONPLUS_CLASSIC = "motionplus_classic"
+    #: The Wii U Pro Controller (RVL-CNT-01-UC): not a plug-in, but it identifies itself this way.
+    PRO_CONTROLLER = "pro_controller"
     UNKNOWN = "unknown"
 
 
@@ -48,6 +52,7 @@ IDS: dict[ExtensionType, bytes] = {
     ExtensionType.MOTIONPLUS: bytes.fromhex("0000a4200405"),
     ExtensionType.MOTIONPLUS_NUNCHUK: bytes.fromhex("0000a4200505"),
     ExtensionType.MOTIONPLUS_CLASSIC: bytes.fromhex("0000a4200705"),
+    ExtensionType.PRO_CONTROLLER: bytes.fromhex("0000a4200120"),
 }
 #: The inactive MotionPlus at 0xA600FA.
 MP_INACTIVE_ID = bytes.fromhex("0000a6200005")
@@ -64,6 +69,8 @@ def identify(ext_id: bytes) -> ExtensionType:
         return ExtensionType.NUNCHUK
     if kind == b"\x01\x01":
         return ExtensionType.CLASSIC_PRO if ext_id[0] == 0x01 else ExtensionType.CLASSIC
+    if kind == b"\x01\x20":
+        return ExtensionType.PRO_CONTROLLER
     if kind[1] == 0x05:
         return {
             MP_MODE_ALONE: ExtensionType.MOTIONPLUS,
@@ -225,6 +232,13 @@ class MotionPlus:
     ext_connected: bool
 
 
+def is_flagged_invalid(data: bytes) -> bool:
+    """While a MotionPlus is active, byte 5 bit 0 marks a frame as invalid (kernel: "set for invalid
+    events, eg. during hotplug"); such frames are dropped."""
+    _check(data)
+    return bool(data[5] & 0x01)
+
+
 def is_motionplus_frame(data: bytes) -> bool:
     """In pass-through mode byte 5 bit 1 tells MotionPlus frames (1) from extension frames (0)."""
     _check(data)
@@ -279,3 +293,73 @@ def rad_per_count(slow: bool) -> float:
 def counts_from_rate(rate_rad_s: float, slow: bool) -> int:
     """The count offset from neutral for `rate_rad_s` (the simulated gyro)."""
     return round(rate_rad_s / rad_per_count(slow))
+
+
+class ProButton(IntFlag):
+    """Wii U Pro Controller buttons: `~(b8 << 8 | b9)` like the Classic's word, thumb clicks from b10."""
+
+    UP = 0x0001
+    LEFT = 0x0002
+    ZR = 0x0004
+    X = 0x0008
+    A = 0x0010
+    Y = 0x0020
+    B = 0x0040
+    ZL = 0x0080
+    R = 0x0200
+    PLUS = 0x0400
+    HOME = 0x0800
+    MINUS = 0x1000
+    L = 0x2000
+    DOWN = 0x4000
+    RIGHT = 0x8000
+    THUMB_R = 0x10000
+    THUMB_L = 0x20000
+
+
+PRO_BUTTON_MASK = 0x3FEFF
+PRO_BYTES = 11
+#: Stick counts are 12 bits; the kernel reports them as ±0x400 around the centre 0x800.
+PRO_STICK_CENTRE = 0x800
+PRO_STICK_SPAN = 0x400
+
+
+@dataclass(frozen=True, slots=True)
+class ProController:
+    """Wii U Pro Controller sample (kernel `wiimod_pro_in_ext` layout).
+
+    `sticks`: raw 12-bit counts (left x, left y, right x, right y), centre ≈ 0x800, y grows upwards;
+    `buttons`: `ProButton` word; `battery`: level 0 (empty) to 4 (full), from byte 10 bits 6:4;
+    `charging` and `usb` from byte 10 bits 2 and 3 (both active-low; the kernel marks them "not
+    entirely verified").
+    """
+
+    sticks: tuple[int, int, int, int]
+    buttons: ProButton
+    battery: int
+    charging: bool
+    usb: bool
+
+
+def decode_pro(data: bytes) -> ProController:
+    """Decode the first 11 extension bytes of a Wii U Pro Controller."""
+    if len(data) < PRO_BYTES:
+        raise ProtocolError(f"Pro Controller data has {len(data)} bytes, at least 11 needed")
+    lx = data[0] | (data[1] & 0x0F) << 8
+    rx = data[2] | (data[3] & 0x0F) << 8
+    ly = data[4] | (data[5] & 0x0F) << 8
+    ry = data[6] | (data[7] & 0x0F) << 8
+    b10 = data[10]
+    word = ~(data[8] << 8 | data[9] | (b10 & 0x03) << 16) & PRO_BUTTON_MASK
+    return ProController((lx, ly, rx, ry), ProButton(word), b10 >> 4 & 0x07, not b10 & 0x04, not b10 & 0x08)
+
+
+def encode_pro(sample: ProController) -> bytes:
+    """Encode a Pro Controller sample (the simulated controller); unknown bits read 1, as the kernel saw."""
+    lx, ly, rx, ry = (v & 0xFFF for v in sample.sticks)
+    word = ~int(sample.buttons) & 0x3FFFF | 0x0100  # b8 bit 0 is an always-1 bit
+    b10 = 0x80 | (sample.battery & 0x07) << 4 | (0 if sample.usb else 0x08) | (0 if sample.charging else 0x04)
+    b10 |= word >> 16 & 0x03
+    return bytes(
+        (lx & 0xFF, lx >> 8, rx & 0xFF, rx >> 8, ly & 0xFF, ly >> 8, ry & 0xFF, ry >> 8, word >> 8 & 0xFF, word & 0xFF, b10)
+    )

@@ -4,7 +4,10 @@ A report is its report-ID byte followed by the payload, exactly as hidraw reads 
 wiimote.md §1.1); the L2CAP transport adds and strips the 0xA2/0xA1 transaction byte. Output reports
 are encoded at their exact length (the remote ignores padded ones) and every one carries the rumble
 bit in bit 0 of its first payload byte, because a report without it switches the motor off (§2).
-Decoders check the length of every report and raise `ProtocolError` naming the rule broken.
+Decoders accept what the Linux kernel's hid-wiimote accepts (`wiimote_hid_event`): a report longer
+than declared is decoded from its declared bytes (the rest is ignored and counted through
+`excess_bytes`), and the reports for which the kernel has a buttons-only handler may be cut down to
+their 2 button bytes (`ButtonsOnly`). Anything shorter, and unknown IDs, raise `ProtocolError`.
 """
 
 from __future__ import annotations
@@ -83,6 +86,27 @@ INPUT_LENGTHS: dict[int, int] = {
     In.INTERLEAVED_A: 21,
     In.INTERLEAVED_B: 21,
 }
+
+
+#: Input reports the kernel also takes with only their 2 button bytes (its `handler_*_K` entries):
+#: status, read reply, ack and every data report but 0x3D, 0x3E and 0x3F (which carry no buttons or
+#: split them).
+BUTTONS_ONLY_REPORTS: frozenset[int] = frozenset(
+    (
+        In.STATUS,
+        In.READ_REPLY,
+        In.ACK,
+        In.BUTTONS,
+        In.BUTTONS_ACCEL,
+        In.BUTTONS_EXT8,
+        In.BUTTONS_ACCEL_IR12,
+        In.BUTTONS_EXT19,
+        In.BUTTONS_ACCEL_EXT16,
+        In.BUTTONS_IR10_EXT9,
+        In.BUTTONS_ACCEL_IR10_EXT6,
+    )
+)
+BUTTON_BYTES = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,7 +404,18 @@ class DataReport:
     ext: bytes
 
 
-InputReport = Status | ReadReply | Ack | DataReport
+@dataclass(frozen=True, slots=True)
+class ButtonsOnly:
+    """A report cut down to its 2 button bytes (any of `BUTTONS_ONLY_REPORTS`): only `buttons` is known.
+
+    The kernel reports the buttons and, for a short status report, re-sends the reporting mode.
+    """
+
+    report: int
+    buttons: int
+
+
+InputReport = Status | ReadReply | Ack | DataReport | ButtonsOnly
 
 
 def _buttons(payload: bytes) -> int:
@@ -396,17 +431,35 @@ def _accel(payload: bytes) -> tuple[int, int, int]:
     )
 
 
+def excess_bytes(report: bytes) -> int:
+    """Bytes beyond the declared length of a known input report (0 for a short or unknown one)."""
+    expected = INPUT_LENGTHS.get(report[0]) if report else None
+    if expected is None:
+        return 0
+    return max(len(report) - 1 - expected, 0)
+
+
 def decode_input(report: bytes) -> InputReport:
-    """Decode one input report; raise `ProtocolError` for an unknown ID or a wrong length."""
+    """Decode one input report (bytes past its declared length are ignored).
+
+    A report of `BUTTONS_ONLY_REPORTS` with 2 to declared−1 payload bytes decodes to `ButtonsOnly`.
+    Raise `ProtocolError` for an empty report, an unknown ID, or a payload shorter than the kernel takes.
+    """
     if not report:
         raise ProtocolError("empty input report")
     report_id = report[0]
     expected = INPUT_LENGTHS.get(report_id)
     if expected is None:
         raise ProtocolError(f"unknown input report {report_id:#04x}")
-    payload = bytes(report[1:])
-    if len(payload) != expected:
-        raise ProtocolError(f"input report {report_id:#04x} has {len(payload)} payload bytes, expected {expected}")
+    payload = bytes(report[1 : 1 + expected])
+    if len(payload) < expected:
+        if report_id in BUTTONS_ONLY_REPORTS and len(payload) >= BUTTON_BYTES:
+            return ButtonsOnly(report_id, _buttons(payload))
+        shortest = BUTTON_BYTES if report_id in BUTTONS_ONLY_REPORTS else expected
+        raise ProtocolError(
+            f"input report {report_id:#04x} has {len(payload)} payload bytes, expected {expected}"
+            + (f" (or at least {shortest})" if shortest != expected else "")
+        )
     if report_id == In.STATUS:
         return Status(_buttons(payload), StatusFlag(payload[2]), payload[5])
     if report_id == In.READ_REPLY:
@@ -448,7 +501,7 @@ class Interleave:
         decoded = decode_input(report)
         if not isinstance(decoded, DataReport) or decoded.report not in (In.INTERLEAVED_A, In.INTERLEAVED_B):
             raise ProtocolError(f"report {report[0]:#04x} is not an interleaved data report")
-        payload = bytes(report[1:])
+        payload = bytes(report[1 : 1 + INPUT_LENGTHS[decoded.report]])
         if decoded.report == In.INTERLEAVED_A:
             self._first = (payload, decoded.ir)
             return None
