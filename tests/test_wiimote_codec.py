@@ -14,14 +14,18 @@ from protocols.wiimote import ir
 from protocols.wiimote import reports as rp
 from protocols.wiimote.calibration import (
     DEFAULT_ACCEL,
+    NOMINAL_GYRO,
     AccelCalibration,
+    GyroAxis,
     checksum,
     encode_accel_block,
     encode_ext_calibration,
     parse_accel_block,
     parse_accel_calibration,
     parse_classic_calibration,
+    parse_gyro_calibration,
     parse_nunchuk_calibration,
+    pro_calibration_from,
 )
 from protocols.wiimote.connection import WiimoteConnection
 from tests.fuzzing import fuzz_settings
@@ -212,13 +216,45 @@ def test_interleaved_pair_joins_accel_and_full_ir() -> None:
     [
         (b"", "empty input report"),
         (b"\x38" + b"\x00" * 21, "unknown input report 0x38"),
-        (b"\x20\x00", "input report 0x20 has 1 payload bytes, expected 6"),
-        (b"\x37" + b"\x00" * 22, "input report 0x37 has 22 payload bytes, expected 21"),
+        (b"\x20\x00", r"input report 0x20 has 1 payload bytes, expected 6 \(or at least 2\)"),
+        (b"\x30\x00", r"input report 0x30 has 1 payload bytes, expected 2$"),
+        # The kernel has no buttons-only handler for these: they need all their bytes.
+        (b"\x3d" + b"\x00" * 2, r"input report 0x3d has 2 payload bytes, expected 21$"),
+        (b"\x3e" + b"\x00" * 20, r"input report 0x3e has 20 payload bytes, expected 21$"),
     ],
 )
 def test_input_decoder_rejects(data: bytes, message: str) -> None:
     with pytest.raises(ProtocolError, match=message):
         rp.decode_input(data)
+
+
+# The kernel's handler table (hid-wiimote-core.c `handlers[]`, matched by `h->size < size`): a report
+# is taken when its payload has at least the declared bytes, the rest ignored; status, read reply,
+# ack and 0x30-0x37 also have a 2-byte buttons-only entry. Buttons 0x0008 = A in every row.
+KERNEL_LENGTH_TABLE = [
+    ("30" + "0008" + "ff", rp.DataReport(0x30, rp.Button.A, None, b"", b""), 1),
+    ("31" + "0008" + "808080" + "aabb", rp.DataReport(0x31, rp.Button.A, (0x200, 0x200, 0x200), b"", b""), 2),
+    ("37" + "0008" + "808080" + "ff" * 10 + "00" * 6 + "99", None, 1),
+    ("20" + "0008" + "020000" + "c0" + "ee", rp.Status(rp.Button.A, rp.StatusFlag.EXTENSION, 0xC0), 1),
+    ("20" + "0008", rp.ButtonsOnly(0x20, rp.Button.A), 0),
+    ("20" + "0008" + "0200", rp.ButtonsOnly(0x20, rp.Button.A), 0),
+    ("21" + "0008", rp.ButtonsOnly(0x21, rp.Button.A), 0),
+    ("22" + "0008" + "16", rp.ButtonsOnly(0x22, rp.Button.A), 0),
+    ("22" + "0008" + "1600" + "00", rp.Ack(rp.Button.A, 0x16, 0), 1),
+    ("33" + "0008" + "8080", rp.ButtonsOnly(0x33, rp.Button.A), 0),
+    ("37" + "0008", rp.ButtonsOnly(0x37, rp.Button.A), 0),
+]
+
+
+@pytest.mark.parametrize(("hex_report", "expected", "extra"), KERNEL_LENGTH_TABLE)
+def test_report_lengths_the_kernel_accepts(hex_report: str, expected: rp.InputReport | None, extra: int) -> None:
+    report = bytes.fromhex(hex_report)
+    decoded = rp.decode_input(report)
+    if expected is not None:
+        assert decoded == expected
+    else:
+        assert decoded == rp.decode_input(report[:22])  # the extra byte changes nothing
+    assert rp.excess_bytes(report) == extra
 
 
 @given(st.binary(max_size=40))
@@ -330,6 +366,7 @@ def test_extension_ids() -> None:
     assert ext.identify(bytes.fromhex("0000a4200705")) == ext.ExtensionType.MOTIONPLUS_CLASSIC
     assert ext.identify(b"\xff" * 6) == ext.ExtensionType.NONE
     assert ext.identify(bytes.fromhex("0000a4200103")) == ext.ExtensionType.UNKNOWN
+    assert ext.identify(bytes.fromhex("0000a4200120")) == ext.ExtensionType.PRO_CONTROLLER
     assert ext.is_motionplus_id(bytes.fromhex("0000a6200005"))
     with pytest.raises(ProtocolError, match="expected 6"):
         ext.identify(b"\x00")
@@ -362,6 +399,20 @@ def test_motionplus_byte_table() -> None:
     assert ext.is_motionplus_frame(bytes.fromhex("7ffeb87f7e7e"))
     with pytest.raises(ProtocolError, match="not MotionPlus data"):
         ext.decode_motionplus(bytes.fromhex("808080" + "80b3fc"))
+
+
+# The junk frame a real MotionPlus sends after activation (Dolphin's maintainers, from hardware).
+JUNK_FRAME = bytes.fromhex("d5b04e6efc02")
+
+
+def test_motionplus_invalid_flag_and_junk_frame() -> None:
+    # Byte 5 bit 0 flags an invalid frame (kernel `handler_ext`); the junk frame is not flagged, and
+    # decodes as wild rates (roll and pitch in fast mode), which is why it must be dropped by timing.
+    assert ext.is_flagged_invalid(bytes.fromhex("7ffeb87f7e7f"))
+    assert not ext.is_flagged_invalid(JUNK_FRAME)
+    junk = ext.decode_motionplus(JUNK_FRAME)
+    assert (junk.yaw, junk.roll, junk.pitch) == (0x1BD5, 0x3FB0, 0x004E)
+    assert (junk.yaw_slow, junk.roll_slow, junk.pitch_slow, junk.ext_connected) == (True, False, False, False)
 
 
 def test_gyro_scales() -> None:
@@ -427,6 +478,108 @@ def test_calibration_falls_back_to_the_second_block_then_the_default() -> None:
     assert not DEFAULT_ACCEL.factory
     with pytest.raises(ProtocolError, match="checksum"):
         parse_accel_block(broken)
+
+
+# 32 bytes read at 0xA60020 from two real MotionPlus units (issue 14): zlib CRC-32 over 0x00-0x0D and
+# 0x10-0x1D equals bytes 0x0E, 0x0F, 0x1E, 0x1F; fast range at 0x00, slow at 0x10.
+REAL_GYRO_CAL = [
+    bytes.fromhex("79837354 72e830c3 cc4a34fc c84fcc5b 774975a4 739a3552 ca223726 2de5b5a2".replace(" ", "")),
+    bytes.fromhex("78d97838 779d2f0c cff031ad c80b5e39 6f817b89 78513360 c9f537c1 2de9158d".replace(" ", "")),
+]
+
+
+def test_real_motionplus_calibration_blocks() -> None:
+    first, second = (parse_gyro_calibration(block) for block in REAL_GYRO_CAL)
+    assert first.factory and second.factory
+    # Slow range of unit 1: zeros 0x7749, 0x75A4, 0x739A (16-bit) = 14-bit counts / 4; scale points
+    # 0x3552, 0xCA22, 0x3726 at 45 × 6 = 270 deg/s.
+    assert first.slow.zero == (0x7749 / 4, 0x75A4 / 4, 0x739A / 4)
+    assert first.zero(GyroAxis.YAW, slow=True) == pytest.approx(7634.25)
+    assert first.slow.counts_per_deg_s == pytest.approx(
+        (abs(0x3552 - 0x7749) / 4 / 270, abs(0xCA22 - 0x75A4) / 4 / 270, abs(0x3726 - 0x739A) / 4 / 270)
+    )
+    # Fast range of unit 1: zeros 0x7983, 0x7354, 0x72E8; scale points at 200 × 6 = 1200 deg/s.
+    assert first.fast.zero == (0x7983 / 4, 0x7354 / 4, 0x72E8 / 4)
+    assert first.fast.counts_per_deg_s[GyroAxis.ROLL] == pytest.approx(abs(0xCC4A - 0x7354) / 4 / 1200)
+    # What the nominal scale got wrong (issue 14): 0.77-1.16× the unit's own scale ...
+    ratios = [
+        cal.range(slow).counts_per_deg_s[axis] / NOMINAL_GYRO.range(slow).counts_per_deg_s[axis]
+        for cal in (first, second)
+        for slow in (True, False)
+        for axis in GyroAxis
+    ]
+    assert min(ratios) == pytest.approx(0.766, abs=0.005)
+    assert max(ratios) == pytest.approx(1.158, abs=0.005)
+    # ... and the slow-range (at-rest) zero applied in the fast range: 11-146 deg/s off.
+    offsets = [
+        abs(cal.fast.zero[axis] - cal.slow.zero[axis]) / NOMINAL_GYRO.fast.counts_per_deg_s[axis]
+        for cal in (first, second)
+        for axis in GyroAxis
+    ]
+    assert min(offsets) == pytest.approx(10.9, abs=0.1)
+    assert max(offsets) == pytest.approx(146.0, abs=0.1)
+    assert second.rad_per_count(GyroAxis.PITCH, slow=False) == pytest.approx(
+        0.017453293 / (abs(0x31AD - 0x779D) / 4 / 1200)
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (REAL_GYRO_CAL[0][:14] + b"\x00\x00" + REAL_GYRO_CAL[0][16:], r"CRC 0x0000b5a2 != computed 0xcc5bb5a2"),
+        (bytes([REAL_GYRO_CAL[1][0] ^ 1]) + REAL_GYRO_CAL[1][1:], "CRC 0x5e39158d != computed"),
+        (REAL_GYRO_CAL[0][:31], "has 31 bytes, expected 32"),
+        (b"\x00" * 32, "CRC 0x00000000 != computed"),
+    ],
+)
+def test_motionplus_calibration_rejects(data: bytes, message: str) -> None:
+    with pytest.raises(ProtocolError, match=message):
+        parse_gyro_calibration(data)
+
+
+@given(st.binary(min_size=32, max_size=32))
+def test_motionplus_calibration_takes_any_32_bytes(data: bytes) -> None:
+    with contextlib.suppress(ProtocolError):
+        parse_gyro_calibration(data)
+
+
+# The kernel's Pro Controller layout (`wiimod_pro_in_ext` comment): LX, RX, LY, RY as 12-bit little
+# endian pairs, then buttons active-low in bytes 8-9, byte 10 = 1, battery(3), USB, CHARG, LTHUM, RTHUM.
+PRO_TABLE = [
+    # At rest, nothing pressed, battery 4 (full), on battery power (USB 1, CHARG 1).
+    ("0008000800080008ffffcf", (0x800, 0x800, 0x800, 0x800), ext.ProButton(0), 4, False, False),
+    # Left stick full right (0xC00) and up (0xC00); B and ZL; L3; battery 2; charging over USB.
+    (
+        "000c0008000c0008ff3fa1",
+        (0xC00, 0xC00, 0x800, 0x800),
+        ext.ProButton.B | ext.ProButton.ZL | ext.ProButton.THUMB_L,
+        2,
+        True,
+        True,
+    ),
+    # Every button (all bits 0), sticks at their extremes, battery 0.
+    ("ff0f0000ff0f0000000080", (0xFFF, 0xFFF, 0x000, 0x000), ext.ProButton(ext.PRO_BUTTON_MASK), 0, True, True),
+]
+
+
+@pytest.mark.parametrize(("hex_ext", "sticks", "buttons", "battery", "charging", "usb"), PRO_TABLE)
+def test_pro_controller_byte_table(
+    hex_ext: str, sticks: tuple[int, int, int, int], buttons: ext.ProButton, battery: int, charging: bool, usb: bool
+) -> None:
+    data = bytes.fromhex(hex_ext) + b"\x00" * 8  # 19 extension bytes of report 0x34
+    pro = ext.decode_pro(data)
+    assert pro == ext.ProController(sticks, buttons, battery, charging, usb)
+    assert ext.decode_pro(ext.encode_pro(pro)) == pro
+
+
+def test_pro_controller_rejects_short_data_and_centres_like_the_kernel() -> None:
+    with pytest.raises(ProtocolError, match="10 bytes, at least 11"):
+        ext.decode_pro(b"\x00" * 10)
+    cal = pro_calibration_from((0x7F0, 0x810, 0x800 + 600, 0x800))
+    # Within 500 counts the first reading is the centre; further off (a held stick) 0x800 stays.
+    assert [axis.centre for axis in cal.axes] == [0x7F0, 0x810, 0x800, 0x800]
+    assert cal.axes[0].normalize(0x7F0 + 0x400) == 1.0
+    assert cal.axes[1].normalize(0x810 - 0x200) == -0.5
 
 
 def test_extension_calibration_checksums() -> None:

@@ -209,8 +209,7 @@ class GyroAxis(IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class GyroRange:
-    """One range (slow or fast) of a MotionPlus: per axis (`GyroAxis` order) zero in 14-bit counts
-    and counts per deg/s."""
+    """One range (slow or fast) of a MotionPlus: per-axis zero (14-bit counts) and counts per deg/s."""
 
     zero: tuple[float, float, float]
     counts_per_deg_s: tuple[float, float, float]
@@ -245,7 +244,7 @@ NOMINAL_GYRO = GyroCalibration(
 
 
 def gyro_calibration_crc(data: bytes) -> int:
-    """zlib CRC-32 over bytes 0x00-0x0D and 0x10-0x1D (the block bodies), as Dolphin computes it."""
+    """The zlib CRC-32 over bytes 0x00-0x0D and 0x10-0x1D (the block bodies), as Dolphin computes it."""
     return zlib.crc32(data[0:14] + data[16:30])
 
 
@@ -267,9 +266,12 @@ def _gyro_range(block: bytes) -> GyroRange:
 
 
 def parse_gyro_calibration(data: bytes) -> GyroCalibration:
-    """Parse the 32 bytes at 0xA60020: fast block at 0x00, slow at 0x10, each yaw/roll/pitch zero then
-    scale (big-endian u16), degrees/6, a UID byte, then half of the CRC-32 (high half at 0x0E, low
-    at 0x1E). Raise `ProtocolError` when the CRC or the values are wrong."""
+    """Parse and verify the 32 bytes at 0xA60020; raise `ProtocolError` when the CRC or a value is wrong.
+
+    Fast block at 0x00, slow at 0x10, each: yaw, roll, pitch zero then scale point (big-endian u16,
+    14-bit counts << 2), the scale point's rate in deg/s ÷ 6, a UID byte, then half of the CRC-32
+    (high half at 0x0E, low half at 0x1E) (Dolphin `MotionPlus::CalibrationData`).
+    """
     if len(data) != GYRO_CAL_SIZE:
         raise ProtocolError(f"MotionPlus calibration has {len(data)} bytes, expected 32")
     stored = int.from_bytes(data[14:16], "big") << 16 | int.from_bytes(data[30:32], "big")
@@ -277,3 +279,34 @@ def parse_gyro_calibration(data: bytes) -> GyroCalibration:
     if stored != computed:
         raise ProtocolError(f"MotionPlus calibration CRC {stored:#010x} != computed {computed:#010x}")
     return GyroCalibration(_gyro_range(data[_GYRO_BLOCK:]), _gyro_range(data[:_GYRO_BLOCK]), factory=True)
+
+
+# ---------------------------------------------------------------- Wii U Pro Controller sticks
+
+#: Pro Controller sticks: 12-bit counts, ±0x400 around the centre 0x800 (kernel `wiimod_pro_probe`).
+PRO_STICK_CENTRE = 0x800
+PRO_STICK_SPAN = 0x400
+#: A first reading further than this from 0x800 is taken for a moved stick, not its rest (kernel).
+PRO_CENTRE_LIMIT = 500
+
+
+@dataclass(frozen=True, slots=True)
+class ProCalibration:
+    """Pro Controller stick axes (left x, left y, right x, right y) in raw 12-bit counts."""
+
+    axes: tuple[StickAxis, StickAxis, StickAxis, StickAxis]
+
+
+def _pro_axis(raw: int) -> StickAxis:
+    centre = raw if abs(raw - PRO_STICK_CENTRE) < PRO_CENTRE_LIMIT else PRO_STICK_CENTRE
+    return StickAxis(centre - PRO_STICK_SPAN, centre, centre + PRO_STICK_SPAN)
+
+
+def pro_calibration_from(first_sticks: tuple[int, int, int, int]) -> ProCalibration:
+    """The kernel's "trivial automatic calibration" from the first report's sticks.
+
+    Each is taken for its centre (the controller's own calibration is unknown), unless it is more
+    than 500 counts off 0x800, which means the stick was held: then 0x800.
+    """
+    lx, ly, rx, ry = first_sticks
+    return ProCalibration((_pro_axis(lx), _pro_axis(ly), _pro_axis(rx), _pro_axis(ry)))

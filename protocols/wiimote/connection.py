@@ -5,23 +5,33 @@ Feed it every input report with `receive(report, now)` and call `poll(now)` on i
 passed in (seconds on any monotonic clock), so tests drive it with a fake clock.
 
 What it does:
-- connect: 0x11 (LEDs, stops the power-on blinking) → 0x15 → on the 0x20: read both EEPROM
-  calibration blocks, probe for an inactive MotionPlus, initialise any extension, set up the IR
-  camera, then 0x12 with continuous reporting; `Ready` once that first 0x12 is out;
+- connect: 0x11 (LEDs, stops the power-on blinking) → 0x15 → on the 0x20: identify what the
+  extension port holds (if anything), read both EEPROM calibration blocks, probe for an inactive
+  MotionPlus (and read its gyro calibration at 0xA60020), set up the IR camera, then 0x12 with
+  continuous reporting; `Ready` once that first 0x12 is out;
+- a Wii U Pro Controller (extension ID `0000a4200120`) is set up as the kernel does: no EEPROM
+  calibration, no MotionPlus, no IR camera, report mode 0x34 (buttons + 19 extension bytes);
 - one memory read or write outstanding at a time (0x21 matched by the echoed address, 0x22 by the
   acknowledged report ID), each with a timeout;
 - 0x12 re-sent after every status report (the remote stops data reports after one);
 - a status request every `status_interval_s` (battery, extension, and a liveness check: `Lost` after
   `timeout_s` without any input report);
 - extension hot-plug: Nunchuk, Classic, Classic Pro; MotionPlus activated in pass-through mode for
-  whatever is plugged into it, and re-activated when its pass-through port changes.
+  whatever is plugged into it, and re-activated when its pass-through port changes;
+- MotionPlus frames the kernel drops are dropped (counted in `junk_frames`): extension bytes all
+  0xFF, frames flagged invalid (byte 5 bit 0), and the one junk frame a real MotionPlus sends after
+  activation (Dolphin). A frame whose "extension plugged" bit contradicts the state is not trusted
+  alone: the mapped ID at 0xA400FA is read again and the next MotionPlus frame must agree before the
+  MotionPlus is re-initialised (the kernel's `wiimote_init_check` before `wiimote_init_hotplug`);
+- reports longer than declared are used (extra bytes counted in `oversized` / `ignored_bytes`),
+  2-byte buttons-only reports update the buttons (`buttons_only`), as the kernel accepts them.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from protocols.errors import ProtocolError
 from protocols.wiimote import extensions as ext
@@ -33,12 +43,19 @@ from protocols.wiimote.calibration import (
     DEFAULT_ACCEL,
     EXT_CAL_ADDRESS,
     EXT_CAL_SIZE,
+    GYRO_CAL_ADDRESS,
+    GYRO_CAL_SIZE,
+    NOMINAL_GYRO,
     AccelCalibration,
     ClassicCalibration,
+    GyroCalibration,
     NunchukCalibration,
+    ProCalibration,
     parse_accel_calibration,
     parse_classic_calibration,
+    parse_gyro_calibration,
     parse_nunchuk_calibration,
+    pro_calibration_from,
 )
 
 #: Error code given to a memory operation that got no answer in time (the remote's codes are 0-15).
@@ -48,6 +65,9 @@ _EXT_ID_RETRIES = 2
 _NUNCHUK_KINDS = (ext.ExtensionType.NUNCHUK, ext.ExtensionType.MOTIONPLUS_NUNCHUK)
 _CLASSIC_KINDS = (ext.ExtensionType.CLASSIC, ext.ExtensionType.CLASSIC_PRO, ext.ExtensionType.MOTIONPLUS_CLASSIC)
 _MP_KINDS = (ext.ExtensionType.MOTIONPLUS, ext.ExtensionType.MOTIONPLUS_NUNCHUK, ext.ExtensionType.MOTIONPLUS_CLASSIC)
+#: The kernel's Pro Controller handler needs 16 extension bytes (WIIMOD_FLAG_EXT16); it runs in 0x34.
+_PRO_MIN_EXT_BYTES = 16
+_PRO_MODE = rp.In.BUTTONS_EXT19
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +97,21 @@ class ExtensionChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class GyroCalibrationRead:
+    """The MotionPlus calibration in use: the unit's own, or `NOMINAL_GYRO` with the `reason` why."""
+
+    calibration: GyroCalibration
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Sample:
     """One data sample: buttons word (`reports.Button`), 10-bit accel, IR slots, extension data.
 
     Fields the current mode does not carry are None. In MotionPlus pass-through mode the Nunchuk or
-    Classic part and the gyro part each hold the latest frame of their kind.
+    Classic part and the gyro part each hold the latest frame of their kind. A buttons-only report
+    repeats the previous sample's other fields (as the kernel leaves its other axes as they were).
+    `pro` is set for a Wii U Pro Controller, whose core `buttons` carry nothing (kernel).
     """
 
     report: int
@@ -91,6 +121,7 @@ class Sample:
     nunchuk: ext.Nunchuk | None
     classic: ext.Classic | None
     motionplus: ext.MotionPlus | None
+    pro: ext.ProController | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +138,7 @@ class Malformed:
     reason: str
 
 
-Event = Ready | StatusUpdate | ExtensionChanged | Sample | Lost | Malformed
+Event = Ready | StatusUpdate | ExtensionChanged | GyroCalibrationRead | Sample | Lost | Malformed
 
 
 @dataclass(slots=True)
@@ -164,6 +195,10 @@ class WiimoteConnection:
         self.calibration: AccelCalibration = DEFAULT_ACCEL
         self.nunchuk_calibration = NunchukCalibration()
         self.classic_calibration = ClassicCalibration()
+        #: The MotionPlus's own calibration once read and verified, else nominal.
+        self.gyro_calibration: GyroCalibration = NOMINAL_GYRO
+        #: Pro Controller stick centres, taken from its first report (the kernel's calibration).
+        self.pro_calibration: ProCalibration | None = None
         self.extension = ext.ExtensionType.NONE
         self.leds = self.settings.leds
         self.rumble = False
@@ -174,6 +209,15 @@ class WiimoteConnection:
         self.malformed = 0
         #: Memory operations that failed or timed out.
         self.memory_errors = 0
+        #: Reports longer than declared, and their extra bytes (ignored, as the kernel does).
+        self.oversized = 0
+        self.ignored_bytes = 0
+        #: Reports cut down to their 2 button bytes.
+        self.buttons_only = 0
+        #: MotionPlus frames dropped: all 0xFF, flagged invalid, or the junk frame after activation.
+        self.junk_frames = 0
+        #: Contradicting "extension plugged" bits that a re-read ID and the next frame disproved.
+        self.motionplus_glitches = 0
         self._out: list[bytes] = []
         self._ops: deque[_MemoryOp] = deque()
         self._outstanding: _MemoryOp | None = None
@@ -186,16 +230,26 @@ class WiimoteConnection:
         self._mp_present = False
         self._mp_active = False
         self._mp_transition = False
+        self._mp_fresh = False
+        self._mp_check: str | None = None  # None, "reading" (ID re-read) or "frame" (awaiting the next frame)
+        self._remote_setup = False
+        self._last_sample: Sample | None = None
         self._interleave = rp.Interleave()
         self._nunchuk: ext.Nunchuk | None = None
         self._classic: ext.Classic | None = None
         self._motionplus: ext.MotionPlus | None = None
+        self._pro: ext.ProController | None = None
         self._last_rx = 0.0
         self._next_status = 0.0
         self._lost = False
         self._events: list[Event] = []
 
     # ------------------------------------------------------------ public API
+
+    @property
+    def pro_controller(self) -> bool:
+        """The device is a Wii U Pro Controller (identified by its extension ID)."""
+        return self.extension == ext.ExtensionType.PRO_CONTROLLER
 
     def start(self, now: float) -> None:
         """Begin the connect sequence: LEDs, then a status request."""
@@ -229,6 +283,10 @@ class WiimoteConnection:
         """Handle one whole input report; return the events it caused."""
         self._last_rx = now
         self._lost = False
+        extra = rp.excess_bytes(report)
+        if extra:
+            self.oversized += 1
+            self.ignored_bytes += extra
         try:
             self._handle(report, now)
         except ProtocolError as error:
@@ -246,7 +304,11 @@ class WiimoteConnection:
         if now >= self._next_status:
             self._next_status = now + self.settings.status_interval_s
             self._send(rp.status_request_report(self.rumble))
-            if self.ready and self.settings.motionplus and not (self._mp_present or self._busy()):
+            if (
+                self.ready
+                and self.settings.motionplus
+                and not (self._mp_present or self._busy() or self.pro_controller)
+            ):
                 self._probe_motionplus()
         silence = now - self._last_rx
         if silence >= self.settings.timeout_s and not self._lost:
@@ -295,6 +357,10 @@ class WiimoteConnection:
             op.on_done(data, error)
 
     def _wanted_mode(self) -> int:
+        if self.pro_controller:
+            # Its data is all in the extension bytes; it has no IR camera and no accelerometer.
+            chosen = rp.DATA_LAYOUTS.get(self.settings.report_mode)
+            return self.settings.report_mode if chosen and chosen.ext_bytes >= _PRO_MIN_EXT_BYTES else _PRO_MODE
         if self.settings.report_mode:
             return self.settings.report_mode
         plugged = self.extension != ext.ExtensionType.NONE or self._mp_active
@@ -330,6 +396,8 @@ class WiimoteConnection:
             self._on_read_reply(decoded, now)
         elif isinstance(decoded, rp.Ack):
             self._on_ack(decoded)
+        elif isinstance(decoded, rp.ButtonsOnly):
+            self._on_buttons_only(decoded)
         elif decoded.report in (rp.In.INTERLEAVED_A, rp.In.INTERLEAVED_B):
             joined = self._interleave.feed(report)
             if joined is not None:
@@ -346,9 +414,10 @@ class WiimoteConnection:
         self._mode_dirty = True
         if not self._setup_started:
             self._setup_started = True
-            self._read(rp.Space.EEPROM, ACCEL_CAL_ADDRESS, ACCEL_CAL_SIZE, self._on_calibration)
-            if self.settings.motionplus:
-                self._probe_motionplus()
+            if not status.extension:
+                self._start_remote_setup()
+            # else: the extension ID says first whether this is a Wii U Pro Controller (kernel
+            # `wiimote_init_detect`), which has no EEPROM calibration and no MotionPlus.
         if status.extension != self._ext_plugged:
             self._ext_plugged = status.extension
             if status.extension:
@@ -356,6 +425,29 @@ class WiimoteConnection:
             elif not self._mp_transition:
                 self._set_extension(ext.ExtensionType.NONE, mp_active=False)
                 self._mp_present = False
+
+    def _start_remote_setup(self) -> None:
+        if self._remote_setup:
+            return
+        self._remote_setup = True
+        self._read(rp.Space.EEPROM, ACCEL_CAL_ADDRESS, ACCEL_CAL_SIZE, self._on_calibration)
+        if self.settings.motionplus:
+            self._probe_motionplus()
+
+    def _on_buttons_only(self, report: rp.ButtonsOnly) -> None:
+        if report.report == rp.In.STATUS:
+            self._mode_dirty = True  # a status report, however short, resets the reporting mode (kernel)
+        self.buttons_only += 1
+        if not self.ready:
+            return
+        last = self._last_sample
+        sample = (
+            replace(last, report=report.report, buttons=report.buttons)
+            if last is not None
+            else Sample(report.report, report.buttons, None, None, self._nunchuk, self._classic, self._motionplus)
+        )
+        self._last_sample = sample
+        self._events.append(sample)
 
     def _on_calibration(self, data: bytes, error: int) -> None:
         self.calibration = parse_accel_calibration(data) if not error else DEFAULT_ACCEL
@@ -369,9 +461,21 @@ class WiimoteConnection:
         if error or not ext.is_motionplus_id(data):
             return
         self._mp_present = True
+        self._read(rp.Space.REGISTER, GYRO_CAL_ADDRESS, GYRO_CAL_SIZE, self._on_gyro_calibration)
         if self._ext_plugged and self.extension == ext.ExtensionType.NONE:
             return  # an extension is being identified: activation follows, in its pass-through mode
         self._activate_motionplus()
+
+    def _on_gyro_calibration(self, data: bytes, error: int) -> None:
+        if error:
+            calibration, reason = NOMINAL_GYRO, f"reading 0xA60020 failed (error {error}): nominal scale"
+        else:
+            try:
+                calibration, reason = parse_gyro_calibration(data), ""
+            except ProtocolError as problem:
+                calibration, reason = NOMINAL_GYRO, f"{problem}: nominal scale"
+        self.gyro_calibration = calibration
+        self._events.append(GyroCalibrationRead(calibration, reason))
 
     def _activate_motionplus(self) -> None:
         if self.extension in _NUNCHUK_KINDS:
@@ -393,6 +497,7 @@ class WiimoteConnection:
     def _deactivate_motionplus(self) -> None:
         # 0x55 → 0xA400F0 turns the MotionPlus off and exposes its pass-through port again; the
         # remote then reports the extension unplugged (and plugged again if something is there).
+        self._mp_check = None
         self._mp_active = False
         self._mp_transition = True
         self._set_extension(ext.ExtensionType.NONE, mp_active=False)
@@ -421,6 +526,11 @@ class WiimoteConnection:
             self._probe_extension()
             return
         self._ext_retries = 0
+        if kind == ext.ExtensionType.PRO_CONTROLLER:
+            self._calibrated = True  # no EEPROM calibration, no MotionPlus, no camera (kernel)
+            self._set_extension(kind, mp_active=False)
+            return
+        self._start_remote_setup()
         if kind == ext.ExtensionType.UNKNOWN:
             self._set_extension(kind, self._mp_active)
             self._mp_transition = False
@@ -428,6 +538,7 @@ class WiimoteConnection:
         if kind in _MP_KINDS:
             self._mp_present = True
             self._mp_transition = False
+            self._mp_fresh = True  # its first frame is junk (Dolphin, from hardware)
             self._set_extension(kind, mp_active=True)
         elif kind in _NUNCHUK_KINDS or kind in _CLASSIC_KINDS:
             self._read(
@@ -451,9 +562,10 @@ class WiimoteConnection:
         changed = (kind, mp_active) != (self.extension, self._mp_active)
         self.extension = kind
         self._mp_active = mp_active
-        self._nunchuk = self._classic = self._motionplus = None
+        self._nunchuk = self._classic = self._motionplus = self._pro = None
         self._mode_dirty = True
         if changed:
+            self._mp_check = None
             self._events.append(ExtensionChanged(kind, mp_active))
 
     def _on_read_reply(self, reply: rp.ReadReply, now: float) -> None:
@@ -487,25 +599,72 @@ class WiimoteConnection:
         camera = ir_mode_for(data.report)
         if camera != ir.IrMode.OFF and len(data.ir) == ir.FORMAT_BYTES[camera]:
             objects = tuple(ir.decode_objects(camera, data.ir))
-        if len(data.ext) >= 6:
-            self._decode_extension(data.ext[:6])
-        self._events.append(
-            Sample(data.report, data.buttons, data.accel, objects, self._nunchuk, self._classic, self._motionplus)
+        if len(data.ext) >= 6 and not self._mp_transition:
+            # During a MotionPlus (de)activation the port's bytes belong to neither (the kernel stops
+            # forwarding them); all-0xFF bytes are no data at all (kernel `handler_ext`).
+            if data.ext == b"\xff" * len(data.ext):
+                if self._mp_active:
+                    self.junk_frames += 1
+            else:
+                self._decode_extension(data.ext)
+        sample = Sample(
+            data.report,
+            data.buttons,
+            data.accel,
+            objects,
+            self._nunchuk,
+            self._classic,
+            self._motionplus,
+            self._pro,
         )
+        self._last_sample = sample
+        self._events.append(sample)
 
-    def _decode_extension(self, raw: bytes) -> None:
+    def _decode_extension(self, data: bytes) -> None:
         kind = self.extension
-        if kind == ext.ExtensionType.NUNCHUK:
+        raw = data[:6]
+        if kind == ext.ExtensionType.PRO_CONTROLLER:
+            if len(data) >= _PRO_MIN_EXT_BYTES:
+                self._pro = ext.decode_pro(data)
+                if self.pro_calibration is None:
+                    self.pro_calibration = pro_calibration_from(self._pro.sticks)
+        elif kind == ext.ExtensionType.NUNCHUK:
             self._nunchuk = ext.decode_nunchuk(raw)
         elif kind in (ext.ExtensionType.CLASSIC, ext.ExtensionType.CLASSIC_PRO):
             self._classic = ext.decode_classic(raw)
         elif kind in _MP_KINDS:
-            if ext.is_motionplus_frame(raw):
-                self._motionplus = ext.decode_motionplus(raw)
-                passthrough = kind != ext.ExtensionType.MOTIONPLUS
-                if self._motionplus.ext_connected != passthrough and not self._mp_transition:
-                    self._deactivate_motionplus()
+            if ext.is_flagged_invalid(raw) or self._mp_fresh:
+                self._mp_fresh = False
+                self.junk_frames += 1
+            elif ext.is_motionplus_frame(raw):
+                self._on_motionplus_frame(ext.decode_motionplus(raw))
             elif kind == ext.ExtensionType.MOTIONPLUS_NUNCHUK:
                 self._nunchuk = ext.decode_nunchuk_passthrough(raw)
             elif kind == ext.ExtensionType.MOTIONPLUS_CLASSIC:
                 self._classic = ext.decode_classic_passthrough(raw)
+
+    def _on_motionplus_frame(self, frame: ext.MotionPlus) -> None:
+        expected = self.extension != ext.ExtensionType.MOTIONPLUS  # something in the pass-through port
+        if frame.ext_connected != expected:
+            if self._mp_check == "frame":
+                # The ID read back as expected, but the port still reads changed: a real hot-plug.
+                self._deactivate_motionplus()
+            elif self._mp_check is None:
+                # One contradicting frame is not a hot-plug yet: read the mapped ID again first.
+                self._mp_check = "reading"
+                self._read(rp.Space.REGISTER, ext.EXT_ID_ADDRESS, ext.ID_SIZE, self._on_motionplus_check)
+            return  # a contradicting frame is not published
+        if self._mp_check == "frame":
+            self._mp_check = None
+            self.motionplus_glitches += 1
+        self._motionplus = frame
+
+    def _on_motionplus_check(self, data: bytes, error: int) -> None:
+        if self._mp_check != "reading":
+            return  # the MotionPlus went away meanwhile
+        kind = ext.identify(data) if not error and len(data) == ext.ID_SIZE else ext.ExtensionType.UNKNOWN
+        if kind != self.extension:
+            self._mp_check = None
+            self._deactivate_motionplus()
+        else:
+            self._mp_check = "frame"

@@ -233,8 +233,7 @@ class MotionPlus:
 
 
 def is_flagged_invalid(data: bytes) -> bool:
-    """While a MotionPlus is active, byte 5 bit 0 marks a frame as invalid (kernel: "set for invalid
-    events, eg. during hotplug"); such frames are dropped."""
+    """Byte 5 bit 0: with a MotionPlus active it marks a frame invalid ("eg. during hotplug", kernel)."""
     _check(data)
     return bool(data[5] & 0x01)
 
@@ -319,9 +318,6 @@ class ProButton(IntFlag):
 
 PRO_BUTTON_MASK = 0x3FEFF
 PRO_BYTES = 11
-#: Stick counts are 12 bits; the kernel reports them as ±0x400 around the centre 0x800.
-PRO_STICK_CENTRE = 0x800
-PRO_STICK_SPAN = 0x400
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,6 +356,5 @@ def encode_pro(sample: ProController) -> bytes:
     word = ~int(sample.buttons) & 0x3FFFF | 0x0100  # b8 bit 0 is an always-1 bit
     b10 = 0x80 | (sample.battery & 0x07) << 4 | (0 if sample.usb else 0x08) | (0 if sample.charging else 0x04)
     b10 |= word >> 16 & 0x03
-    return bytes(
-        (lx & 0xFF, lx >> 8, rx & 0xFF, rx >> 8, ly & 0xFF, ly >> 8, ry & 0xFF, ry >> 8, word >> 8 & 0xFF, word & 0xFF, b10)
-    )
+    sticks = bytes((lx & 0xFF, lx >> 8, rx & 0xFF, rx >> 8, ly & 0xFF, ly >> 8, ry & 0xFF, ry >> 8))
+    return sticks + bytes((word >> 8 & 0xFF, word & 0xFF, b10))
