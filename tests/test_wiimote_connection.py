@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from protocols.wiimote import connection as wc
+from protocols.wiimote import extensions as ext
 from protocols.wiimote import reports as rp
-from protocols.wiimote.calibration import AccelCalibration
+from protocols.wiimote.calibration import NOMINAL_GYRO, AccelCalibration
 
 EEPROM = bytes.fromhex("828282159c9c9e38403e") * 2
 STATUS = bytes.fromhex("200000" + "1000" + "00c0")  # LED1, no extension, battery 0xC0
@@ -154,3 +157,190 @@ def test_chosen_report_modes() -> None:
         conn.receive(read_reply(0x26, EEPROM[16:]), 0.0)
         conn.receive(read_reply(0xFA, b"", error=7), 0.0)
         assert hexes(conn)[-1] == expected
+
+
+# ---------------------------------------------------------------- cases real hardware hits (issue 14)
+
+# Unit 1 of the two real MotionPlus calibration blocks (see test_wiimote_codec.REAL_GYRO_CAL).
+REAL_GYRO_CAL = bytes.fromhex("7983735472e830c3cc4a34fcc84fcc5b774975a4739a3552ca2237262de5b5a2")
+# The junk frame a real MotionPlus sends after activation (Dolphin's maintainers, from hardware).
+JUNK = bytes.fromhex("d5b04e6efc02")
+REST_GYRO = ext.encode_motionplus(ext.MotionPlus(7634, 7529, 7398, True, True, True, False))
+STATUS_EXT = bytes.fromhex("200000" + "1200" + "00c0")  # LED1, extension flag
+
+
+def mode37(ext_bytes: bytes, buttons: str = "0000") -> bytes:
+    return bytes.fromhex("37" + buttons + "828282") + b"\xff" * 10 + ext_bytes
+
+
+class Remote:
+    """Answers the connection's reads from a register map, acks its writes; `after_write` reacts."""
+
+    def __init__(self, conn: wc.WiimoteConnection, registers: dict[int, bytes]) -> None:
+        self.conn = conn
+        self.registers = registers
+        self.sent: list[rp.OutputReport] = []
+        self.after_write: dict[int, Callable[[], list[bytes]]] = {}
+
+    def serve(self, now: float = 0.0) -> list[wc.Event]:
+        events: list[wc.Event] = []
+        while outputs := self.conn.data_to_send():
+            for raw in outputs:
+                report = rp.decode_output(raw)
+                self.sent.append(report)
+                for answer in self._answer(report):
+                    events += self.conn.receive(answer, now)
+        return events
+
+    def _answer(self, report: rp.OutputReport) -> list[bytes]:
+        if report.report == rp.Out.STATUS_REQUEST:
+            return [STATUS_EXT if self.registers.get(ext.EXT_ID_ADDRESS) else STATUS]
+        if report.report in (rp.Out.IR_PIXEL_CLOCK, rp.Out.IR_LOGIC):
+            return [ack(report.report)]
+        if report.report == rp.Out.WRITE_MEMORY:
+            follow = self.after_write.pop(report.address, list)
+            return [ack(rp.Out.WRITE_MEMORY), *follow()]
+        if report.report != rp.Out.READ_MEMORY:
+            return []
+        key = 0x0016 if report.space == rp.Space.EEPROM else report.address
+        data = self.registers.get(key)
+        if data is None:
+            return [read_reply(report.address, b"", error=7)]
+        data = data[: report.size]
+        return [read_reply(report.address + i, data[i : i + 16]) for i in range(0, len(data), 16)]
+
+    def reads(self) -> list[int]:
+        return [r.address for r in self.sent if r.report == rp.Out.READ_MEMORY]
+
+    def writes(self) -> list[tuple[int, bytes]]:
+        return [(r.address, r.data) for r in self.sent if r.report == rp.Out.WRITE_MEMORY]
+
+
+def motionplus_remote(conn: wc.WiimoteConnection, calibration: bytes = REAL_GYRO_CAL) -> Remote:
+    """A remote with an inactive MotionPlus that activates alone (0x04) as a real one does."""
+    remote = Remote(conn, {0x0016: EEPROM, ext.MP_ID_ADDRESS: ext.MP_INACTIVE_ID, 0xA60020: calibration})
+
+    def activate() -> list[bytes]:
+        del remote.registers[ext.MP_ID_ADDRESS]
+        remote.registers[ext.EXT_ID_ADDRESS] = ext.IDS[ext.ExtensionType.MOTIONPLUS]
+        return [STATUS, STATUS_EXT]  # the port reads empty, then the active MotionPlus
+
+    remote.after_write[ext.MP_ACTIVATE_ADDRESS] = activate
+    return remote
+
+
+def connect_motionplus(calibration: bytes = REAL_GYRO_CAL) -> tuple[wc.WiimoteConnection, Remote, list[wc.Event]]:
+    conn = wc.WiimoteConnection()
+    remote = motionplus_remote(conn, calibration)
+    conn.start(0.0)
+    events = remote.serve()
+    assert conn.extension == ext.ExtensionType.MOTIONPLUS
+    assert conn.mode == 0x37
+    return conn, remote, events
+
+
+def test_gyro_calibration_is_read_before_activation() -> None:
+    conn, remote, events = connect_motionplus()
+    # The probe finds the inactive MotionPlus, then its 32 calibration bytes are read at 0xA60020
+    # (two 16-byte replies), and only then is it initialised and activated.
+    assert remote.reads()[:3] == [0x0016, ext.MP_ID_ADDRESS, 0xA60020]
+    assert [r.size for r in remote.sent if r.report == rp.Out.READ_MEMORY][2] == 32
+    assert remote.writes()[:2] == [(0xA600F0, b"\x55"), (0xA600FE, b"\x04")]
+    [read] = [e for e in events if isinstance(e, wc.GyroCalibrationRead)]
+    assert read.reason == ""
+    assert read.calibration.factory
+    assert conn.gyro_calibration.slow.zero == (0x7749 / 4, 0x75A4 / 4, 0x739A / 4)
+
+
+def test_a_bad_gyro_calibration_crc_falls_back_to_nominal_with_a_reason() -> None:
+    broken = REAL_GYRO_CAL[:30] + b"\x00\x00"
+    conn, _, events = connect_motionplus(broken)
+    [read] = [e for e in events if isinstance(e, wc.GyroCalibrationRead)]
+    assert read.calibration == NOMINAL_GYRO
+    assert "CRC 0xcc5b0000 != computed 0xcc5bb5a2" in read.reason
+    assert "nominal scale" in read.reason
+    assert conn.gyro_calibration == NOMINAL_GYRO
+
+
+def test_junk_frame_after_activation_is_dropped_not_published() -> None:
+    conn, remote, _ = connect_motionplus()
+    sent_before = len(remote.sent)
+    [junk] = conn.receive(mode37(JUNK), 1.0)
+    assert isinstance(junk, wc.Sample)
+    assert junk.motionplus is None  # not decoded into wild rates
+    assert conn.junk_frames == 1
+    [good] = conn.receive(mode37(REST_GYRO), 1.01)
+    assert isinstance(good, wc.Sample)
+    assert good.motionplus is not None
+    assert (good.motionplus.yaw, good.motionplus.roll, good.motionplus.pitch) == (7634, 7529, 7398)
+    # Frames flagged invalid (byte 5 bit 0) and all-0xFF extension bytes are dropped too (kernel).
+    flagged = REST_GYRO[:5] + bytes((REST_GYRO[5] | 0x01,))
+    conn.receive(mode37(flagged), 1.02)
+    conn.receive(mode37(b"\xff" * 6), 1.03)
+    assert conn.junk_frames == 3
+    remote.serve(1.03)
+    assert len(remote.sent) == sent_before  # nothing re-initialised
+
+
+def test_one_contradicting_frame_is_checked_against_the_id_before_reinitialising() -> None:
+    conn, remote, _ = connect_motionplus()
+    conn.receive(mode37(JUNK), 1.0)
+    conn.receive(mode37(REST_GYRO), 1.01)
+    # A frame saying "something is plugged into the MotionPlus" while it runs alone.
+    plugged = ext.encode_motionplus(ext.MotionPlus(7634, 7529, 7398, True, True, True, True))
+    [sample] = conn.receive(mode37(plugged), 1.02)
+    assert sample.motionplus is not None and not sample.motionplus.ext_connected  # not published
+    assert hexes(conn) == ["1704a400fa0006"]  # the mapped ID is read again first
+    conn.receive(read_reply(0xFA, ext.IDS[ext.ExtensionType.MOTIONPLUS]), 1.025)
+    conn.receive(mode37(REST_GYRO), 1.03)  # ... and the next frame disagrees with the glitch
+    assert conn.motionplus_glitches == 1
+    assert hexes(conn) == []  # no re-initialisation
+    # A real change: the contradiction persists after the ID check, so the MotionPlus is re-initialised.
+    conn.receive(mode37(plugged), 1.04)
+    assert hexes(conn) == ["1704a400fa0006"]
+    conn.receive(read_reply(0xFA, ext.IDS[ext.ExtensionType.MOTIONPLUS]), 1.045)
+    conn.receive(mode37(plugged), 1.05)
+    assert hexes(conn) == ["1604a400f00155" + "00" * 15]
+    assert conn.motionplus_glitches == 1
+
+
+def test_pro_controller_is_set_up_as_the_kernel_does() -> None:
+    conn = wc.WiimoteConnection()
+    remote = Remote(conn, {ext.EXT_ID_ADDRESS: ext.IDS[ext.ExtensionType.PRO_CONTROLLER]})
+    conn.start(0.0)
+    events = remote.serve()
+    # Extension init and ID first; then no EEPROM calibration, no MotionPlus probe, no IR camera.
+    assert remote.writes() == [(0xA400F0, b"\x55"), (0xA400FB, b"\x00")]
+    assert remote.reads() == [ext.EXT_ID_ADDRESS]
+    assert [r.report for r in remote.sent] == [0x11, 0x15, 0x16, 0x16, 0x17, 0x12]
+    assert conn.pro_controller
+    assert [e.mode for e in events if isinstance(e, wc.Ready)] == [0x34]
+    assert remote.sent[-1].mode == 0x34
+    # Its data: core buttons carry nothing; the 11 extension bytes are the controller.
+    pro_bytes = bytes.fromhex("f0070f0800080008ffefcf")  # A pressed, left stick at rest
+    [sample] = conn.receive(bytes.fromhex("34" + "6009") + pro_bytes + b"\x00" * 8, 0.5)
+    assert isinstance(sample, wc.Sample)
+    assert sample.pro == ext.ProController((0x7F0, 0x800, 0x80F, 0x800), ext.ProButton.A, 4, False, False)
+    assert conn.pro_calibration is not None
+    assert conn.pro_calibration.axes[0].centre == 0x7F0  # the first report's sticks are the centres
+    conn.poll(2.0)
+    assert hexes(conn) == ["1500"]  # the status poll probes no MotionPlus
+
+
+def test_longer_and_buttons_only_reports_are_used_and_counted() -> None:
+    conn = wc.WiimoteConnection()
+    connect(conn)
+    [sample] = conn.receive(bytes.fromhex("33" + "0008" + "828282") + b"\xff" * 12 + b"\x01\x02", 0.5)
+    assert isinstance(sample, wc.Sample)
+    assert sample.accel == (520, 520, 520)
+    assert (conn.oversized, conn.ignored_bytes, conn.malformed) == (1, 2, 0)
+    # A 2-byte 0x33: new buttons, the other fields as they were (the kernel only reports the keys).
+    [short] = conn.receive(bytes.fromhex("33" + "0400"), 0.51)
+    assert isinstance(short, wc.Sample)
+    assert short.buttons == rp.Button.DOWN
+    assert short.accel == (520, 520, 520)
+    assert conn.buttons_only == 1
+    # A 2-byte status report still resets the reporting mode, which goes out again.
+    conn.receive(bytes.fromhex("20" + "0000"), 0.52)
+    assert hexes(conn) == ["120433"]
+    assert conn.malformed == 0
