@@ -490,7 +490,8 @@ REAL_GYRO_CAL = [
 
 def test_real_motionplus_calibration_blocks() -> None:
     first, second = (parse_gyro_calibration(block) for block in REAL_GYRO_CAL)
-    assert first.factory and second.factory
+    assert first.factory
+    assert second.factory
     # Slow range of unit 1: zeros 0x7749, 0x75A4, 0x739A (16-bit) = 14-bit counts / 4; scale points
     # 0x3552, 0xCA22, 0x3726 at 45 × 6 = 270 deg/s.
     assert first.slow.zero == (0x7749 / 4, 0x75A4 / 4, 0x739A / 4)

@@ -283,13 +283,15 @@ def test_junk_frame_after_activation_is_dropped_not_published() -> None:
 
 
 def test_one_contradicting_frame_is_checked_against_the_id_before_reinitialising() -> None:
-    conn, remote, _ = connect_motionplus()
+    conn, _, _ = connect_motionplus()
     conn.receive(mode37(JUNK), 1.0)
     conn.receive(mode37(REST_GYRO), 1.01)
     # A frame saying "something is plugged into the MotionPlus" while it runs alone.
     plugged = ext.encode_motionplus(ext.MotionPlus(7634, 7529, 7398, True, True, True, True))
     [sample] = conn.receive(mode37(plugged), 1.02)
-    assert sample.motionplus is not None and not sample.motionplus.ext_connected  # not published
+    assert isinstance(sample, wc.Sample)
+    assert sample.motionplus is not None
+    assert not sample.motionplus.ext_connected  # the contradicting frame is not published
     assert hexes(conn) == ["1704a400fa0006"]  # the mapped ID is read again first
     conn.receive(read_reply(0xFA, ext.IDS[ext.ExtensionType.MOTIONPLUS]), 1.025)
     conn.receive(mode37(REST_GYRO), 1.03)  # ... and the next frame disagrees with the glitch
