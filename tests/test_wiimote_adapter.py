@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from devices.sim import wiimote as sim_module
 from devices.sim.wiimote import SimulatedWiimote
 from devices.wiimote import adapter as adapter_module
 from devices.wiimote.adapter import WiimoteAdapter
@@ -175,7 +176,8 @@ async def test_motionplus_activation_and_pass_through(make: Callable[..., Device
     assert device.sim.mp_mode == ext.MP_MODE_ALONE
     await device.until(lambda: device.state().angular_velocity_covariance[0] != -1.0)
     state = device.state()
-    assert state.angular_velocity_raw.x == pytest.approx(8063, abs=3)  # x = pitch
+    # x = pitch: the unit's slow-range zero (0x739A / 4) plus its drift at rest.
+    assert state.angular_velocity_raw.x == pytest.approx(0x739A / 4 + sim_module.GYRO_DRIFT[0], abs=3)
     await device.until(lambda: device.state().zeroing_time.sec > 0)  # zeroed at rest once active
     assert abs(device.state().angular_velocity_zeroed.z) < 0.01
     # A Nunchuk plugged into the MotionPlus: re-activated in Nunchuk pass-through mode.
@@ -290,7 +292,7 @@ async def test_led_pattern_repeats_on_the_remote(make: Callable[..., Device]) ->
 async def test_malformed_reports_are_counted_and_ignored(make: Callable[..., Device]) -> None:
     device = make()
     await device.connected()
-    for junk in (b"\x99\x01", b"\x20\x00", b"\x37" + b"\x00" * 30):
+    for junk in (b"\x99\x01", b"\x20\x00", b"\x3d" + b"\x00" * 5):
         device.sim.inject(junk)
     await device.until(lambda: device.adapter.malformed_reports == 3)
     device.sim.buttons = rp.Button.B
@@ -505,3 +507,110 @@ async def test_battery_is_refreshed_by_status_polls(make: Callable[..., Device])
     device.sim.battery = 0x10
     await device.until(lambda: device.state().raw_battery == 0x10)
     assert device.state().percent_battery == pytest.approx(0x10 * 100 / 208)
+
+
+# ---------------------------------------------------------------- cases real hardware hits (issue 14)
+
+
+async def test_motionplus_junk_frame_after_activation_does_not_loop(make: Callable[..., Device]) -> None:
+    # With a Nunchuk in the MotionPlus, the junk frame (byte 4 bit 0 clear: "nothing plugged in")
+    # used to deactivate the MotionPlus, whose re-activation sent the junk again: a loop.
+    device = make(sim_motionplus=True, sim_extension="nunchuk")
+    await device.connected()
+    await device.until(lambda: device.adapter.capabilities().get("extension") == "motionplus_nunchuk")
+    await device.until(lambda: device.state().nunchuk_acceleration_raw.z > 0)
+    await asyncio.sleep(8 * FAST["status_interval_s"])  # eight status periods
+    caps = device.adapter.capabilities()
+    assert device.sim.activations == 1
+    assert caps["extension"] == "motionplus_nunchuk"
+    assert caps["motionplus_junk_frames"] >= 1
+    deactivations = [o for o in device.sim.outputs if o.report == rp.Out.WRITE_MEMORY and o.address == 0xA400F0]
+    assert len(deactivations) == 1  # the extension's own init before activation, none after
+    # The junk's wild rates (roll 0x3FB0, pitch 0x4E in the fast range) never reached the bus.
+    assert abs(device.state().angular_velocity_zeroed.y) < 0.05
+
+
+async def test_gyro_rates_follow_the_units_calibration_in_both_ranges(make: Callable[..., Device]) -> None:
+    device = make(sim_motionplus=True)
+    await device.connected()
+    await device.until(lambda: device.state().zeroing_time.sec > 0)
+    assert device.adapter.capabilities()["gyro_calibration"] == "factory"
+
+    async def settled(rates: tuple[float, float, float], tolerance: float) -> None:
+        device.sim.spin = rates
+        await device.until(lambda: abs(device.state().angular_velocity_zeroed.x - rates[0]) < 10 * tolerance)
+        await asyncio.sleep(0.05)
+        zeroed = device.state().angular_velocity_zeroed
+        assert (zeroed.x, zeroed.y, zeroed.z) == pytest.approx(rates, abs=tolerance)
+
+    # Slow range (below 250 deg/s): the nominal scale was 0.77-1.08x off on this unit.
+    await settled((1.0, 2.0, -3.0), 0.01)
+    # Fast range (344, 458 and 573 deg/s): the at-rest bias used to put 13-37 deg/s on top.
+    await settled((6.0, -8.0, 10.0), 0.06)
+    device.sim.spin = None
+    await device.until(lambda: abs(device.state().angular_velocity_zeroed.x) < 0.01)
+
+
+async def test_a_corrupt_gyro_calibration_falls_back_to_nominal_and_says_why(
+    make: Callable[..., Device], caplog: pytest.LogCaptureFixture
+) -> None:
+    device = make(calibrate_on_connect=False)
+    await device.connected()
+    device.sim.gyro_calibration = sim_module.GYRO_CALIBRATION[:-1] + b"\x00"  # last CRC byte wrong
+    with caplog.at_level(logging.WARNING, logger=adapter_module.__name__):
+        device.sim.attach_motionplus()  # found by the next periodic probe
+        await device.until(lambda: device.adapter.capabilities().get("extension") == "motionplus")
+    assert device.adapter.capabilities()["gyro_calibration"] == "nominal"
+    assert "MotionPlus calibration not used: MotionPlus calibration CRC 0xcc5bb500 != computed 0xcc5bb5a2" in (
+        caplog.text
+    )
+
+
+async def test_wii_u_pro_controller(make: Callable[..., Device]) -> None:
+    device = make(sim_device="pro_controller")
+    await device.until(lambda: device.latest("controller") is not None)
+    caps = device.adapter.capabilities()
+    assert caps["extension"] == "pro_controller"
+    assert caps["pro_controller"] is True
+    assert caps["report_mode"] == rp.In.BUTTONS_EXT19
+    assert device.sim.mode == rp.In.BUTTONS_EXT19
+    # Set up as the kernel does: no camera, no MotionPlus probe, no EEPROM calibration read.
+    sent = device.sim.outputs
+    assert not [o for o in sent if o.report in (rp.Out.IR_PIXEL_CLOCK, rp.Out.IR_LOGIC)]
+    assert not [o for o in sent if o.report == rp.Out.READ_MEMORY and o.address != ext.EXT_ID_ADDRESS]
+    assert not [o for o in sent if o.report == rp.Out.WRITE_MEMORY and o.address >> 16 in (0xA6, 0xB0)]
+    rest = sim_module.PRO_REST
+    pad = device.latest("controller")
+    assert pad.axes == (0.0,) * 6  # centred on the first report
+    assert pad.buttons == (0,) * 17
+    # B (bottom face button) is the seed's ✕, ZR its R2 (and right trigger axis), Home its PS.
+    device.sim.pro_buttons = ext.ProButton.B | ext.ProButton.ZR | ext.ProButton.HOME | ext.ProButton.UP
+    device.sim.pro_sticks = (rest[0] + 0x400, rest[1] - 0x200, rest[2], rest[3] + 0x500)
+    await device.until(lambda: device.latest("controller").buttons[0] == 1)
+    pad = device.latest("controller")
+    assert pad.axes == pytest.approx((1.0, -0.5, 0.0, 1.0, 0.0, 1.0))
+    assert [i for i, b in enumerate(pad.buttons) if b] == [0, 7, 10, 14]  # ✕, R2, PS, D-pad up
+    assert device.latest("state") is None  # no accelerometer, gyro or camera: no wiimote/State
+    assert device.adapter.capabilities()["pro_battery_level"] == 4
+    # Rumble and LEDs as on a remote; no calibration to run.
+    await device.command(Rumble(1.0, 1.0, 5.0), "rumble")
+    await device.command(Led(2, (1.0, 1.0, 1.0)), "led")
+    await device.until(lambda: device.sim.rumble and device.sim.leds == 0b0101)
+    with pytest.raises(InvalidArgument, match="Pro Controller has no accelerometer or gyro"):
+        await device.command(Calibrate())
+
+
+async def test_reports_longer_than_declared_and_buttons_only_reports(make: Callable[..., Device]) -> None:
+    device = make(sim_motionplus=True)
+    await device.connected()
+    await device.until(lambda: device.adapter.capabilities().get("extension") == "motionplus")
+    device.sim.pad_to = 23  # every report padded, as some remotes and adapters send them
+    device.sim.buttons = rp.Button.A
+    await device.until(lambda: device.state().buttons[State.MSG_BTN_A])
+    await device.until(lambda: device.adapter.capabilities()["oversized_reports"] > 20)
+    device.sim.inject(b"\x37\x00\x04")  # cut down to its buttons: B
+    await device.until(lambda: device.adapter.capabilities()["buttons_only_reports"] == 1)
+    caps = device.adapter.capabilities()
+    assert caps["malformed_reports"] == 0
+    assert caps["ignored_bytes"] >= caps["oversized_reports"]
+    assert caps["extension"] == "motionplus"  # padded status reports keep the state machine going

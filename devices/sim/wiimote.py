@@ -10,7 +10,15 @@ and write). The remote behaves as spec wiimote.md describes a real one:
   (7 for an absent device, 8 for a bad address) and one 0x21 per 16 bytes;
 - extensions answer their ID only after the unencrypted init (0x55 → 0xA400F0, 0x00 → 0xA400FB);
 - a MotionPlus is activated by a write to 0xA600FE (0x04 alone, 0x05 / 0x07 pass-through), which
-  makes the remote report the extension unplugged then plugged; 0x55 → 0xA400F0 deactivates it;
+  makes the remote report the extension unplugged then plugged; 0x55 → 0xA400F0 deactivates it.
+  Like a real one it sends one junk frame first (`junk_frame`, Dolphin's hardware observation), and
+  it carries a real unit's 32-byte calibration at 0xA60020 (issue 14), from which its gyro counts
+  are generated per range;
+- as a Wii U Pro Controller (`pro_controller`) it answers the extension ID `0000a4200120`, always
+  reports its "extension" plugged, has no IR camera, no MotionPlus and (as far as the adapter
+  cares) no EEPROM, and sends its sticks and buttons in the kernel's 11-byte layout, with garbage
+  in the core button bytes;
+- `pad_to` pads every input report with zeros to that length (reports longer than declared);
 - data reports in every mode, 0x3E/0x3F interleaved, IR objects in the format set at 0xB00033;
 - scripted motion (`motion`): "rest" (still, ±1 count noise) or "demo" (still for `rest_s`, then a
   slow roll, a yaw turn, a circling Nunchuk stick and two IR lights drifting).
@@ -32,7 +40,13 @@ from protocols.errors import ProtocolError
 from protocols.wiimote import extensions as ext
 from protocols.wiimote import ir
 from protocols.wiimote import reports as rp
-from protocols.wiimote.calibration import AccelCalibration, encode_accel_block, encode_ext_calibration
+from protocols.wiimote.calibration import (
+    AccelCalibration,
+    GyroAxis,
+    encode_accel_block,
+    encode_ext_calibration,
+    parse_gyro_calibration,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +58,17 @@ NUNCHUK_CAL = encode_ext_calibration(bytes.fromhex("80808000b3b3b300e02080e02080
 #: Classic calibration: left sticks max/min/centre at 8-bit scale, right likewise, trigger zeros.
 CLASSIC_CAL = encode_ext_calibration(bytes.fromhex("f00880f00880f00880f008800808"))
 #: A MotionPlus at rest reads a little off 8192 (wiibrew saw ~0x1F7F).
-GYRO_REST = (8063, 8190, 8120)
+#: A real unit's calibration (unit 1 of issue 14): fast range at 0x00, slow at 0x10, CRC-32 checked.
+GYRO_CALIBRATION = bytes.fromhex("7983735472e830c3cc4a34fcc84fcc5b774975a4739a3552ca2237262de5b5a2")
+#: At rest a unit reads a little off its factory zero (temperature drift), in counts: the zeroing
+#: at rest removes it.
+GYRO_DRIFT = (6, -4, 3)  # pitch, roll, yaw
+#: The simulated gyro switches to the fast range above this rate (real slow ranges end near 370-520).
+SLOW_LIMIT_DEG_S = 250.0
+#: A Pro Controller's sticks at rest (raw 12-bit, a little off 0x800 as real sticks are).
+PRO_REST = (0x7F8, 0x806, 0x803, 0x7FC)
+#: The junk frame after activation (Dolphin's maintainers: "something like d5 b0 4e 6e fc 02").
+JUNK_FRAME = bytes.fromhex("d5b04e6efc02")
 
 ExtensionName = str  # "nunchuk", "classic", "classic_pro"
 
@@ -64,9 +88,10 @@ class SimulatedWiimote:
     """The simulated remote on `sock` (its end of the socket pair); `start` runs it in the current loop.
 
     Test hooks: `buttons`, `nunchuk_buttons`, `classic_buttons` (press by setting them), `battery`,
-    `glitch_id_reads`, `plug`/`unplug`, `attach_motionplus`/`detach_motionplus`, `inject` (any bytes), `power_off`.
+    `glitch_id_reads`, `plug`/`unplug`, `attach_motionplus`/`detach_motionplus`, `spin` (constant
+    rates), `pro_buttons`/`pro_sticks`/`pro_battery`, `inject` (any bytes), `power_off`.
     Observations: `rumble`, `leds`, `mode`, `continuous`, `outputs` (every output report received),
-    `rumble_changes` (time, on).
+    `rumble_changes` (time, on), `activations` (MotionPlus activation writes).
     """
 
     def __init__(
@@ -82,6 +107,10 @@ class SimulatedWiimote:
         seed: int = 1,
         clock: Callable[[], float] = time.monotonic,
         corrupt_calibration: bool = False,
+        gyro_calibration: bytes = GYRO_CALIBRATION,
+        junk_frame: bytes | None = JUNK_FRAME,
+        pro_controller: bool = False,
+        pad_to: int = 0,
     ) -> None:
         self.sock = sock
         sock.setblocking(False)
@@ -103,8 +132,27 @@ class SimulatedWiimote:
         self.outputs: list[rp.OutputReport] = []
         self.rumble_changes: list[tuple[float, bool]] = []
         self.extension: ExtensionName | None = extension
+        self.pro_controller = pro_controller
+        if pro_controller:
+            motionplus = False
+            self.extension = None
         self.motionplus_attached = motionplus
         self.mp_mode = 0  # 0 = inactive, else the activation code
+        #: The 32 bytes at 0xA60020 (a real unit's, unless a test passes others).
+        self.gyro_calibration = gyro_calibration
+        self._gyro_truth = parse_gyro_calibration(GYRO_CALIBRATION)
+        #: Sent as the first extension frame after each activation (None: none).
+        self.junk_frame = junk_frame
+        self._junk_due = False
+        #: Activation writes to 0xA600FE received (a looping host shows here).
+        self.activations = 0
+        #: Constant rotation (pitch, roll, yaw in rad/s) overriding the motion script when set.
+        self.spin: tuple[float, float, float] | None = None
+        #: Pro Controller state: buttons, sticks (raw 12-bit, None = scripted), battery level 0-4.
+        self.pro_buttons = ext.ProButton(0)
+        self.pro_sticks: tuple[int, int, int, int] | None = None
+        self.pro_battery = 4
+        self.pad_to = pad_to
         self.ext_initialised = False
         #: This many coming reads of the extension ID answer garbled bytes ("partially connected").
         self.glitch_id_reads = 0
@@ -160,8 +208,8 @@ class SimulatedWiimote:
     # ------------------------------------------------------------ test hooks
 
     def inject(self, data: bytes) -> None:
-        """Send arbitrary bytes as one report (malformed-report tests)."""
-        self._send(data)
+        """Send arbitrary bytes as one report, exactly as given (malformed-report tests)."""
+        self._send(data, pad=False)
 
     def plug(self, name: ExtensionName) -> None:
         """Plug an extension (into the MotionPlus's pass-through port when one is attached)."""
@@ -199,13 +247,15 @@ class SimulatedWiimote:
     # ------------------------------------------------------------ the device side
 
     def _port_flag(self) -> bool:
-        if self.mp_mode:
+        if self.mp_mode or self.pro_controller:
             return True
         return self.extension is not None
 
-    def _send(self, report: bytes) -> None:
+    def _send(self, report: bytes, pad: bool = True) -> None:
         if self.closed or self._peer_gone:
             return
+        if pad and len(report) < self.pad_to:
+            report = report.ljust(self.pad_to, b"\x00")
         try:
             self.sock.send(report)
         except BlockingIOError:
@@ -282,7 +332,7 @@ class SimulatedWiimote:
 
     def _register_device(self, device: int) -> bytearray | None:
         if device == 0xB0:
-            return self._camera if self.ir_clock else None
+            return self._camera if self.ir_clock and not self.pro_controller else None
         if device == 0xA2:
             return self._speaker_regs
         if device == 0xA4:
@@ -293,7 +343,11 @@ class SimulatedWiimote:
 
     def _extension_regs(self) -> bytearray | None:
         regs = bytearray(256)
+        if self.pro_controller:
+            regs[0xFA:0x100] = ext.IDS[ext.ExtensionType.PRO_CONTROLLER] if self.ext_initialised else b"\xff" * 6
+            return regs
         if self.mp_mode:
+            regs[0x20:0x40] = self.gyro_calibration  # an active MotionPlus answers at 0xA4
             regs[0xFA:0x100] = ext.IDS[
                 {
                     ext.MP_MODE_ALONE: ext.ExtensionType.MOTIONPLUS,
@@ -320,12 +374,17 @@ class SimulatedWiimote:
 
     def _mp_regs(self) -> bytearray:
         regs = bytearray(256)
+        regs[0x20:0x40] = self.gyro_calibration
         regs[0xFA:0x100] = ext.MP_INACTIVE_ID
         return regs
 
     def _read(self, report: rp.OutputReport) -> None:
         address, size = report.address, report.size
         if report.space == rp.Space.EEPROM:
+            if self.pro_controller:
+                # Unknown on hardware (the kernel never reads it): answered as absent.
+                self._send(rp.read_reply_input(self.buttons, rp.ReadError.NACK, address, b""))
+                return
             if address + size > EEPROM_SIZE:
                 self._send(rp.read_reply_input(self.buttons, rp.ReadError.INVALID_ADDRESS, address, b""))
                 return
@@ -369,6 +428,9 @@ class SimulatedWiimote:
         if address == ext.EXT_INIT_1[0] and data[:1] == b"\x55":
             if self.mp_mode:
                 return 0, self._deactivate_motionplus
+            if self.pro_controller:
+                self.ext_initialised = True
+                return 0, nothing
             if self.extension is None:
                 return rp.ReadError.NACK, nothing
             self.ext_initialised = True
@@ -388,6 +450,8 @@ class SimulatedWiimote:
         return rp.ReadError.NACK, nothing
 
     def _activate_motionplus(self, code: int) -> None:
+        self.activations += 1
+        self._junk_due = self.junk_frame is not None
         if self._port_flag():
             self._send_status(port_flag=False)  # the extension leaves the port ...
         self.mp_mode = code
@@ -417,6 +481,8 @@ class SimulatedWiimote:
         )
         # The roll rate is the derivative of `tilt`, so gyro and accelerometer agree.
         rates = (0.0, 0.9 * math.cos(1.5 * phase), 0.5 * math.sin(0.25 * phase)) if moving else (0.0, 0.0, 0.0)
+        if self.spin is not None:
+            rates = self.spin
         stick = (0x80 + round(0x50 * math.cos(phase)), 0x80 + round(0x50 * math.sin(phase)))
         lights: list[ir.IrObject | None] = [
             ir.IrObject(312 + round(100 * math.sin(0.3 * phase)), 384, 3),
@@ -427,15 +493,20 @@ class SimulatedWiimote:
         nunchuk_accel = (0x200 + noise(-1, 1), 0x200 + noise(-1, 1), 0x2CC + noise(-1, 1))
         return Motion(accel, rates, nunchuk_accel, stick, lights)
 
+    def gyro_counts(self, axis: GyroAxis, rate_rad_s: float, drift: int = 0) -> tuple[int, bool]:
+        """The counts and slow flag this unit reads at `rate_rad_s` on `axis` (its true calibration)."""
+        degrees = math.degrees(rate_rad_s)
+        slow = abs(degrees) < SLOW_LIMIT_DEG_S
+        span = self._gyro_truth.range(slow)
+        counts = span.zero[axis] + drift + degrees * span.counts_per_deg_s[axis]
+        return max(0, min(0x3FFF, round(counts))), slow
+
     def _gyro_frame(self, motion: Motion) -> bytes:
         pitch, roll, yaw = motion.rates
         noise = self._rng.randint
-
-        def counts(rest: int, rate: float) -> tuple[int, bool]:
-            slow = abs(rate) < math.radians(400)
-            return max(0, min(0x3FFF, rest + ext.counts_from_rate(rate, slow) + noise(-2, 2))), slow
-
-        (p, ps), (r, rs), (y, ys) = counts(GYRO_REST[0], pitch), counts(GYRO_REST[1], roll), counts(GYRO_REST[2], yaw)
+        p, ps = self.gyro_counts(GyroAxis.PITCH, pitch, GYRO_DRIFT[0] + noise(-2, 2))
+        r, rs = self.gyro_counts(GyroAxis.ROLL, roll, GYRO_DRIFT[1] + noise(-2, 2))
+        y, ys = self.gyro_counts(GyroAxis.YAW, yaw, GYRO_DRIFT[2] + noise(-2, 2))
         return ext.encode_motionplus(ext.MotionPlus(y, r, p, ys, rs, ps, self.extension is not None))
 
     def _extension_frame(self, motion: Motion, passthrough: bool) -> bytes:
@@ -449,8 +520,23 @@ class SimulatedWiimote:
             return ext.encode_classic_passthrough(sample_c) if passthrough else ext.encode_classic(sample_c)
         return b"\x00" * 6
 
+    def _pro_bytes(self, motion: Motion) -> bytes:
+        sticks = self.pro_sticks
+        if sticks is None:
+            sticks = PRO_REST
+            if motion.rates != (0.0, 0.0, 0.0):  # the demo script is moving: circle the left stick
+                sx, sy = motion.stick
+                sticks = (PRO_REST[0] + (sx - 0x80) * 12, PRO_REST[1] + (sy - 0x80) * 12, PRO_REST[2], PRO_REST[3])
+        sample = ext.ProController(sticks, self.pro_buttons, self.pro_battery, charging=False, usb=False)
+        return ext.encode_pro(sample)
+
     def _ext_bytes(self, motion: Motion) -> bytes:
+        if self.pro_controller:
+            return self._pro_bytes(motion)
         if self.mp_mode:
+            if self._junk_due:
+                self._junk_due = False
+                return self.junk_frame or b""
             self._mp_toggle = not self._mp_toggle
             passthrough = self.mp_mode != ext.MP_MODE_ALONE and self.extension is not None
             if passthrough and not self._mp_toggle:
@@ -476,6 +562,10 @@ class SimulatedWiimote:
     def data_reports(self) -> list[bytes]:
         """The reports of one sample in the current mode."""
         motion = self.motion_at(self.clock() - self._started)
+        if self.pro_controller:
+            # No accelerometer, no camera; its core button bytes are not buttons (kernel).
+            garbage = self._rng.randrange(0x10000)
+            return rp.data_input(self.mode, garbage, (0, 0, 0), b"", self._ext_bytes(motion))
         return rp.data_input(self.mode, self.buttons, motion.accel, self._ir_bytes(motion), self._ext_bytes(motion))
 
     async def _report_loop(self) -> None:

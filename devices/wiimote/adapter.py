@@ -1,8 +1,10 @@
-"""The `wiimote` adapter: one configured Wii Remote over hidraw, L2CAP or a simulated remote.
+"""The `wiimote` adapter: one configured Wii Remote (or Wii U Pro Controller) over hidraw, L2CAP or a simulation.
 
 Publishes, under the config id:
 - `<id>/state` — `wiimote/State` on every data report (~100/s), see `devices.wiimote.convert`;
-- `<id>/controller` — `creos_messages/ControllerState`, the remote as a generic controller;
+- `<id>/controller` — `creos_messages/ControllerState`, the remote as a generic controller, or a
+  Wii U Pro Controller in the seed's Origin layout (then the only stream: it has no accelerometer,
+  IR camera or MotionPlus for `wiimote/State`);
 - `<id>/classic` — `hwgateway/WiimoteClassic` while a Classic Controller (Pro) is plugged in.
 
 Accepts `hwgateway/WiimoteLeds` (a TimedSwitch per LED), `wiimote/TimedSwitch` (the rumble motor),
@@ -30,7 +32,7 @@ from typing import Any, ClassVar
 
 from devices.base import Adapter, Command, DeviceContext
 from devices.sim.wiimote import SimulatedWiimote
-from devices.wiimote.convert import StateBuilder, classic_message, controller_state
+from devices.wiimote.convert import StateBuilder, classic_message, controller_state, pro_controller_state
 from devices.wiimote.discovery import HidrawRemote, find_remotes, select
 from devices.wiimote.imu import Zeroing, ZeroingResult
 from devices.wiimote.options import WiimoteOptions
@@ -89,6 +91,7 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         self._calibration_waiters: list[asyncio.Future[ZeroingResult]] = []
         #: The client whose rumble is running: it stops when that client goes away.
         self._rumble_owner: str | None = None
+        self._pro_status: ext.ProController | None = None
 
     def _bank_leds_from_options(self) -> None:
         for index in range(LED_COUNT):
@@ -105,7 +108,21 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
             "malformed_reports": self.malformed_reports,
         }
         if conn is not None:
-            caps.update(extension=conn.extension.value, report_mode=int(conn.mode), battery=conn.battery)
+            caps.update(
+                extension=conn.extension.value,
+                report_mode=int(conn.mode),
+                battery=conn.battery,
+                pro_controller=conn.pro_controller,
+                gyro_calibration="factory" if conn.gyro_calibration.factory else "nominal",
+                oversized_reports=conn.oversized,
+                ignored_bytes=conn.ignored_bytes,
+                buttons_only_reports=conn.buttons_only,
+                motionplus_junk_frames=conn.junk_frames,
+                motionplus_glitches=conn.motionplus_glitches,
+            )
+            pro = self._pro_status
+            if conn.pro_controller and pro is not None:
+                caps.update(pro_battery_level=pro.battery, pro_charging=pro.charging, pro_usb=pro.usb)
         if self.remote is not None:
             caps.update(name=self.remote.name, kernel_driver_bound=self.remote.kernel_driver_bound)
         return caps
@@ -180,6 +197,7 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         options = self.options
         self.simulator = SimulatedWiimote(
             theirs,
+            pro_controller=options.sim_device == "pro_controller",
             motionplus=options.sim_motionplus,
             extension=None if options.sim_extension == "none" else options.sim_extension,
             rate_hz=options.sim_rate_hz,
@@ -231,10 +249,16 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
             if isinstance(event, wc.Sample):
                 self._publish(conn, event)
             elif isinstance(event, wc.Ready):
-                log.info("Wii Remote ready (report mode %#04x)", event.mode)
+                what = "Wii U Pro Controller" if conn.pro_controller else "Wii Remote"
+                log.info("%s ready (report mode %#04x)", what, event.mode)
                 self.ctx.set_status("connected")
-                if self.options.calibrate_on_connect:
+                if self.options.calibrate_on_connect and not conn.pro_controller:
                     self._zeroing.start()
+            elif isinstance(event, wc.GyroCalibrationRead):
+                if event.reason:
+                    log.warning("MotionPlus calibration not used: %s", event.reason)
+                else:
+                    log.info("MotionPlus calibration read and verified (CRC-32)")
             elif isinstance(event, wc.ExtensionChanged):
                 log.info("extension: %s (MotionPlus active: %s)", event.kind.value, event.motionplus)
                 # As ROS, a new Nunchuk triggers a new zeroing run; so does a MotionPlus that just
@@ -249,6 +273,11 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
 
     def _publish(self, conn: wc.WiimoteConnection, sample: wc.Sample) -> None:
         stamp = self._wall_clock()
+        if conn.pro_controller:
+            if sample.pro is not None and conn.pro_calibration is not None:
+                self._pro_status = sample.pro
+                self.ctx.publish("controller", pro_controller_state(sample.pro, conn.pro_calibration, stamp), stamp)
+            return
         mp = (
             sample.motionplus
             if conn.extension
@@ -273,6 +302,7 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
             leds=conn.leds,
             rumble=conn.rumble,
             motionplus=mp is not None,
+            gyro_calibration=conn.gyro_calibration,
         )
         self.ctx.publish("state", state, stamp)
         classic: WiimoteClassic | None = None
@@ -345,6 +375,8 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
     async def _calibrate(self) -> Mapping[str, Any]:
         if self.connection is None or not self.connection.ready:
             raise DeviceUnavailable("the Wii Remote is not connected")
+        if self.connection.pro_controller:
+            raise InvalidArgument("a Wii U Pro Controller has no accelerometer or gyro to calibrate")
         waiter: asyncio.Future[ZeroingResult] = asyncio.get_running_loop().create_future()
         self._calibration_waiters.append(waiter)
         self._zeroing.start()

@@ -5,8 +5,11 @@ Choices (spec §9.5), documented in README "Wii Remotes":
   not the order the ROS nodes actually publish;
 - `linear_acceleration_raw` and `nunchuk_acceleration_raw` are 10-bit counts; `_zeroed` are m/s²
   from the factory calibration (gravity included, as in ROS);
-- gyro: x = pitch, y = roll, z = yaw (as cwiid/ROS), rad/s with the slow/fast scale of each axis,
-  bias from the last successful zeroing (neutral 8192 counts before one);
+- gyro: x = pitch, y = roll, z = yaw (as cwiid/ROS), rad/s with the MotionPlus's own calibration
+  (0xA60020) per axis and per range: slow-range frames use the bias of the last successful zeroing
+  at rest (the factory slow zero before one), fast-range frames the factory fast zero. Without a
+  valid calibration: the kernel's nominal scale, and the at-rest bias for both ranges (8192 before
+  one), the best guess there is;
 - `nunchuk_joystick_zeroed` in [-1, 1] from the Nunchuk's calibration with X negated, as both ROS
   nodes do (push right → negative); the ControllerState view uses right/up positive;
 - `percent_battery` = raw × 100 / 208, clamped to 100.
@@ -20,7 +23,16 @@ from gateway.messages.creos import ControllerState
 from gateway.messages.wiimote import IrSourceInfo, State
 from gateway.messages.wiimote_gateway import WiimoteClassic
 from protocols.wiimote import extensions as ext
-from protocols.wiimote.calibration import STANDARD_GRAVITY, AccelCalibration, ClassicCalibration, NunchukCalibration
+from protocols.wiimote.calibration import (
+    NOMINAL_GYRO,
+    STANDARD_GRAVITY,
+    AccelCalibration,
+    ClassicCalibration,
+    GyroAxis,
+    GyroCalibration,
+    NunchukCalibration,
+    ProCalibration,
+)
 from protocols.wiimote.connection import Sample
 from protocols.wiimote.ir import IrObject
 from protocols.wiimote.reports import Button
@@ -56,6 +68,29 @@ CLASSIC_ORDER = (
     ext.ClassicButton.R,
     ext.ClassicButton.ZL,
     ext.ClassicButton.ZR,
+)
+#: State's x, y, z gyro axes.
+STATE_GYRO_AXES = (GyroAxis.PITCH, GyroAxis.ROLL, GyroAxis.YAW)
+#: Pro Controller buttons in the seed's Origin order, by position (B is the bottom face button, as
+#: the kernel's BTN_SOUTH): ✕ ◯ △ □ L1 R1 L2 R2 Share Options PS L3 R3, D-pad left up right down.
+PRO_ORDER = (
+    ext.ProButton.B,
+    ext.ProButton.A,
+    ext.ProButton.X,
+    ext.ProButton.Y,
+    ext.ProButton.L,
+    ext.ProButton.R,
+    ext.ProButton.ZL,
+    ext.ProButton.ZR,
+    ext.ProButton.MINUS,
+    ext.ProButton.PLUS,
+    ext.ProButton.HOME,
+    ext.ProButton.THUMB_L,
+    ext.ProButton.THUMB_R,
+    ext.ProButton.LEFT,
+    ext.ProButton.UP,
+    ext.ProButton.RIGHT,
+    ext.ProButton.DOWN,
 )
 BATTERY_FULL = 208
 NO_GYRO_COVARIANCE = (-1.0,) + (0.0,) * 8
@@ -99,7 +134,8 @@ class StateBuilder:
     """Turns samples into `wiimote/State`, holding the zeroing result and the last status values."""
 
     def __init__(self) -> None:
-        self.gyro_bias: tuple[float, float, float] = (ext.NEUTRAL,) * 3
+        #: Slow-range zero per State axis (counts) from the last successful zeroing at rest; None before.
+        self.gyro_bias: tuple[float, float, float] | None = None
         self.accel_variance: tuple[float, float, float] = (QUANTISATION_VARIANCE,) * 3
         self.gyro_variance: tuple[float, float, float] | None = None
         #: Wall-clock time (s since the epoch) of the last successful zeroing; 0 before one.
@@ -126,6 +162,7 @@ class StateBuilder:
         leds: int,
         rumble: bool,
         motionplus: bool,
+        gyro_calibration: GyroCalibration = NOMINAL_GYRO,
     ) -> State:
         """The `wiimote/State` of `sample`; `stamp` in s since the epoch."""
         accel = sample.accel or (0, 0, 0)
@@ -138,9 +175,20 @@ class StateBuilder:
         if motionplus and sample.motionplus is not None:
             raw, slow = gyro_axes(sample.motionplus)
             gyro_raw = _vector((float(raw[0]), float(raw[1]), float(raw[2])))
-            gyro_zeroed = _vector(_v3([(raw[i] - self.gyro_bias[i]) * ext.rad_per_count(slow[i]) for i in range(3)]))
+            cal = gyro_calibration
+            gyro_zeroed = _vector(
+                _v3(
+                    [
+                        (raw[i] - self._zero(i, slow[i], cal)) * cal.rad_per_count(STATE_GYRO_AXES[i], slow[i])
+                        for i in range(3)
+                    ]
+                )
+            )
             variance = self.gyro_variance or (QUANTISATION_VARIANCE,) * 3
-            gyro_cov = diagonal(_v3([v * ext.rad_per_count(True) ** 2 for v in variance]))
+            # The variances were measured at rest, in the slow range.
+            gyro_cov = diagonal(
+                _v3([v * cal.rad_per_count(STATE_GYRO_AXES[i], True) ** 2 for i, v in enumerate(variance)])
+            )
         nunchuk = sample.nunchuk
         n_raw = n_zeroed = Vector3()
         stick_raw = stick_zeroed = (0.0, 0.0)
@@ -175,6 +223,14 @@ class StateBuilder:
             percent_battery=percent_battery(battery),
             zeroing_time=Time.from_seconds(self.zeroing_time),
         )
+
+    def _zero(self, index: int, slow: bool, cal: GyroCalibration) -> float:
+        axis = STATE_GYRO_AXES[index]
+        if slow or not cal.factory:
+            # The at-rest mean was measured in the slow range; without a factory fast zero it is
+            # still a better fast zero than 8192 (real units' fast zeros sit 300-800 counts lower).
+            return self.gyro_bias[index] if self.gyro_bias is not None else cal.zero(axis, slow)
+        return cal.zero(axis, slow=False)
 
 
 def _v3(values: list[float]) -> tuple[float, float, float]:
@@ -225,3 +281,16 @@ def controller_state(
         axes[4], axes[5] = classic.triggers
     pressed = state.buttons + state.nunchuk_buttons + (classic.buttons if classic else (False,) * 15)
     return ControllerState(state.header.stamp, tuple(axes), tuple(int(p) for p in pressed))
+
+
+def pro_controller_state(pro: ext.ProController, cal: ProCalibration, stamp: float) -> ControllerState:
+    """A Wii U Pro Controller as the seed's Origin layout.
+
+    `axes`: left x, left y, right x, right y in [-1, 1] (right and up positive, centred on the first
+    report as the kernel does, ±0x400 counts full scale, clamped), then ZL and ZR as 0 or 1 (they
+    are digital). `buttons`: `PRO_ORDER`, 1 pressed, 0 released.
+    """
+    sticks = tuple(axis.normalize(raw) for axis, raw in zip(cal.axes, pro.sticks, strict=True))
+    triggers = (float(bool(pro.buttons & ext.ProButton.ZL)), float(bool(pro.buttons & ext.ProButton.ZR)))
+    buttons = tuple(int(bool(pro.buttons & flag)) for flag in PRO_ORDER)
+    return ControllerState(Time.from_seconds(stamp), sticks + triggers, buttons)

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 VENDOR_NINTENDO = 0x057E
-#: RVL-CNT-01 (original) and RVL-CNT-01-TR (Wii Remote Plus, built-in MotionPlus).
+#: RVL-CNT-01 (original) and RVL-CNT-01-TR (Wii Remote Plus, built-in MotionPlus); the Wii U Pro
+#: Controller (RVL-CNT-01-UC) shares product 0330 and is told apart by its extension ID.
 PRODUCTS = (0x0306, 0x0330)
-NAMES = ("Nintendo RVL-CNT-01", "Nintendo RVL-CNT-01-TR")
+NAMES = ("Nintendo RVL-CNT-01", "Nintendo RVL-CNT-01-TR", "Nintendo RVL-CNT-01-UC")
 BUS_BLUETOOTH = 0x0005
 
 

@@ -14,7 +14,7 @@ _ADDRESS = re.compile(r"([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}")
 
 @dataclass(frozen=True, slots=True)
 class WiimoteOptions:
-    """Config of a `kind = "wiimote"` device (a Wii Remote, RVL-CNT-01 or -TR).
+    """Config of a `kind = "wiimote"` device (a Wii Remote, RVL-CNT-01 or -TR, or a Wii U Pro Controller).
 
     `transport`: "hidraw" (after BlueZ pairing; found through `sysfs_root`, opened under `dev_root`),
     "l2cap" (raw HID channels PSM 0x11/0x13 to `address`; needs Python with AF_BLUETOOTH and no
@@ -26,7 +26,8 @@ class WiimoteOptions:
     (battery, extension, liveness); `timeout_s`: silence after which the remote counts as lost.
     `discovery_interval_s`: how often sysfs is scanned while waiting. `calibrate_on_connect`: zero
     the gyro at rest once connected (as the ROS node does at start).
-    `sim_*`: the simulated remote's extension, MotionPlus, motion script ("rest", "demo") and rate.
+    `sim_*`: the simulated remote's extension, MotionPlus, motion script ("rest", "demo") and rate;
+    `sim_device = "pro_controller"` simulates a Wii U Pro Controller instead.
     """
 
     transport: Literal["hidraw", "l2cap", "sim"] = "hidraw"
@@ -41,6 +42,7 @@ class WiimoteOptions:
     timeout_s: float = field(default=3.0, metadata={"min": 0.2, "max": 120.0})
     discovery_interval_s: float = field(default=1.0, metadata={"min": 0.05, "max": 60.0})
     calibrate_on_connect: bool = True
+    sim_device: Literal["remote", "pro_controller"] = "remote"
     sim_extension: Literal["none", "nunchuk", "classic", "classic_pro"] = "none"
     sim_motionplus: bool = False
     sim_motion: Literal["rest", "demo"] = "rest"
