@@ -17,7 +17,7 @@ from devices.sim import wiimote as sim_module
 from devices.sim.wiimote import SimulatedWiimote
 from devices.wiimote import adapter as adapter_module
 from devices.wiimote.adapter import WiimoteAdapter
-from devices.wiimote.discovery import find_remotes, select
+from devices.wiimote.discovery import find_remotes, is_wiimote, select
 from devices.wiimote.options import WiimoteOptions
 from devices.wiimote.transport import BluetoothUnavailable, LinkLost, ReportLink, open_l2cap
 from gateway.errors import InvalidArgument
@@ -339,6 +339,12 @@ def fake_hidraw(root: Path, node: str, uniq: str, product: str = "00000306", dri
     drivers = root / "bus" / "hid" / "drivers" / driver
     drivers.mkdir(parents=True, exist_ok=True)
     os.symlink(drivers, device / "driver")
+
+
+def test_the_pro_controller_is_found_by_name_too() -> None:
+    # Same product 0330 as the Wii Remote Plus; the kernel also knows it by name.
+    assert is_wiimote({"HID_ID": "0005:0000057E:00000330", "HID_NAME": "Nintendo RVL-CNT-01-UC"})
+    assert is_wiimote({"HID_ID": "0005:00000000:00000000", "HID_NAME": "Nintendo RVL-CNT-01-UC"})
 
 
 def test_discovery_from_sysfs(tmp_path: Path) -> None:

@@ -10,10 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from devices.sim import wiimote as sim_module
 from devices.sim.wiimote import SimulatedWiimote
 from protocols.errors import ProtocolError
+from protocols.wiimote import extensions as ext
 from protocols.wiimote import reports as rp
-from protocols.wiimote.calibration import checksum
+from protocols.wiimote.calibration import checksum, parse_gyro_calibration
 
 
 class Host:
@@ -145,8 +147,59 @@ async def test_motionplus_activation(pair: tuple[SimulatedWiimote, Host]) -> Non
     await host.send("1704a600fa0006")  # active: no longer answers at 0xA6
     assert (await host.recv())[:4].hex() == "21000007"
     await host.send("120435")
+    # The first frame is the junk a real MotionPlus sends after activation (Dolphin, from hardware);
+    # then MotionPlus data at rest, near the unit's slow-range zero (0x7749/4, 0x75A4/4, 0x739A/4).
+    first = await host.recv(skip_data=False)
+    while first[0] != 0x35:
+        first = await host.recv(skip_data=False)
+    assert first[6:12].hex() == "d5b04e6efc02"
     frame = (await host.recv(skip_data=False))[6:12]
     assert frame[5] & 0x02  # MotionPlus data
+    rest = ext.decode_motionplus(frame)
+    assert (rest.yaw, rest.roll, rest.pitch) == pytest.approx((0x7749 / 4, 0x75A4 / 4, 0x739A / 4), abs=12)
+    assert (rest.yaw_slow, rest.roll_slow, rest.pitch_slow) == (True, True, True)
+
+
+async def test_motionplus_calibration_register_holds_a_real_units_block(pair: tuple[SimulatedWiimote, Host]) -> None:
+    sim, host = pair
+    sim.attach_motionplus()
+    await host.send("1704a600200020")  # 32 bytes at 0xA60020: two replies
+    replies = [await host.recv(), await host.recv()]
+    assert [r[3:6].hex() for r in replies] == ["f00020", "f00030"]
+    block = replies[0][6:22] + replies[1][6:22]
+    assert block.hex() == "7983735472e830c3cc4a34fcc84fcc5b774975a4739a3552ca2237262de5b5a2"  # issue 14, unit 1
+    assert parse_gyro_calibration(block).factory
+
+
+async def test_wii_u_pro_controller_device_side() -> None:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    ours.setblocking(False)
+    sim = SimulatedWiimote(theirs, pro_controller=True, pad_to=23)
+    sim.start()
+    host = Host(ours)
+    try:
+        await host.send("1500")
+        status = await host.recv()
+        assert len(status) == 23  # padded with zeros past its 7 bytes
+        assert status[3] & 0x02  # its "extension" is always plugged in
+        await host.send("1604a400f001" + "55" + "00" * 15)
+        await host.recv()
+        await host.send("1704a400fa0006")
+        assert (await host.recv())[6:12].hex() == "0000a4200120"
+        await host.send("1306")
+        await host.recv()
+        await host.send("1604b00030" + "0108" + "00" * 15)
+        assert (await host.recv())[:5].hex() == "2200001607"  # no camera behind the registers
+        sim.pro_buttons = ext.ProButton.A | ext.ProButton.THUMB_R
+        await host.send("120434")
+        report = await host.recv(skip_data=False)
+        while report[0] != 0x34:
+            report = await host.recv(skip_data=False)
+        pro = ext.decode_pro(report[3:22])
+        assert pro == ext.ProController(sim_module.PRO_REST, ext.ProButton.A | ext.ProButton.THUMB_R, 4, False, False)
+    finally:
+        await sim.stop()
+        ours.close()
 
 
 @given(

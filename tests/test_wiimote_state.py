@@ -6,12 +6,28 @@ import math
 
 import pytest
 
-from devices.wiimote.convert import StateBuilder, button_flags, classic_message, ir_sources, percent_battery
+from devices.wiimote.convert import (
+    StateBuilder,
+    button_flags,
+    classic_message,
+    ir_sources,
+    percent_battery,
+    pro_controller_state,
+)
 from devices.wiimote.imu import ACCEL_MAX_STD, QUANTISATION_VARIANCE, Zeroing, ZeroingResult
+from gateway.messages.common import Vector3
 from gateway.messages.wiimote import IrSourceInfo, State
 from protocols.wiimote import extensions as ext
 from protocols.wiimote import reports as rp
-from protocols.wiimote.calibration import AccelCalibration, ClassicCalibration, NunchukCalibration
+from protocols.wiimote.calibration import (
+    AccelCalibration,
+    ClassicCalibration,
+    GyroAxis,
+    GyroCalibration,
+    NunchukCalibration,
+    parse_gyro_calibration,
+    pro_calibration_from,
+)
 from protocols.wiimote.connection import Sample
 from protocols.wiimote.ir import IrObject
 
@@ -183,3 +199,73 @@ def test_zeroing_rejects_motion() -> None:
     gyro_results = [zeroing.add((500, 500, 600), (8000 + (200 if i % 2 else -200), 0, 0)) for i in range(10)]
     assert gyro_results[-1] is not None
     assert "gyro std" in gyro_results[-1].reason
+
+
+def test_gyro_uses_the_units_calibration_per_axis_and_range() -> None:
+    # Unit 1 of issue 14's real calibration blocks.
+    cal = parse_gyro_calibration(bytes.fromhex("7983735472e830c3cc4a34fcc84fcc5b774975a4739a3552ca2237262de5b5a2"))
+    builder = StateBuilder()
+    # Before any zeroing: the factory zero of each range. 100 deg/s on pitch (slow), roll (fast), yaw (slow).
+    slow_pitch = 0x739A / 4 + 100 * cal.slow.counts_per_deg_s[GyroAxis.PITCH]
+    fast_roll = 0x7354 / 4 + 100 * cal.fast.counts_per_deg_s[GyroAxis.ROLL]
+    slow_yaw = 0x7749 / 4 - 100 * cal.slow.counts_per_deg_s[GyroAxis.YAW]
+    mp = ext.MotionPlus(round(slow_yaw), round(fast_roll), round(slow_pitch), True, False, True, False)
+    zeroed = build_gyro(builder, mp, cal)
+    assert (zeroed.x, zeroed.y, zeroed.z) == pytest.approx(tuple(math.radians(v) for v in (100, 100, -100)), abs=2e-3)
+    # A zeroing at rest moves the slow-range zero only: the fast range keeps its factory zero.
+    rest = (0x739A / 4 + 5, 0x75A4 / 4 - 3, 0x7749 / 4 + 2)
+    builder.apply_zeroing(ZeroingResult(True, "", (1.0,) * 3, rest, (4.0, 9.0, 16.0)), 1.0)
+    after = build_gyro(builder, mp, cal)
+    assert after.x == pytest.approx(zeroed.x - 5 * cal.rad_per_count(GyroAxis.PITCH, True))
+    assert after.y == zeroed.y
+    assert after.z == pytest.approx(zeroed.z - 2 * cal.rad_per_count(GyroAxis.YAW, True))
+    state = builder.state(
+        sample(motionplus=mp),
+        stamp=0.0,
+        calibration=CAL,
+        nunchuk_calibration=NunchukCalibration(),
+        battery=0,
+        leds=0,
+        rumble=False,
+        motionplus=True,
+        gyro_calibration=cal,
+    )
+    assert state.angular_velocity_covariance[0] == pytest.approx(4.0 * cal.rad_per_count(GyroAxis.PITCH, True) ** 2)
+    assert state.angular_velocity_covariance[8] == pytest.approx(16.0 * cal.rad_per_count(GyroAxis.YAW, True) ** 2)
+
+
+def build_gyro(builder: StateBuilder, mp: ext.MotionPlus, cal: GyroCalibration) -> Vector3:
+    state = builder.state(
+        sample(motionplus=mp),
+        stamp=0.0,
+        calibration=CAL,
+        nunchuk_calibration=NunchukCalibration(),
+        battery=0,
+        leds=0,
+        rumble=False,
+        motionplus=True,
+        gyro_calibration=cal,
+    )
+    return state.angular_velocity_zeroed
+
+
+def test_pro_controller_state_in_the_origin_layout() -> None:
+    cal = pro_calibration_from((0x7F8, 0x806, 0x803, 0x7FC))
+    pro = ext.ProController(
+        (0x7F8 - 0x400, 0x806 + 0x200, 0x803, 0x7FC - 0x600),
+        ext.ProButton.Y
+        | ext.ProButton.L
+        | ext.ProButton.ZL
+        | ext.ProButton.MINUS
+        | ext.ProButton.THUMB_R
+        | ext.ProButton.RIGHT
+        | ext.ProButton.DOWN,
+        3,
+        charging=False,
+        usb=False,
+    )
+    pad = pro_controller_state(pro, cal, 1_700_000_000.5)
+    assert pad.timestamp.sec == 1_700_000_000
+    assert pad.axes == (-1.0, 0.5, 0.0, -1.0, 1.0, 0.0)  # left full left, half up; right full down (clamped)
+    # ✕ ◯ △ □ L1 R1 L2 R2 Share Options PS L3 R3 left up right down
+    assert pad.buttons == (0, 0, 0, 1, 1, 0, 1, 0, 1, 0, 0, 0, 1, 0, 0, 1, 1)

@@ -418,7 +418,7 @@ class SimulatedWiimote:
             return rp.ReadError.INVALID_SPACE, nothing
         device = address >> 16 & 0xFF
         if device == 0xB0:
-            if not self.ir_clock:
+            if not self.ir_clock or self.pro_controller:
                 return rp.ReadError.NACK, nothing
             offset = address & 0xFF
             self._camera[offset : offset + len(data)] = data[: 256 - offset]
