@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from protocols.errors import ProtocolError
 from protocols.wiimote import extensions as ext
@@ -231,7 +232,8 @@ class WiimoteConnection:
         self._mp_active = False
         self._mp_transition = False
         self._mp_fresh = False
-        self._mp_check: str | None = None  # None, "reading" (ID re-read) or "frame" (awaiting the next frame)
+        #: Checking a contradicting MotionPlus frame: re-reading the ID, then awaiting the next frame.
+        self._mp_check: Literal["reading", "frame"] | None = None
         self._remote_setup = False
         self._last_sample: Sample | None = None
         self._interleave = rp.Interleave()
