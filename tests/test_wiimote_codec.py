@@ -538,10 +538,23 @@ def test_motionplus_calibration_rejects(data: bytes, message: str) -> None:
         parse_gyro_calibration(data)
 
 
-@given(st.binary(min_size=32, max_size=32))
-def test_motionplus_calibration_takes_any_32_bytes(data: bytes) -> None:
+@given(st.binary(min_size=30, max_size=34))
+@pytest.mark.fuzz
+@fuzz_settings(200)
+def test_motionplus_calibration_takes_any_bytes(data: bytes) -> None:
     with contextlib.suppress(ProtocolError):
-        parse_gyro_calibration(data)
+        calibration = parse_gyro_calibration(data)
+        assert all(per_deg > 0 for span in (calibration.slow, calibration.fast) for per_deg in span.counts_per_deg_s)
+
+
+@given(st.binary(max_size=21))
+@pytest.mark.fuzz
+@fuzz_settings(200)
+def test_pro_controller_decoder_takes_any_bytes(data: bytes) -> None:
+    with contextlib.suppress(ProtocolError):
+        pro = ext.decode_pro(data)
+        assert all(0 <= stick <= 0xFFF for stick in pro.sticks)
+        assert 0 <= pro.battery <= 7
 
 
 # The kernel's Pro Controller layout (`wiimod_pro_in_ext` comment): LX, RX, LY, RY as 12-bit little
