@@ -534,7 +534,9 @@ class SimulatedWiimote:
         if self.pro_controller:
             return self._pro_bytes(motion)
         if self.mp_mode:
-            if self._junk_due:
+            layout = rp.DATA_LAYOUTS.get(self.mode)
+            if self._junk_due and layout is not None and layout.ext_bytes >= 6:
+                # The junk is the first extension data the host gets, whatever came between.
                 self._junk_due = False
                 return self.junk_frame or b""
             self._mp_toggle = not self._mp_toggle
