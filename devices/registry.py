@@ -11,6 +11,8 @@ _KINDS: dict[str, str] = {
     "aseba": "devices.aseba.adapter:AsebaAdapter",
     "gamepad": "devices.gamepad.adapter:GamepadAdapter",
     "kortex": "devices.kortex.adapter:KortexAdapter",
+    "lego_hub": "devices.lego.adapter:LegoHubAdapter",
+    "microbit": "devices.microbit.adapter:MicrobitAdapter",
     "sim": "devices.sim.controller:SimController",
     "wiimote": "devices.wiimote.adapter:WiimoteAdapter",
 }

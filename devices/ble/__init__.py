@@ -1,0 +1,1 @@
+"""Bluetooth LE on bleak: one connection helper for every BLE adapter, and an in-process virtual radio."""

@@ -1,0 +1,484 @@
+"""The `lego_hub` adapter: one LEGO Powered Up hub (BOOST Move, City, Technic) over bleak and LWP 3.0.
+
+Publishes, under the config id:
+- `<id>/hub` — `hwgateway/LegoHubState`: name, system type, firmware, battery, button, RSSI, every
+  attached port device (and a Technic hub's temperature and acceleration), on every change;
+- `<id>/button` — `creos_messages/ControllerState` with the hub's green button;
+- `<id>/port/<port>` — `hwgateway/LegoMotor` (tacho motors: position, derived speed),
+  `hwgateway/LegoTilt`, `hwgateway/LegoColorDistance`, as the devices report them.
+
+Accepts `led` (the hub's RGB light, index -1 or 0), `hwgateway/LegoMotorSpeed`,
+`hwgateway/LegoMotorPosition` and `hwgateway/LegoMotorStop`. Each command waits for the hub's Port
+Output Command Feedback; a Generic Error answers `device_error` with its code. Motors are leased to
+the client that started them: they stop (power 0) when it disconnects, on estop and at shutdown.
+Ports are named by the hub's connector letters, looked up by its system type (a City hub has A and
+B, BOOST and Technic hubs A-D); devices are set up as the hub announces them (Hub Attached I/O), so
+a motor plugged in later appears and one pulled out disappears (`attached` in the hub state).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from bleak.backends.device import BLEDevice
+from bleak.backends.scanner import AdvertisementData
+
+from devices.base import Adapter, Command, DeviceContext
+from devices.ble.link import Backend, BleError, BleLink, Selector
+from devices.ble.options import SHARED_KEYS_DOC, check_address
+from devices.sim.lego_hub import SimulatedLegoHub
+from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, RequestTimeout, UnknownCommand
+from gateway.messages.common import Time, Vector3
+from gateway.messages.creos import ControllerState
+from gateway.messages.generic import Led
+from gateway.messages.lego import (
+    LegoColorDistance,
+    LegoHubState,
+    LegoMotor,
+    LegoMotorPosition,
+    LegoMotorSpeed,
+    LegoMotorStop,
+    LegoPortDevice,
+    LegoTilt,
+)
+from protocols.errors import ProtocolError
+from protocols.lwp3 import messages as lwp
+from protocols.lwp3 import values
+from protocols.lwp3.constants import (
+    HUB_CHARACTERISTIC_UUID,
+    HUB_SERVICE_UUID,
+    LEGO_COMPANY_ID,
+    Completion,
+    EndState,
+    ErrorCode,
+    Feedback,
+    HubProperty,
+    IoEvent,
+    IoType,
+    PropertyOperation,
+    SystemType,
+)
+from protocols.lwp3.hubs import CONNECTORS, LED_PORT, device_name, hub_name, port_name
+
+log = logging.getLogger(__name__)
+
+STANDARD_GRAVITY = 9.80665
+HUB_KINDS = {"boost": SystemType.BOOST_MOVE_HUB, "city": SystemType.CITY_HUB, "technic": SystemType.TECHNIC_HUB}
+SIM_DEVICES = {"motor", "color_distance", "tilt"}
+#: Longest wait for a command's feedback (s), within the command's own deadline.
+FEEDBACK_TIMEOUT_S = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class LegoHubOptions:
+    """Config of a `kind = "lego_hub"` device (a LEGO hub speaking LWP 3.0: BOOST Move hub, City hub, Technic hub).
+
+    {shared}
+    `hub`: "any", or "boost", "city", "technic" to take only that kind (read from the advertised
+    manufacturer data). `simulate`: a simulated hub of `sim_hub` on the in-process virtual radio,
+    with `sim_attached` devices ("A=motor", "B=color_distance", "C=tilt").
+    """
+
+    address: str = ""
+    name: str = ""
+    name_prefix: str = ""
+    hub: str = "any"
+    scan_timeout_s: float = field(default=10.0, metadata={"min": 0.1, "max": 600.0})
+    connect_timeout_s: float = field(default=10.0, metadata={"min": 0.1, "max": 120.0})
+    connect_attempts: int = field(default=3, metadata={"min": 1, "max": 20})
+    retry_delay_s: float = field(default=0.5, metadata={"min": 0.0, "max": 60.0})
+    pair: bool = False
+    simulate: bool = False
+    sim_hub: str = "technic"
+    sim_attached: tuple[str, ...] = ("A=motor", "B=color_distance")
+
+    def __post_init__(self) -> None:
+        check_address(self.address)
+        if self.hub != "any" and self.hub not in HUB_KINDS:
+            raise ValueError(f"hub must be 'any' or one of {', '.join(HUB_KINDS)}, got {self.hub!r}")
+        if self.sim_hub not in HUB_KINDS:
+            raise ValueError(f"sim_hub must be one of {', '.join(HUB_KINDS)}, got {self.sim_hub!r}")
+        self.sim_devices()
+
+    def sim_devices(self) -> dict[str, IoType]:
+        """The simulated hub's attached devices by connector letter."""
+        system_type = HUB_KINDS[self.sim_hub]
+        devices: dict[str, IoType] = {}
+        for entry in self.sim_attached:
+            letter, _, kind = entry.partition("=")
+            if letter not in CONNECTORS[system_type] or kind not in SIM_DEVICES:
+                raise ValueError(
+                    f"sim_attached entry {entry!r}: want PORT=KIND with PORT one of "
+                    f"{', '.join(CONNECTORS[system_type])} and KIND one of {', '.join(sorted(SIM_DEVICES))}"
+                )
+            motor = IoType.EXTERNAL_MOTOR_TACHO if system_type == SystemType.BOOST_MOVE_HUB else IoType.TECHNIC_LARGE_MOTOR
+            devices[letter] = {"motor": motor, "color_distance": IoType.COLOR_DISTANCE_SENSOR, "tilt": IoType.EXTERNAL_TILT}[kind]
+        return devices
+
+    def selector(self) -> Selector:
+        """Hubs advertise the LEGO hub service and LEGO's manufacturer data (system type in byte 1)."""
+        wanted = HUB_KINDS.get(self.hub)
+
+        def accept(_: BLEDevice, data: AdvertisementData) -> bool:
+            payload = data.manufacturer_data.get(LEGO_COMPANY_ID, b"")
+            return wanted is None or (len(payload) >= 2 and payload[1] == wanted)
+
+        return Selector(
+            address=self.address,
+            name=self.name,
+            name_prefix=self.name_prefix,
+            service_uuid=HUB_SERVICE_UUID,
+            manufacturer_id=LEGO_COMPANY_ID,
+            accept=accept,
+        )
+
+
+LegoHubOptions.__doc__ = (LegoHubOptions.__doc__ or "").format(shared=SHARED_KEYS_DOC)
+
+
+@dataclass
+class _Port:
+    io_type: int
+    mode: int | None = None
+    last_position: tuple[int, float] | None = None
+
+
+class LegoHubAdapter(Adapter[LegoHubOptions]):
+    """A LEGO hub: hub state, motors and sensors out; LED colour and motor commands in."""
+
+    kind = "lego_hub"
+    options_class = LegoHubOptions
+    publishes = (
+        "hwgateway/LegoHubState",
+        "creos_messages/ControllerState",
+        "hwgateway/LegoMotor",
+        "hwgateway/LegoTilt",
+        "hwgateway/LegoColorDistance",
+    )
+    accepts = ("led", "hwgateway/LegoMotorSpeed", "hwgateway/LegoMotorPosition", "hwgateway/LegoMotorStop")
+
+    def __init__(self, ctx: DeviceContext, options: LegoHubOptions) -> None:
+        super().__init__(ctx, options)
+        #: The simulated hub of `simulate = true` (tests reach it here).
+        self.simulator: SimulatedLegoHub | None = None
+        self.link: BleLink | None = None
+        #: Notifications that broke LWP3 (counted and dropped).
+        self.malformed = 0
+        self.ports: dict[int, _Port] = {}
+        #: Motor leases: port id → client id.
+        self.leases: dict[int, str] = {}
+        self._state = LegoHubState()
+        self._system_type = 0
+        self._command_lock = asyncio.Lock()
+        self._pending: tuple[int, asyncio.Future[Feedback]] | None = None
+        self._background: set[asyncio.Task[None]] = set()
+
+    def capabilities(self) -> Mapping[str, Any]:
+        """Address, hub kind and its connectors."""
+        link = self.link
+        return {
+            "simulated": self.options.simulate,
+            "selects": self.options.selector().describe(),
+            "address": link.address if link else self.options.address,
+            "hub": hub_name(self._system_type) if link else "",
+            "connectors": list(CONNECTORS.get(self._system_type, {})),
+            "malformed_notifications": self.malformed,
+        }
+
+    # ---- run ----------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Find the hub, connect, announce interest, and serve it until it goes."""
+        backend = Backend()
+        selector = self.options.selector()
+        if self.options.simulate:
+            from devices.ble.virtual_radio import shared_radio
+
+            if self.simulator is None:
+                self.simulator = SimulatedLegoHub(
+                    shared_radio(), HUB_KINDS[self.options.sim_hub], self.options.sim_devices()
+                )
+            await self.simulator.start()
+            backend = Backend.virtual()
+            if not (self.options.address or self.options.name):
+                selector = Selector(address=self.simulator.address, service_uuid=HUB_SERVICE_UUID)
+        self.ctx.set_status("connecting", f"scanning for {selector.describe()}")
+        link = await BleLink.open(
+            selector,
+            backend,
+            scan_timeout_s=self.options.scan_timeout_s,
+            connect_timeout_s=self.options.connect_timeout_s,
+            attempts=self.options.connect_attempts,
+            retry_delay_s=self.options.retry_delay_s,
+            pair=self.options.pair,
+        )
+        self.link = link
+        manufacturer = (link.advertisement.manufacturer_data if link.advertisement else {}).get(LEGO_COMPANY_ID, b"")
+        self._system_type = manufacturer[1] if len(manufacturer) >= 2 else 0
+        self.ports.clear()
+        self._state = LegoHubState(system_type=self._system_type, hub=hub_name(self._system_type))
+        try:
+            if not link.has(HUB_CHARACTERISTIC_UUID):
+                raise BleError(f"{link.address} has no LEGO hub characteristic {HUB_CHARACTERISTIC_UUID}")
+            await link.subscribe(HUB_CHARACTERISTIC_UUID, self._on_notification)
+            for prop in (HubProperty.BUTTON, HubProperty.RSSI, HubProperty.BATTERY_VOLTAGE):
+                await self._send(lwp.enable_property_updates(prop))
+            for prop in (HubProperty.ADVERTISING_NAME, HubProperty.FW_VERSION, HubProperty.SYSTEM_TYPE_ID):
+                await self._send(lwp.request_property(prop))
+            self.ctx.set_status("connected", f"{hub_name(self._system_type)} at {link.address}")
+            await link.lost
+        finally:
+            await self._stop_motors(list(self.leases))
+            pending, self._pending = self._pending, None
+            if pending is not None and not pending[1].done():
+                pending[1].set_exception(DeviceUnavailable("the hub went away"))
+            self.link = None
+            await link.close()
+
+    async def _send(self, message: lwp.Message) -> None:
+        link = self.link
+        if link is None:
+            raise DeviceUnavailable(f"device {self.ctx.device_id!r} is not connected")
+        await link.write(HUB_CHARACTERISTIC_UUID, lwp.encode(message), response=True)
+
+    def _spawn(self, coroutine: Any) -> None:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ---- notifications ------------------------------------------------------------------------
+
+    def _on_notification(self, data: bytes) -> None:
+        try:
+            message = lwp.decode(data)
+            self._dispatch(message)
+        except ProtocolError as error:
+            self.malformed += 1
+            log.warning("%s: dropped a malformed LWP3 notification %s: %s", self.ctx.device_id, data.hex(), error)
+
+    def _dispatch(self, message: lwp.Message) -> None:
+        match message:
+            case lwp.AttachedIo():
+                self._on_attached(message)
+            case lwp.HubPropertyMessage(prop, PropertyOperation.UPDATE, payload):
+                self._on_property(prop, payload)
+            case lwp.PortInputFormat(port, mode, _, notify):
+                if port in self.ports:
+                    self.ports[port].mode = mode if notify else None
+            case lwp.PortValue(port, data):
+                self._on_value(port, data)
+            case lwp.PortOutputFeedback(entries):
+                pending = self._pending
+                for port, bits in entries:
+                    if pending is not None and pending[0] == port and not pending[1].done():
+                        pending[1].set_result(bits)
+            case lwp.GenericError(command_type, code):
+                pending = self._pending
+                if code != ErrorCode.ACK and pending is not None and not pending[1].done():
+                    pending[1].set_exception(
+                        DeviceError(f"the hub refused the command (LWP3 error {code.name}, message type 0x{command_type:02x})")
+                    )
+                elif code != ErrorCode.ACK:
+                    log.warning("%s: hub reported %s for message type 0x%02x", self.ctx.device_id, code.name, command_type)
+            case lwp.HubActionMessage(action):
+                log.info("%s: hub says %s", self.ctx.device_id, action.name)
+            case _:
+                pass
+
+    def _on_attached(self, message: lwp.AttachedIo) -> None:
+        if message.event == IoEvent.DETACHED:
+            self.ports.pop(message.port, None)
+            if self.leases.pop(message.port, None) is not None:
+                log.info("%s: leased motor on port %s was unplugged", self.ctx.device_id, self._name(message.port))
+        else:
+            self.ports[message.port] = _Port(message.io_type)
+            mode = values.reading_mode(message.io_type)
+            if mode is not None:
+                self._spawn(self._setup(lwp.PortInputFormatSetup(message.port, mode, 1, True)))
+            elif message.io_type == IoType.RGB_LIGHT:
+                # RGB mode (1) has to be the port's mode before SetRgbColors is accepted.
+                self._spawn(self._setup(lwp.PortInputFormatSetup(message.port, values.RGB_LIGHT_MODE_RGB, 1, False)))
+        attached = tuple(
+            LegoPortDevice(port, self._name(port), state.io_type, device_name(state.io_type))
+            for port, state in sorted(self.ports.items())
+        )
+        self._update(attached=attached)
+
+    async def _setup(self, message: lwp.PortInputFormatSetup) -> None:
+        try:
+            await self._send(message)
+        except (BleError, DeviceUnavailable) as error:
+            log.warning("%s: could not set up port %s: %s", self.ctx.device_id, self._name(message.port), error)
+
+    def _on_property(self, prop: HubProperty, payload: bytes) -> None:
+        value = values.property_value(prop, payload)
+        if prop == HubProperty.ADVERTISING_NAME and isinstance(value, str):
+            self._update(name=value)
+        elif prop == HubProperty.BUTTON and isinstance(value, bool):
+            self._update(button=value)
+            now = time.time()
+            self.ctx.publish("button", ControllerState(Time.from_seconds(now), (), (int(value),)), now)
+        elif prop == HubProperty.RSSI and isinstance(value, int):
+            self._update(rssi_dbm=max(-127, min(0, value)))
+        elif prop == HubProperty.BATTERY_VOLTAGE and isinstance(value, int):
+            self._update(battery_percent=value)
+        elif prop == HubProperty.FW_VERSION and isinstance(value, str):
+            self._update(firmware_version=value)
+        elif prop == HubProperty.SYSTEM_TYPE_ID and isinstance(value, int):
+            self._system_type = value
+            self._update(system_type=value, hub=hub_name(value))
+
+    def _on_value(self, port: int, data: bytes) -> None:
+        state = self.ports.get(port)
+        if state is None or state.mode is None:
+            return
+        reading = values.port_reading(state.io_type, state.mode, data)
+        now = time.time()
+        stamp = Time.from_seconds(now)
+        name = self._name(port)
+        match reading:
+            case values.MotorReading(mode, value) if mode == values.MOTOR_MODE_POSITION:
+                speed = 0.0
+                if state.last_position is not None and now > state.last_position[1]:
+                    speed = (value - state.last_position[0]) / (now - state.last_position[1])
+                state.last_position = (value, now)
+                self.ctx.publish(f"port/{name}", LegoMotor(stamp, name, value, speed), now)
+            case values.TiltReading(x, y, z):
+                self.ctx.publish(f"port/{name}", LegoTilt(stamp, name, x, y, z), now)
+            case values.ColorDistanceReading(color, proximity):
+                color_name = values.COLOR_NAMES[color] if color < len(values.COLOR_NAMES) else "none"
+                self.ctx.publish(f"port/{name}", LegoColorDistance(stamp, name, color, color_name, proximity), now)
+            case values.AccelerationReading(x, y, z):
+                self._update(acceleration=Vector3(*(axis / 1000 * STANDARD_GRAVITY for axis in (x, y, z))))
+            case values.TemperatureReading(decidegrees):
+                self._update(temperature=decidegrees / 10)
+            case _:
+                pass
+
+    def _update(self, **changes: Any) -> None:
+        now = time.time()
+        self._state = replace(self._state, stamp=Time.from_seconds(now), **changes)
+        self.ctx.publish("hub", self._state, now)
+
+    def _name(self, port: int) -> str:
+        return port_name(self._system_type, port)
+
+    # ---- commands -----------------------------------------------------------------------------
+
+    def _motor_port(self, letter: str) -> tuple[int, _Port]:
+        connectors = CONNECTORS.get(self._system_type, {})
+        port = connectors.get(letter.upper())
+        if port is None:
+            raise InvalidArgument(f"data.port: {letter!r} is not a port of this {hub_name(self._system_type)} "
+                                  f"(ports: {', '.join(connectors) or 'none known'})")  # fmt: skip
+        state = self.ports.get(port)
+        if state is None or not (state.io_type in values.TACHO_MOTORS or state.io_type in values.PLAIN_MOTORS):
+            what = device_name(state.io_type) if state else "nothing"
+            raise InvalidArgument(f"data.port: port {letter} has {what} attached, not a motor")
+        return port, state
+
+    async def _command(self, command: Command, message: lwp.PortOutputCommand) -> Feedback:
+        async with self._command_lock:
+            future: asyncio.Future[Feedback] = asyncio.get_running_loop().create_future()
+            self._pending = (message.port, future)
+            try:
+                await self._send(message)
+                timeout = min(FEEDBACK_TIMEOUT_S, max(0.0, command.deadline - time.monotonic()))
+                async with asyncio.timeout(timeout):
+                    return await future
+            except TimeoutError:
+                raise RequestTimeout(f"the hub sent no feedback for port {self._name(message.port)}") from None
+            except BleError as error:
+                raise DeviceError(str(error)) from None
+            finally:
+                self._pending = None
+
+    async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
+        """Send the LWP3 output command and wait for the hub's feedback."""
+        if self.link is None:
+            raise DeviceUnavailable(f"device {self.ctx.device_id!r} is not connected")
+        message = command.message
+        if isinstance(message, Led):
+            if message.index not in (-1, 0):
+                raise InvalidArgument(f"data.index: {message.index} is not an LED of the hub (it has one: 0 or -1)")
+            if LED_PORT not in self.ports:
+                raise UnknownCommand("this hub announced no RGB light")
+            red, green, blue = (round(channel * 255) for channel in message.rgb)
+            feedback = await self._command(command, lwp.set_rgb(LED_PORT, red, green, blue))
+            return {"rgb": [red, green, blue], "feedback": int(feedback)}
+        if isinstance(message, LegoMotorSpeed):
+            port, state = self._motor_port(message.port)
+            if state.io_type in values.TACHO_MOTORS:
+                output = lwp.start_speed(port, message.speed_percent, message.max_power_percent)
+            else:
+                output = lwp.start_power(port, message.speed_percent)
+            feedback = await self._command(command, output)
+            self._lease(port, command.client_id, message.speed_percent != 0)
+            return {"port": self._name(port), "feedback": int(feedback)}
+        if isinstance(message, LegoMotorPosition):
+            port, state = self._motor_port(message.port)
+            if state.io_type not in values.TACHO_MOTORS:
+                raise InvalidArgument(f"data.port: the motor on port {message.port} has no position sensor")
+            output = lwp.goto_absolute_position(
+                port, message.position_deg, message.speed_percent, message.max_power_percent, EndState(message.end_state)
+            )
+            feedback = await self._command(command, output)
+            self._lease(port, command.client_id, True)
+            return {"port": self._name(port), "feedback": int(feedback)}
+        if isinstance(message, LegoMotorStop):
+            ports = [self._motor_port(message.port)[0]] if message.port else [
+                port for port, state in self.ports.items()
+                if state.io_type in values.TACHO_MOTORS or state.io_type in values.PLAIN_MOTORS
+            ]  # fmt: skip
+            for port in ports:
+                await self._command(command, lwp.start_power(port, lwp_power(message.brake)))
+                self.leases.pop(port, None)
+            return {"ports": [self._name(port) for port in ports]}
+        raise UnknownCommand(f"device {self.ctx.device_id!r} (lego_hub) does not accept {command.type!r}")
+
+    def _lease(self, port: int, client_id: str, running: bool) -> None:
+        if running:
+            self.leases[port] = client_id
+        else:
+            self.leases.pop(port, None)
+
+    async def _stop_motors(self, ports: list[int]) -> None:
+        for port in ports:
+            self.leases.pop(port, None)
+            if self.link is None:
+                continue
+            try:
+                # Immediate, no feedback asked: nothing to wait for on the way to a safe state.
+                stop = lwp.start_power(port, 0)
+                await self._send(replace(stop, completion=Completion.NONE))
+            except (BleError, DeviceUnavailable) as error:
+                log.warning("%s: could not stop the motor on port %s: %s", self.ctx.device_id, self._name(port), error)
+
+    async def estop(self) -> None:
+        """Every motor of the hub to power 0 now, leased or not."""
+        motors = [p for p, s in self.ports.items() if s.io_type in values.TACHO_MOTORS or s.io_type in values.PLAIN_MOTORS]
+        await self._stop_motors(motors)
+
+    def release(self, client_id: str) -> None:
+        """The motors `client_id` started stop."""
+        ports = [port for port, owner in self.leases.items() if owner == client_id]
+        if ports:
+            log.info("%s: client %s left; stopping motors on %s", self.ctx.device_id, client_id, [self._name(p) for p in ports])
+            self._spawn(self._stop_motors(ports))
+
+    async def close(self) -> None:
+        """Motors were stopped when `run` ended; stop the simulated hub."""
+        await asyncio.gather(*self._background, return_exceptions=True)
+        if self.simulator is not None:
+            await self.simulator.stop()
+
+
+def lwp_power(brake: bool) -> int:
+    """StartPower's value for a stop: 127 brakes, 0 floats."""
+    return 127 if brake else 0
+

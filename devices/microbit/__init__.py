@@ -1,0 +1,1 @@
+"""The BBC micro:bit over Bluetooth LE (kind "microbit")."""

@@ -1,0 +1,1 @@
+"""The BBC micro:bit Bluetooth profile (Lancaster University's micro:bit runtime): UUIDs and value codecs."""
