@@ -13,11 +13,11 @@ DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales
 $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[gamepad]'
+	$(BIN)/pip install --quiet -e '.[gamepad,ble]'
 	touch $@
 
 $(VENV)/.test: pyproject.toml $(VENV)/.runtime
-	$(BIN)/pip install --quiet -e '.[test,dev,gamepad]'
+	$(BIN)/pip install --quiet -e '.[test,dev,gamepad,ble]'
 	touch $@
 
 demo: $(VENV)/.runtime

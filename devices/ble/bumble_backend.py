@@ -72,7 +72,9 @@ def _translate(error: Exception) -> Exception:
 class BumbleClient(BaseBleakClient):
     """A bleak client backend on the virtual radio (`radio=`; default: the loop's shared radio)."""
 
-    def __init__(self, address_or_ble_device: BLEDevice | str, *, radio: VirtualRadio | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, address_or_ble_device: BLEDevice | str, *, radio: VirtualRadio | None = None, **kwargs: Any
+    ) -> None:
         for ignored in ("services", "bluez", "winrt"):
             kwargs.pop(ignored, None)
         super().__init__(address_or_ble_device, **kwargs)
@@ -106,7 +108,7 @@ class BumbleClient(BaseBleakClient):
         timeout = kwargs.get("timeout", self._timeout)
         try:
             connection = await radio.connect(self.address, timeout)
-        except (BaseBumbleError, TimeoutError, asyncio.TimeoutError) as error:
+        except (BaseBumbleError, TimeoutError) as error:
             raise BleakError(f"could not connect to {self.address}: {error or type(error).__name__}") from None
         self._connection, self._closing = connection, False
         connection.on(connection.EVENT_DISCONNECTION, self._on_disconnection)
@@ -210,7 +212,9 @@ class BumbleClient(BaseBleakClient):
         except (att.ATT_Error, BaseBumbleError) as error:
             raise _translate(error) from None
 
-    async def start_notify(self, characteristic: BleakGATTCharacteristic, callback: NotifyCallback, **kwargs: Any) -> None:
+    async def start_notify(
+        self, characteristic: BleakGATTCharacteristic, callback: NotifyCallback, **kwargs: Any
+    ) -> None:
         """Subscribe (notifications preferred over indications, as bleak's backends do)."""
         self._require()
         remote: gatt_client.CharacteristicProxy[bytes] = characteristic.obj
@@ -233,7 +237,9 @@ class BumbleClient(BaseBleakClient):
             await remote.unsubscribe(deliver)
 
 
-def parse_advertising(structures: list[tuple[int, bytes]]) -> tuple[str | None, list[str], dict[int, bytes], dict[str, bytes], int | None]:
+def parse_advertising(
+    structures: list[tuple[int, bytes]],
+) -> tuple[str | None, list[str], dict[int, bytes], dict[str, bytes], int | None]:
     """Name, service UUIDs, manufacturer data, service data and TX power from AD structures (Core Supp. A)."""
     name: str | None = None
     uuids: list[str] = []
@@ -244,7 +250,10 @@ def parse_advertising(structures: list[tuple[int, bytes]]) -> tuple[str | None, 
         if ad_type in (0x08, 0x09):
             name = data.decode("utf-8", "replace")
         elif ad_type in (0x02, 0x03):
-            uuids += [f"0000{value:04x}-0000-1000-8000-00805f9b34fb" for (value,) in struct.iter_unpack("<H", data[: len(data) // 2 * 2])]
+            uuids += [
+                f"0000{value:04x}-0000-1000-8000-00805f9b34fb"
+                for (value,) in struct.iter_unpack("<H", data[: len(data) // 2 * 2])
+            ]
         elif ad_type in (0x06, 0x07):
             uuids += [str(uuid.UUID(bytes=data[i : i + 16][::-1])) for i in range(0, len(data) - 15, 16)]
         elif ad_type == 0xFF and len(data) >= 2:
@@ -297,6 +306,8 @@ class BumbleScanner(BaseBleakScanner):
         name, uuids, manufacturer, service_data, tx_power = parse_advertising(self._merged[address])
         if not self.is_allowed_uuid(uuids):
             return
-        data = AdvertisementData(name, manufacturer, service_data, uuids, tx_power, int(advertisement.rssi), (advertisement,))
+        data = AdvertisementData(
+            name, manufacturer, service_data, uuids, tx_power, int(advertisement.rssi), (advertisement,)
+        )
         device = self.create_or_update_device(address, address, name, advertisement, data)
         self.call_detection_callbacks(device, data)

@@ -27,7 +27,11 @@ from bleak.exc import BleakBluetoothNotAvailableError, BleakDBusError, BleakErro
 log = logging.getLogger(__name__)
 
 #: ATT error codes that mean "pair (bond) with the device first" (Core Vol 3 Part F 3.4.1.1).
-PAIRING_ATT_CODES = {0x05: "insufficient authentication", 0x08: "insufficient authorization", 0x0F: "insufficient encryption"}
+PAIRING_ATT_CODES = {
+    0x05: "insufficient authentication",
+    0x08: "insufficient authorization",
+    0x0F: "insufficient encryption",
+}
 _ATT_IN_TEXT = re.compile(r"ATT error:? 0x([0-9a-fA-F]{2})")
 
 
@@ -128,10 +132,24 @@ def explain(error: BaseException) -> BleError:
         name = error.dbus_error
         if name in ("org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner"):
             return BleUnavailable("BlueZ is not running (start bluetoothd, e.g. systemctl start bluetooth)")
-        if name in ("org.bluez.Error.AuthenticationFailed", "org.bluez.Error.AuthenticationRejected", "org.bluez.Error.NotPermitted") and "pair" in text.lower():
-            return BlePairingRequired(f"the device needs pairing ({text}): pair it with bluetoothctl, or flash it with 'No pairing required'")
-    if isinstance(error, FileNotFoundError | ConnectionRefusedError) or "org.freedesktop.DBus" in text and "not" in text.lower():
-        return BleUnavailable(f"no D-Bus system bus or BlueZ here ({text or type(error).__name__}): is bluetoothd running?")
+        if (
+            name
+            in (
+                "org.bluez.Error.AuthenticationFailed",
+                "org.bluez.Error.AuthenticationRejected",
+                "org.bluez.Error.NotPermitted",
+            )
+            and "pair" in text.lower()
+        ):
+            return BlePairingRequired(
+                f"the device needs pairing ({text}): pair it with bluetoothctl, or flash it with 'No pairing required'"
+            )
+    if isinstance(error, FileNotFoundError | ConnectionRefusedError) or (
+        "org.freedesktop.DBus" in text and "not" in text.lower()
+    ):
+        return BleUnavailable(
+            f"no D-Bus system bus or BlueZ here ({text or type(error).__name__}): is bluetoothd running?"
+        )
     if "No Bluetooth adapters found" in text or "No powered Bluetooth adapters" in text:
         return BleUnavailable(f"no usable Bluetooth adapter: {text}")
     code = getattr(error, "code", None)
@@ -209,16 +227,21 @@ class BleLink:
                 if not lost.done():
                     lost.set_exception(BleLost(f"{device.address} disconnected"))
 
-            client = BleakClient(
-                device, disconnected, timeout=connect_timeout_s, pair=pair, **backend.client_kwargs()
-            )
+            client = BleakClient(device, disconnected, timeout=connect_timeout_s, pair=pair, **backend.client_kwargs())
             try:
                 await client.connect()
             except (BleakError, OSError, TimeoutError) as error:
                 reason = explain(error)
                 if attempt == attempts or isinstance(reason, BleUnavailable | BlePairingRequired):
                     raise reason from None
-                log.info("connecting to %s failed (%s); attempt %d of %d in %.2f s", device.address, reason, attempt + 1, attempts, delay)
+                log.info(
+                    "connecting to %s failed (%s); attempt %d of %d in %.2f s",
+                    device.address,
+                    reason,
+                    attempt + 1,
+                    attempts,
+                    delay,
+                )
                 await asyncio.sleep(delay)
                 delay *= 2
                 continue

@@ -30,7 +30,7 @@ class VirtualRadio:
     """A shared virtual LE link: `peripheral()` makes devices on it, `connect()` reaches them from the central."""
 
     def __init__(self) -> None:
-        self.link = LocalLink()
+        self.link = LocalLink()  # type: ignore[no-untyped-call]
         self._numbers = itertools.count(1)
         self._central: Device | None = None
         self._central_ready: asyncio.Lock | None = None

@@ -116,8 +116,14 @@ class LegoHubOptions:
                     f"sim_attached entry {entry!r}: want PORT=KIND with PORT one of "
                     f"{', '.join(CONNECTORS[system_type])} and KIND one of {', '.join(sorted(SIM_DEVICES))}"
                 )
-            motor = IoType.EXTERNAL_MOTOR_TACHO if system_type == SystemType.BOOST_MOVE_HUB else IoType.TECHNIC_LARGE_MOTOR
-            devices[letter] = {"motor": motor, "color_distance": IoType.COLOR_DISTANCE_SENSOR, "tilt": IoType.EXTERNAL_TILT}[kind]
+            motor = (
+                IoType.EXTERNAL_MOTOR_TACHO if system_type == SystemType.BOOST_MOVE_HUB else IoType.TECHNIC_LARGE_MOTOR
+            )
+            devices[letter] = {
+                "motor": motor,
+                "color_distance": IoType.COLOR_DISTANCE_SENSOR,
+                "tilt": IoType.EXTERNAL_TILT,
+            }[kind]
         return devices
 
     def selector(self) -> Selector:
@@ -281,10 +287,14 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
                 pending = self._pending
                 if code != ErrorCode.ACK and pending is not None and not pending[1].done():
                     pending[1].set_exception(
-                        DeviceError(f"the hub refused the command (LWP3 error {code.name}, message type 0x{command_type:02x})")
+                        DeviceError(
+                            f"the hub refused the command (LWP3 error {code.name}, message type 0x{command_type:02x})"
+                        )
                     )
                 elif code != ErrorCode.ACK:
-                    log.warning("%s: hub reported %s for message type 0x%02x", self.ctx.device_id, code.name, command_type)
+                    log.warning(
+                        "%s: hub reported %s for message type 0x%02x", self.ctx.device_id, code.name, command_type
+                    )
             case lwp.HubActionMessage(action):
                 log.info("%s: hub says %s", self.ctx.device_id, action.name)
             case _:
@@ -425,7 +435,11 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
             if state.io_type not in values.TACHO_MOTORS:
                 raise InvalidArgument(f"data.port: the motor on port {message.port} has no position sensor")
             output = lwp.goto_absolute_position(
-                port, message.position_deg, message.speed_percent, message.max_power_percent, EndState(message.end_state)
+                port,
+                message.position_deg,
+                message.speed_percent,
+                message.max_power_percent,
+                EndState(message.end_state),
             )
             feedback = await self._command(command, output)
             self._lease(port, command.client_id, True)
@@ -461,14 +475,21 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
 
     async def estop(self) -> None:
         """Every motor of the hub to power 0 now, leased or not."""
-        motors = [p for p, s in self.ports.items() if s.io_type in values.TACHO_MOTORS or s.io_type in values.PLAIN_MOTORS]
+        motors = [
+            p for p, s in self.ports.items() if s.io_type in values.TACHO_MOTORS or s.io_type in values.PLAIN_MOTORS
+        ]
         await self._stop_motors(motors)
 
     def release(self, client_id: str) -> None:
         """The motors `client_id` started stop."""
         ports = [port for port, owner in self.leases.items() if owner == client_id]
         if ports:
-            log.info("%s: client %s left; stopping motors on %s", self.ctx.device_id, client_id, [self._name(p) for p in ports])
+            log.info(
+                "%s: client %s left; stopping motors on %s",
+                self.ctx.device_id,
+                client_id,
+                [self._name(p) for p in ports],
+            )
             self._spawn(self._stop_motors(ports))
 
     async def close(self) -> None:
@@ -481,4 +502,3 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
 def lwp_power(brake: bool) -> int:
     """StartPower's value for a stop: 127 brakes, 0 floats."""
     return 127 if brake else 0
-

@@ -291,7 +291,12 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
     def _publish_state(self) -> None:
         now = time.time()
         state = MicrobitState(
-            Time.from_seconds(now), self._acceleration, self._magnetic, self._heading, self._temperature, tuple(self._buttons)
+            Time.from_seconds(now),
+            self._acceleration,
+            self._magnetic,
+            self._heading,
+            self._temperature,
+            tuple(self._buttons),
         )
         self.ctx.publish("state", state, now)
 

@@ -72,7 +72,10 @@ class SimulatedPeripheral:
             return
         data, scan_response = self.advertising()
         await self.device.start_advertising(
-            advertising_data=data, scan_response_data=scan_response or None, auto_restart=True, advertising_interval_min=20
+            advertising_data=data,
+            scan_response_data=scan_response or None,
+            auto_restart=True,
+            advertising_interval_min=20,
         )
 
     def _on_connection(self, connection: Connection) -> None:

@@ -45,7 +45,11 @@ from protocols.lwp3.constants import (
 from protocols.lwp3.hubs import BUILT_IN, CONNECTORS
 from protocols.lwp3.values import MOTOR_MODE_POSITION, MOTOR_MODE_SPEED, TACHO_MOTORS
 
-NAMES = {SystemType.BOOST_MOVE_HUB: "LEGO Move Hub", SystemType.CITY_HUB: "HUB NO.4", SystemType.TECHNIC_HUB: "Technic Hub"}
+NAMES = {
+    SystemType.BOOST_MOVE_HUB: "LEGO Move Hub",
+    SystemType.CITY_HUB: "HUB NO.4",
+    SystemType.TECHNIC_HUB: "Technic Hub",
+}
 #: Degrees per second at 100 % speed (a Technic L motor runs at about 315 rpm unloaded).
 FULL_SPEED_DEG_S = 1800.0
 TICK_S = 0.05
@@ -98,6 +102,8 @@ class SimulatedLegoHub(SimulatedPeripheral):
         self.received: list[lwp.Message] = []
         self.malformed: list[bytes] = []
         self.tilt = (0, 0, 0)
+        #: Ports whose motor is stalled: further output commands get Generic Error Overcurrent (§3.9).
+        self.stalled: set[int] = set()
         self._char: gatt.Characteristic[bytes] | None = None
         self._subscribed = False
 
@@ -111,7 +117,10 @@ class SimulatedLegoHub(SimulatedPeripheral):
     def services(self) -> Sequence[gatt.Service]:
         """The LEGO Hub Service with its one characteristic (write, write without response, notify)."""
         self._char = characteristic(
-            HUB_CHARACTERISTIC_UUID, P.READ | P.WRITE | P.WRITE_WITHOUT_RESPONSE | P.NOTIFY, lambda _: b"", self._on_write
+            HUB_CHARACTERISTIC_UUID,
+            P.READ | P.WRITE | P.WRITE_WITHOUT_RESPONSE | P.NOTIFY,
+            lambda _: b"",
+            self._on_write,
         )
         self._char.on(self._char.EVENT_SUBSCRIPTION, self._on_subscription)
         return [gatt.Service(HUB_SERVICE_UUID, [self._char])]
@@ -213,6 +222,9 @@ class SimulatedLegoHub(SimulatedPeripheral):
         if state is None:
             self._send(lwp.GenericError(MessageType.PORT_OUTPUT_COMMAND, ErrorCode.INVALID_USE))
             return
+        if command.port in self.stalled:
+            self._send(lwp.GenericError(MessageType.PORT_OUTPUT_COMMAND, ErrorCode.OVERCURRENT))
+            return
         feedback = Feedback.COMPLETED | Feedback.IDLE
         payload = command.payload
         motor = state.io_type in TACHO_MOTORS or state.io_type in (IoType.MOTOR, IoType.TRAIN_MOTOR)
@@ -231,7 +243,11 @@ class SimulatedLegoHub(SimulatedPeripheral):
         elif command.subcommand == SubCommand.START_SPEED and state.io_type in TACHO_MOTORS and len(payload) == 3:
             state.speed, state.target = struct.unpack_from("<b", payload)[0], None
             feedback = Feedback.IN_PROGRESS
-        elif command.subcommand == SubCommand.GOTO_ABSOLUTE_POSITION and state.io_type in TACHO_MOTORS and len(payload) == 8:
+        elif (
+            command.subcommand == SubCommand.GOTO_ABSOLUTE_POSITION
+            and state.io_type in TACHO_MOTORS
+            and len(payload) == 8
+        ):
             target, speed = struct.unpack_from("<iB", payload)
             state.target, state.speed = target, speed
             feedback = Feedback.IN_PROGRESS

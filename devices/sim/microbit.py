@@ -92,7 +92,9 @@ class SimulatedMicrobit(SimulatedPeripheral):
 
         return write
 
-    def _char(self, uuid: str, properties: P, read: object = None, write: object = None, max_length: int = 20) -> gatt.Characteristic[bytes]:
+    def _char(
+        self, uuid: str, properties: P, read: object = None, write: object = None, max_length: int = 20
+    ) -> gatt.Characteristic[bytes]:
         char = characteristic(
             uuid,
             properties,
@@ -160,7 +162,9 @@ class SimulatedMicrobit(SimulatedPeripheral):
 
     def advertising(self) -> tuple[bytes, bytes]:
         """Flags and the name, as the micro:bit runtime advertises (no service UUIDs)."""
-        data = AdvertisingData([(AdvertisingData.FLAGS, bytes([0x06])), (AdvertisingData.COMPLETE_LOCAL_NAME, self.name.encode())])
+        data = AdvertisingData(
+            [(AdvertisingData.FLAGS, bytes([0x06])), (AdvertisingData.COMPLETE_LOCAL_NAME, self.name.encode())]
+        )
         return bytes(data), b""
 
     # ---- what writes do -----------------------------------------------------------------------
@@ -259,7 +263,11 @@ class SimulatedMicrobit(SimulatedPeripheral):
     def _move(self, t: float) -> None:
         self.acceleration = (round(600 * math.sin(t)), round(400 * math.cos(0.7 * t)), -800)
         self.bearing = round(t * 20) % 360
-        self.magnetic = (round(20000 * math.cos(math.radians(self.bearing))), round(20000 * math.sin(math.radians(self.bearing))), -30000)
+        self.magnetic = (
+            round(20000 * math.cos(math.radians(self.bearing))),
+            round(20000 * math.sin(math.radians(self.bearing))),
+            -30000,
+        )
         self.temperature = 21 + round(math.sin(t / 10))
 
 

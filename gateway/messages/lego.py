@@ -14,8 +14,11 @@ _POWER = Int(8, False, maximum=100)
 
 @structure
 class LegoPortDevice:
-    """A device on a hub port: `port` id, its `port_name` (A-D for connectors, else hex), `io_type`
-    (LWP3 IO Type ID) and `device` (the type's name, e.g. technic_large_motor)."""
+    """A device on a hub port.
+
+    `port` id, its `port_name` (A-D for connectors, else hex), `io_type` (LWP3 IO Type ID) and
+    `device` (the type's name, e.g. technic_large_motor).
+    """
 
     port: Annotated[int, U8] = 0
     port_name: Annotated[str, _PORT] = ""
@@ -48,8 +51,11 @@ class LegoHubState:
 
 @message("hwgateway/LegoMotor")
 class LegoMotor:
-    """A tacho motor on `<id>/port/<port>`: `position_deg` as the motor counts it (mode 2 POS) and
-    `speed_deg_s` derived by the gateway from successive positions and their arrival times."""
+    """A tacho motor's position and speed, on `<id>/port/<port>`.
+
+    `position_deg` as the motor counts it (mode 2 POS); `speed_deg_s` derived by the gateway from
+    successive positions and their arrival times.
+    """
 
     stamp: Annotated[Time, Nested(Time)] = Time()
     port: Annotated[str, _PORT] = ""
@@ -70,8 +76,11 @@ class LegoTilt:
 
 @message("hwgateway/LegoColorDistance")
 class LegoColorDistance:
-    """The colour and distance sensor on `<id>/port/<port>`: LEGO colour number `color` (0-10, 255
-    none) and its `color_name`; `proximity` 0 (touching) to 10 (nothing within about 10 cm)."""
+    """The colour and distance sensor's reading, on `<id>/port/<port>`.
+
+    LEGO colour number `color` (0-10, 255 none) and its `color_name`; `proximity` 0 (touching) to
+    10 (nothing within about 10 cm).
+    """
 
     NO_COLOR: ClassVar[int] = 255
 
@@ -84,9 +93,11 @@ class LegoColorDistance:
 
 @message("hwgateway/LegoMotorSpeed", kind="command")
 class LegoMotorSpeed:
-    """Run the motor on `port` (A-D) at `speed_percent` (-100..100; 0 holds) using at most
-    `max_power_percent` (StartSpeed; StartPower for motors without a tacho). Leased: the motor stops
-    when the commanding client disconnects, on estop and at shutdown."""
+    """Run the motor on `port` (A-D) at `speed_percent` (-100..100; 0 holds).
+
+    At most `max_power_percent` is used (StartSpeed; StartPower for motors without a tacho).
+    Leased: the motor stops when the commanding client disconnects, on estop and at shutdown.
+    """
 
     port: Annotated[str, _PORT] = "A"
     speed_percent: Annotated[int, _SPEED] = 0
@@ -95,8 +106,10 @@ class LegoMotorSpeed:
 
 @message("hwgateway/LegoMotorPosition", kind="command")
 class LegoMotorPosition:
-    """Turn the tacho motor on `port` to `position_deg` at `speed_percent` (1-100), then `end_state`
-    (0 float, 126 hold, 127 brake; GotoAbsolutePosition). Leased like `LegoMotorSpeed`."""
+    """Turn the tacho motor on `port` to `position_deg` at `speed_percent` (1-100), then `end_state`.
+
+    `end_state`: 0 float, 126 hold, 127 brake (GotoAbsolutePosition). Leased like `LegoMotorSpeed`.
+    """
 
     FLOAT: ClassVar[int] = 0
     HOLD: ClassVar[int] = 126

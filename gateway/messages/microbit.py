@@ -101,8 +101,11 @@ class MicrobitPwm:
 
 @message("hwgateway/MicrobitPeriods", kind="command")
 class MicrobitPeriods:
-    """Sample periods in ms (0 leaves one alone); the micro:bit snaps accelerometer and magnetometer
-    periods to 1, 2, 5, 10, 20, 80, 160 or 640 ms, and the result reports the periods it took."""
+    """Set sample periods in ms (0 leaves one alone).
+
+    The micro:bit snaps accelerometer and magnetometer periods to 1, 2, 5, 10, 20, 80, 160 or
+    640 ms; the result reports the periods it took.
+    """
 
     accelerometer_ms: Annotated[int, _PERIOD] = 0
     magnetometer_ms: Annotated[int, _PERIOD] = 0

@@ -12,6 +12,7 @@ H/W network, port and mode information) come back whole as `OtherMessage`.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import TypeVar
@@ -318,7 +319,7 @@ def _output_feedback(payload: bytes) -> PortOutputFeedback:
     return PortOutputFeedback(tuple(entries))
 
 
-_DECODERS = {
+_DECODERS: dict[MessageType, Callable[[bytes], Message]] = {
     MessageType.HUB_PROPERTIES: _hub_property,
     MessageType.HUB_ACTIONS: _hub_action,
     MessageType.HUB_ALERTS: _hub_alert,
@@ -346,7 +347,9 @@ def encode(message: Message) -> bytes:
             if event == IoEvent.DETACHED:
                 return frame(MessageType.HUB_ATTACHED_IO, bytes([port, event]))
             if event == IoEvent.ATTACHED:
-                return frame(MessageType.HUB_ATTACHED_IO, struct.pack("<BBHii", port, event, io_type, hardware, software))
+                return frame(
+                    MessageType.HUB_ATTACHED_IO, struct.pack("<BBHii", port, event, io_type, hardware, software)
+                )
             return frame(MessageType.HUB_ATTACHED_IO, struct.pack("<BBHBB", port, event, io_type, port_a, port_b))
         case GenericError(command_type, code):
             return frame(MessageType.GENERIC_ERROR, bytes([command_type, code]))

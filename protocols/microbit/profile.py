@@ -190,7 +190,9 @@ def encode_matrix(rows: Iterable[Iterable[bool]]) -> bytes:
 def decode_matrix(data: bytes) -> tuple[tuple[bool, ...], ...]:
     """5 × 5 booleans from the five row bytes."""
     _exact(data, MATRIX_ROWS, "LED matrix state")
-    return tuple(tuple(bool(byte >> (MATRIX_COLUMNS - 1 - column) & 1) for column in range(MATRIX_COLUMNS)) for byte in data)
+    return tuple(
+        tuple(bool(byte >> (MATRIX_COLUMNS - 1 - column) & 1) for column in range(MATRIX_COLUMNS)) for byte in data
+    )
 
 
 def encode_text(text: str) -> bytes:
