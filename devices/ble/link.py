@@ -97,6 +97,8 @@ class Selector:
     service_uuid: str = ""
     manufacturer_id: int | None = None
     accept: Callable[[BLEDevice, AdvertisementData], bool] | None = None
+    #: What `accept` looks for, in words (for messages).
+    accepts: str = ""
 
     def matches(self, device: BLEDevice, data: AdvertisementData) -> bool:
         """True when `device` advertising `data` is the one sought."""
@@ -117,6 +119,7 @@ class Selector:
             f"name {self.name!r}" if self.name else "",
             f"name starting {self.name_prefix!r}" if self.name_prefix else "",
             f"service {self.service_uuid}" if self.service_uuid else "",
+            self.accepts,
         ]
         return ", ".join(part for part in parts if part) or "any device"
 

@@ -141,6 +141,7 @@ class LegoHubOptions:
             service_uuid=HUB_SERVICE_UUID,
             manufacturer_id=LEGO_COMPANY_ID,
             accept=accept,
+            accepts=f"system type of a {hub_name(wanted)}" if wanted is not None else "",
         )
 
 
@@ -212,7 +213,7 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
             await self.simulator.start()
             backend = Backend.virtual()
             if not (self.options.address or self.options.name):
-                selector = Selector(address=self.simulator.address, service_uuid=HUB_SERVICE_UUID)
+                selector = replace(selector, address=self.simulator.address)
         self.ctx.set_status("connecting", f"scanning for {selector.describe()}")
         link = await BleLink.open(
             selector,
