@@ -103,4 +103,6 @@ def test_the_device_examples_in_the_shipped_config_are_valid() -> None:
         ("wiimote-1", "wiimote"),
         ("pad-1", "gamepad"),
         ("arm", "kortex"),
+        ("microbit", "microbit"),
+        ("hub", "lego_hub"),
     ]

@@ -72,6 +72,8 @@ HUB_KINDS = {"boost": SystemType.BOOST_MOVE_HUB, "city": SystemType.CITY_HUB, "t
 SIM_DEVICES = {"motor", "color_distance", "tilt"}
 #: Longest wait for a command's feedback (s), within the command's own deadline.
 FEEDBACK_TIMEOUT_S = 2.0
+#: A hub reports a position only when it changes: this long without one, the motor reads 0 deg/s.
+STILL_AFTER_S = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +155,7 @@ class _Port:
     io_type: int
     mode: int | None = None
     last_position: tuple[int, float] | None = None
+    still: asyncio.TimerHandle | None = None
 
 
 class LegoHubAdapter(Adapter[LegoHubOptions]):
@@ -245,6 +248,9 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
             if pending is not None and not pending[1].done():
                 pending[1].set_exception(DeviceUnavailable("the hub went away"))
             self.link = None
+            for state in self.ports.values():
+                if state.still is not None:
+                    state.still.cancel()
             await link.close()
 
     async def _send(self, message: lwp.Message) -> None:
@@ -303,7 +309,9 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
 
     def _on_attached(self, message: lwp.AttachedIo) -> None:
         if message.event == IoEvent.DETACHED:
-            self.ports.pop(message.port, None)
+            gone = self.ports.pop(message.port, None)
+            if gone is not None and gone.still is not None:
+                gone.still.cancel()
             if self.leases.pop(message.port, None) is not None:
                 log.info("%s: leased motor on port %s was unplugged", self.ctx.device_id, self._name(message.port))
         else:
@@ -359,6 +367,10 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
                     speed = (value - state.last_position[0]) / (now - state.last_position[1])
                 state.last_position = (value, now)
                 self.ctx.publish(f"port/{name}", LegoMotor(stamp, name, value, speed), now)
+                if state.still is not None:
+                    state.still.cancel()
+                if speed:
+                    state.still = asyncio.get_running_loop().call_later(STILL_AFTER_S, self._still, port, state)
             case values.TiltReading(x, y, z):
                 self.ctx.publish(f"port/{name}", LegoTilt(stamp, name, x, y, z), now)
             case values.ColorDistanceReading(color, proximity):
@@ -370,6 +382,14 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
                 self._update(temperature=decidegrees / 10)
             case _:
                 pass
+
+    def _still(self, port: int, state: _Port) -> None:
+        state.still = None
+        if self.ports.get(port) is state and state.last_position is not None:
+            now = time.time()
+            name = self._name(port)
+            state.last_position = (state.last_position[0], now)
+            self.ctx.publish(f"port/{name}", LegoMotor(Time.from_seconds(now), name, state.last_position[0], 0.0), now)
 
     def _update(self, **changes: Any) -> None:
         now = time.time()

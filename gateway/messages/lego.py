@@ -54,7 +54,8 @@ class LegoMotor:
     """A tacho motor's position and speed, on `<id>/port/<port>`.
 
     `position_deg` as the motor counts it (mode 2 POS); `speed_deg_s` derived by the gateway from
-    successive positions and their arrival times.
+    successive positions and their arrival times (the hub reports a position only when it changes,
+    so 0.25 s without one publishes the same position at 0 deg/s).
     """
 
     stamp: Annotated[Time, Nested(Time)] = Time()
