@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Annotated, ClassVar
 
 from gateway.messages.common import Time, Vector3
-from gateway.messages.schema import BOOL, F64, STR, U8, U16, Array, Int, Nested, Str, message, structure
+from gateway.messages.schema import BOOL, F64, STR, U8, U16, Array, Int, Nested, message, structure
 
-_PORT = Str(4)
+_PORT = STR  # a connector letter (A-D) or a built-in port id in hex; the adapter checks it
 _SPEED = Int(8, minimum=-100, maximum=100)
 _POWER = Int(8, False, maximum=100)
 
