@@ -255,7 +255,14 @@ class SimulatedMicrobit(SimulatedPeripheral):
         while self.device.connections:
             await asyncio.sleep(getattr(self, f"{sensor}_period_ms") / 1000)
             if self.motion == "demo":
-                self._move(asyncio.get_running_loop().time() - started)
+                elapsed = asyncio.get_running_loop().time() - started
+                self._move(elapsed)
+                if sensor == "accelerometer":
+                    # Button A is held for 1 s of every 4, B long-pressed (2) for 1.5 s of every 6.
+                    wanted = (1 if elapsed % 4 < 1 else 0, 2 if elapsed % 6 < 1.5 else 0)
+                    for button, state in zip("AB", wanted, strict=True):
+                        if self.buttons["AB".index(button)] != state:
+                            await self.press(button, state)
             await self._notify(uuid)
             if sensor == "magnetometer":
                 await self._notify(mb.MAGNETOMETER_BEARING)
