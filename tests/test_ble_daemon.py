@@ -35,7 +35,7 @@ async def wait_connected(client: Client, device_ids: set[str], timeout: float = 
 
 
 def motor_state(message: dict[str, Any]) -> bool:
-    return message["op"] == "state" and message["topic"] == "hub/port/A"
+    return bool(message["op"] == "state" and message["topic"] == "hub/port/A")
 
 
 async def test_ble_devices_in_the_daemon(tmp_path: Path) -> None:
