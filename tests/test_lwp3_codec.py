@@ -28,6 +28,7 @@ from protocols.lwp3.constants import (
     Startup,
 )
 from protocols.lwp3.hubs import hub_name, port_name
+from tests.fuzzing import fuzz_settings
 
 # (bytes as the document lays them out, the message they are)
 VECTORS: list[tuple[bytes, lwp.Message]] = [
@@ -139,6 +140,8 @@ def test_hostile_messages_are_refused_naming_the_rule(data: bytes, error: str) -
 
 
 @given(st.binary(max_size=600))
+@pytest.mark.fuzz
+@fuzz_settings(400)
 def test_no_input_crashes_the_decoder(data: bytes) -> None:
     try:
         message = lwp.decode(data)
@@ -164,6 +167,8 @@ def test_start_speed_round_trips(speed: int, power: int, port: int) -> None:
 
 
 @given(st.sampled_from(sorted(values.TACHO_MOTORS)), st.sampled_from([1, 2, 3]), st.binary(max_size=8))
+@pytest.mark.fuzz
+@fuzz_settings(200)
 def test_no_port_value_crashes_the_readings(io_type: int, mode: int, data: bytes) -> None:
     try:
         reading = values.port_reading(io_type, mode, data)
@@ -176,6 +181,8 @@ def test_no_port_value_crashes_the_readings(io_type: int, mode: int, data: bytes
 
 
 @given(st.sampled_from(list(HubProperty)), st.binary(max_size=20))
+@pytest.mark.fuzz
+@fuzz_settings(200)
 def test_no_property_payload_crashes_the_decoder(prop: HubProperty, data: bytes) -> None:
     with contextlib.suppress(ProtocolError):
         values.property_value(prop, data)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from protocols.errors import ProtocolError
 from protocols.microbit import profile as mb
+from tests.fuzzing import fuzz_settings
 
 
 def test_uuids_are_the_profiles() -> None:
@@ -89,6 +90,8 @@ DECODERS = [
 
 
 @given(st.sampled_from(DECODERS), st.binary(max_size=64))
+@pytest.mark.fuzz
+@fuzz_settings(300)
 def test_no_notification_crashes_a_decoder(decoder: object, data: bytes) -> None:
     with contextlib.suppress(ProtocolError):
         decoder(data)  # type: ignore[operator]
