@@ -32,6 +32,8 @@ from devices.ble.virtual_radio import VirtualRadio, shared_radio
 
 log = logging.getLogger(__name__)
 
+#: Longest wait for a disconnection to complete (s); shutdown must not hang on a half-open link.
+DISCONNECT_TIMEOUT_S = 1.0
 #: ATT MTU the central asks for (BlueZ asks for 517; Bumble's server answers with its own maximum).
 REQUESTED_MTU = 247
 
@@ -158,8 +160,9 @@ class BumbleClient(BaseBleakClient):
         if connection is None:
             return
         self._closing = True
-        with contextlib.suppress(BaseBumbleError, TimeoutError, asyncio.TimeoutError):
-            await connection.disconnect()
+        with contextlib.suppress(BaseBumbleError, TimeoutError):
+            async with asyncio.timeout(DISCONNECT_TIMEOUT_S):
+                await connection.disconnect()
         self._connection = self._peer = None
 
     async def pair(self, *args: Any, **kwargs: Any) -> None:

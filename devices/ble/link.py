@@ -32,6 +32,10 @@ PAIRING_ATT_CODES = {
     0x08: "insufficient authorization",
     0x0F: "insufficient encryption",
 }
+#: Longest wait for a disconnect we asked for (s).
+CLOSE_TIMEOUT_S = 2.0
+#: Longest wait for one write on the way to a safe state (s).
+SAFE_STATE_WRITE_TIMEOUT_S = 1.0
 _ATT_IN_TEXT = re.compile(r"ATT error:? 0x([0-9a-fA-F]{2})")
 
 
@@ -253,6 +257,15 @@ class BleLink:
         assert link is not None
         return link
 
+    async def until_lost(self) -> None:
+        """Wait until the peripheral goes (raise `BleLost`), or until the caller's task is cancelled."""
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # A cancellation arrived while a library awaited (Bumble's requests use asyncio.wait_for,
+            # which in Python 3.11 can swallow it): honour it instead of waiting for ever.
+            raise asyncio.CancelledError
+        await self.lost
+
     @property
     def address(self) -> str:
         """The peripheral's Bluetooth address."""
@@ -274,10 +287,15 @@ class BleLink:
         except (BleakError, OSError) as error:
             raise explain(error) from None
 
-    async def write(self, characteristic_uuid: str, data: bytes, response: bool = True) -> None:
-        """Write with response (the peer confirms or answers an ATT error) or without."""
+    async def write(
+        self, characteristic_uuid: str, data: bytes, response: bool = True, timeout_s: float | None = None
+    ) -> None:
+        """Write with response (the peer confirms or answers an ATT error) or without; `timeout_s` bounds it."""
         try:
-            await self.client.write_gatt_char(characteristic_uuid, data, response=response)
+            async with asyncio.timeout(timeout_s):
+                await self.client.write_gatt_char(characteristic_uuid, data, response=response)
+        except TimeoutError:
+            raise BleError(f"write to {characteristic_uuid} not answered within {timeout_s:g} s") from None
         except (BleakError, OSError) as error:
             raise explain(error) from None
 
@@ -293,8 +311,9 @@ class BleLink:
             raise explain(error) from None
 
     async def close(self) -> None:
-        """Disconnect (no `lost` for a disconnect we asked for)."""
+        """Disconnect (no `lost` for a disconnect we asked for), waiting at most `CLOSE_TIMEOUT_S`."""
         with contextlib.suppress(BleakError, OSError, TimeoutError):
-            await self.client.disconnect()
+            async with asyncio.timeout(CLOSE_TIMEOUT_S):
+                await self.client.disconnect()
         if not self.lost.done():
             self.lost.cancel()

@@ -29,7 +29,7 @@ from bleak.backends.device import BLEDevice
 from bleak.backends.scanner import AdvertisementData
 
 from devices.base import Adapter, Command, DeviceContext
-from devices.ble.link import Backend, BleError, BleLink, Selector
+from devices.ble.link import SAFE_STATE_WRITE_TIMEOUT_S, Backend, BleError, BleLink, Selector
 from devices.ble.options import SHARED_KEYS_DOC, check_address
 from devices.sim.lego_hub import SimulatedLegoHub
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, RequestTimeout, UnknownCommand
@@ -241,23 +241,24 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
             for prop in (HubProperty.ADVERTISING_NAME, HubProperty.FW_VERSION, HubProperty.SYSTEM_TYPE_ID):
                 await self._send(lwp.request_property(prop))
             self.ctx.set_status("connected", f"{hub_name(self._system_type)} at {link.address}")
-            await link.lost
+            await link.until_lost()
         finally:
             await self._stop_motors(list(self.leases))
             pending, self._pending = self._pending, None
             if pending is not None and not pending[1].done():
                 pending[1].set_exception(DeviceUnavailable("the hub went away"))
             self.link = None
+            await self._cancel_background()
             for state in self.ports.values():
                 if state.still is not None:
                     state.still.cancel()
             await link.close()
 
-    async def _send(self, message: lwp.Message) -> None:
+    async def _send(self, message: lwp.Message, timeout_s: float | None = None) -> None:
         link = self.link
         if link is None:
             raise DeviceUnavailable(f"device {self.ctx.device_id!r} is not connected")
-        await link.write(HUB_CHARACTERISTIC_UUID, lwp.encode(message), response=True)
+        await link.write(HUB_CHARACTERISTIC_UUID, lwp.encode(message), response=True, timeout_s=timeout_s)
 
     def _spawn(self, coroutine: Any) -> None:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coroutine)
@@ -490,9 +491,15 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
             try:
                 # Immediate, no feedback asked: nothing to wait for on the way to a safe state.
                 stop = lwp.start_power(port, 0)
-                await self._send(replace(stop, completion=Completion.NONE))
+                await self._send(replace(stop, completion=Completion.NONE), SAFE_STATE_WRITE_TIMEOUT_S)
             except (BleError, DeviceUnavailable) as error:
                 log.warning("%s: could not stop the motor on port %s: %s", self.ctx.device_id, self._name(port), error)
+
+    async def _cancel_background(self) -> None:
+        # Setup writes and lease stops belong to the link that just went; the safe state is already applied.
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
 
     async def estop(self) -> None:
         """Every motor of the hub to power 0 now, leased or not."""
@@ -515,7 +522,7 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
 
     async def close(self) -> None:
         """Motors were stopped when `run` ended; stop the simulated hub."""
-        await asyncio.gather(*self._background, return_exceptions=True)
+        await self._cancel_background()
         if self.simulator is not None:
             await self.simulator.stop()
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from devices.base import Adapter, Command, DeviceContext
+from devices.ble.link import SAFE_STATE_WRITE_TIMEOUT_S as SAFE_WRITE_S
 from devices.ble.link import Backend, BleError, BleLink, Selector
 from devices.ble.options import SHARED_KEYS_DOC, check_address
 from devices.sim.microbit import ALL_SERVICES, SimulatedMicrobit
@@ -187,10 +188,11 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
             await self._set_up(link)
             names = self.capabilities()["services"]
             self.ctx.set_status("connected", f"{link.address}, services: {', '.join(names) or 'none'}")
-            await link.lost
+            await link.until_lost()
         finally:
             await self._zero_outputs(list(self.leases))
             self.link = None
+            await self._cancel_background()
             await link.close()
 
     async def _set_up(self, link: BleLink) -> None:
@@ -428,11 +430,17 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
             _, mode, period_us = lease
             try:
                 if mode == "pwm":
-                    await link.write(mb.PWM_CONTROL, mb.encode_pwm(pin, 0, period_us))
+                    await link.write(mb.PWM_CONTROL, mb.encode_pwm(pin, 0, period_us), timeout_s=SAFE_WRITE_S)
                 else:
-                    await link.write(mb.PIN_DATA, mb.encode_pin_data([(pin, 0)]))
+                    await link.write(mb.PIN_DATA, mb.encode_pin_data([(pin, 0)]), timeout_s=SAFE_WRITE_S)
             except BleError as error:
                 log.warning("%s: could not return pin %d to 0: %s", self.ctx.device_id, pin, error)
+
+    async def _cancel_background(self) -> None:
+        # Setup writes and lease stops belong to the link that just went; the safe state is already applied.
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
 
     async def estop(self) -> None:
         """Every leased pin and PWM output back to 0."""
@@ -449,6 +457,6 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
 
     async def close(self) -> None:
         """Outputs are zeroed when `run` ends; stop the simulated micro:bit."""
-        await asyncio.gather(*self._background, return_exceptions=True)
+        await self._cancel_background()
         if self.simulator is not None:
             await self.simulator.stop()

@@ -99,7 +99,8 @@ class SimulatedPeripheral:
         """Disconnect from the peripheral's side (as when it is switched off or walks out of range)."""
         for connection in list(self.device.connections.values()):
             with contextlib.suppress(Exception):
-                await connection.disconnect()
+                async with asyncio.timeout(1.0):
+                    await connection.disconnect()
 
     async def stop(self) -> None:
         """Stop advertising, drop the central and end the background tasks."""
@@ -107,5 +108,6 @@ class SimulatedPeripheral:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         with contextlib.suppress(Exception):
-            await self.device.stop_advertising()
+            async with asyncio.timeout(1.0):
+                await self.device.stop_advertising()
         await self.drop()
