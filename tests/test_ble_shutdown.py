@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 
-from devices.base import DeviceContext
+from devices.base import Adapter, DeviceContext
 from devices.lego.adapter import LegoHubAdapter, LegoHubOptions
 from devices.microbit.adapter import MicrobitAdapter, MicrobitOptions
 from gateway.bus import Bus
@@ -19,7 +20,7 @@ from gateway.bus import Bus
 
 @pytest.mark.parametrize("after_s", [0.0, 0.03, 0.06, 0.09, 0.12, 0.15, 0.2, 0.25, 0.3, 0.4])
 async def test_cancel_during_connect_ends_and_closes_promptly(after_s: float) -> None:
-    adapters = [
+    adapters: list[Adapter[Any]] = [
         MicrobitAdapter(DeviceContext("mb", Bus(), lambda *_: None), MicrobitOptions(simulate=True)),
         LegoHubAdapter(DeviceContext("hub", Bus(), lambda *_: None), LegoHubOptions(simulate=True)),
     ]
