@@ -102,7 +102,7 @@ def build_app(
     under a plain aiohttp site).
     """
     server = hub.server
-    connection_guards: Mapping[asyncio.BaseTransport, GuardedHttpProtocol] = guards or {}
+    connection_guards: Mapping[asyncio.BaseTransport, GuardedHttpProtocol] = {} if guards is None else guards
 
     @web.middleware
     async def guarded(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -118,9 +118,13 @@ def build_app(
     async def websocket(request: web.Request) -> web.StreamResponse:
         guard = connection_guards.get(request.transport) if request.transport is not None else None
         if guard is not None and guard.in_reserve:
-            raise web.HTTPServiceUnavailable(
-                text="too many clients (server.max_clients); try again later\n", headers={"Retry-After": "1"}
+            refusal = web.Response(
+                status=503,
+                text="too many clients (server.max_clients); try again later\n",
+                headers={"Retry-After": "1"},
             )
+            refusal.force_close()
+            return refusal
         if not _origin_allowed(request, server.allowed_origins):
             log.warning("refused a WebSocket from origin %s", request.headers.get("Origin"))
             raise web.HTTPForbidden(text="origin not allowed; add it to server.allowed_origins\n")

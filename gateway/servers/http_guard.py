@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 WS_MESSAGE_TOO_BIG = 1009
 WS_TRY_AGAIN_LATER = 1013
 WS_POLICY_VIOLATION = 1008
+#: Seconds a refused connection stays open for the client to read the refusal.
+REFUSED_LINGER_S = 1.0
 
 
 def _http_error(status: str, reason: str) -> bytes:
@@ -73,13 +75,25 @@ class GuardedHttpProtocol(asyncio.Protocol):
         try:
             self.ticket = self._limits.admit(peer[0] if peer else None, reserve=HTTP_RESERVE)
         except Refused as refused:
-            transport.write(_http_error("503 Service Unavailable", str(refused)))
-            close_or_abort(transport)
+            self._refuse_early(transport, str(refused))
             return
         self._registry[transport] = self
         self._inner = self._factory()
         self._inner.connection_made(transport)
         self._arm(self._header_timeout_s, self._header_timed_out)
+
+    def _refuse_early(self, transport: asyncio.Transport, reason: str) -> None:
+        """Answer 503 and end the connection, reading (and dropping) the request meanwhile.
+
+        Closing with the request unread would make the kernel reset the connection, and the client
+        could lose the answer; so the write side is shut first and the socket dropped a moment later.
+        """
+        transport.write(_http_error("503 Service Unavailable", reason))
+        if transport.can_write_eof():
+            transport.write_eof()
+            asyncio.get_running_loop().call_later(REFUSED_LINGER_S, transport.abort)
+        else:
+            close_or_abort(transport)
 
     def data_received(self, data: bytes) -> None:
         if self._inner is None or self._transport is None or self._transport.is_closing():
@@ -96,7 +110,7 @@ class GuardedHttpProtocol(asyncio.Protocol):
         self._inner.data_received(data)
 
     def eof_received(self) -> bool | None:
-        return self._inner.eof_received() if self._inner is not None else None
+        return self._inner.eof_received() if self._inner is not None else False
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_timer()
