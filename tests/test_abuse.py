@@ -169,7 +169,7 @@ async def test_a_client_that_sends_rejected_frames_and_never_reads_is_no_longer_
     try:
         await asyncio.sleep(0.3)
         rss_before = _rss(gateway)
-        reader, writer = await open_raw(gateway, transport, receive_buffer=4096 if transport != "unix" else None)
+        _, writer = await open_raw(gateway, transport, receive_buffer=4096 if transport != "unix" else None)
         # Invalid JSON on /ws, a msgpack value that is not a map elsewhere: each is answered `bad_request`.
         junk = ws_frame(b"x") if transport == "ws" else msgpack.packb(1)
         binary = ws_frame(b"\x00", WS_BINARY) if transport == "ws" else msgpack.packb([1])

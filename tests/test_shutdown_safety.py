@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import signal
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,6 +51,10 @@ publish_rate_hz = 1000.0
 {WIIMOTE}"""
 
 
+def _connected(message: dict[str, Any], device: str) -> bool:
+    return message["op"] == "device" and message["device"] == device and message["status"] == "connected"
+
+
 async def _stop_reading(client: Client) -> None:
     """Subscribe to everything, then never read again: the daemon's buffers towards it fill up."""
     await client.send({"op": "subscribe", "id": "all", "topics": ["**"]})
@@ -62,7 +68,7 @@ async def test_sigterm_with_stuck_clients_puts_every_device_in_its_safe_state_an
         driver = await connect(gateway, "ws")
         await driver.ok("subscribe", topics=["*/state", "arm-1/wrist/feedback"])
         for device in ("arm-1", "wiimote-1", "sim-1"):
-            await driver.wait_for(lambda m, d=device: m["op"] == "device" and m["device"] == d and m["status"] == "connected", timeout=10)  # type: ignore[misc]  # fmt: skip
+            await driver.wait_for(functools.partial(_connected, device=device), timeout=10)
         await driver.ok(
             "command",
             device="arm-1",
@@ -81,7 +87,8 @@ async def test_sigterm_with_stuck_clients_puts_every_device_in_its_safe_state_an
         stuck = []
         for transport in TRANSPORTS:
             for _ in range(2):
-                client = await connect(gateway, transport, receive_buffer=4096) if transport != "unix" else await connect(gateway, transport)  # fmt: skip
+                small = 4096 if transport != "unix" else None  # a Unix socket's buffers are fixed
+                client = await connect(gateway, transport, receive_buffer=small)
                 await _stop_reading(client)
                 stuck.append(client)
         # Let the daemon's buffers towards the stuck clients fill (1 kHz of samples and 1 kHz of arm feedback).
