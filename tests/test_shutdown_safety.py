@@ -52,7 +52,7 @@ publish_rate_hz = 1000.0
 
 
 def _connected(message: dict[str, Any], device: str) -> bool:
-    return message["op"] == "device" and message["device"] == device and message["status"] == "connected"
+    return bool(message["op"] == "device" and message["device"] == device and message["status"] == "connected")
 
 
 async def _stop_reading(client: Client) -> None:
