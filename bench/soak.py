@@ -269,7 +269,7 @@ async def _attacker(args: argparse.Namespace, index: int, until: float, counts: 
 
 
 async def attack_main(args: argparse.Namespace) -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     until = time.monotonic() + args.seconds
     counts = {"connections": 0, "refused_or_reset": 0}
@@ -306,7 +306,10 @@ async def run(attackers: int, seconds: float) -> RunResult:
     process = psutil.Process(daemon.proc.pid)
     stop = asyncio.Event()
     tallies = [Tally() for _ in GOOD_TRANSPORTS]
-    clients = [asyncio.create_task(good_client(daemon, t, tally, stop)) for t, tally in zip(GOOD_TRANSPORTS, tallies)]
+    clients = [
+        asyncio.create_task(good_client(daemon, t, tally, stop))
+        for t, tally in zip(GOOD_TRANSPORTS, tallies, strict=True)
+    ]
     pings = asyncio.create_task(pinger(daemon, stop))
     await asyncio.sleep(WARMUP_S)
     attack = None
@@ -373,7 +376,8 @@ async def run(attackers: int, seconds: float) -> RunResult:
 
 def _table(results: list[RunResult]) -> str:
     rows = [
-        "| run | delivered | p50 ms | p99 ms | max ms | RSS start/peak/end MB | fds peak/end | log bytes | /healthz ok | stop |",
+        "| run | delivered | p50 ms | p99 ms | max ms | RSS start/peak/end MB | fds peak/end | log bytes "
+        "| /healthz ok | stop |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
@@ -387,7 +391,7 @@ def _table(results: list[RunResult]) -> str:
 
 
 async def main(args: argparse.Namespace) -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     baseline = await run(0, args.seconds)
     attacked = await run(args.attackers, args.seconds)

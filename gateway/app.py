@@ -184,6 +184,7 @@ class Gateway:
             for session in sessions:
                 session.abort()
         self._abort_http_connections()  # plain HTTP connections (and any WebSocket not yet closed)
+        await self._msgpack.end_connections()  # refused or half-open ones that never had a session
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -275,7 +276,7 @@ def _quiet_resource_exhaustion() -> Callable[[asyncio.AbstractEventLoop, dict[st
     def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         error = context.get("exception")
         if isinstance(error, OSError) and error.errno in _EXHAUSTION_ERRNOS:
-            exhaustion.warning("%s: %s", context.get("message", "resource exhausted"), error.strerror or error)
+            exhaustion.log("%s: %s", context.get("message", "resource exhausted"), error.strerror or error)
             return
         loop.default_exception_handler(context)
 

@@ -149,6 +149,11 @@ class MsgpackStreamReader:
             self._failed = MessageTooLarge(f"a message exceeds the {self.max_message_bytes}-byte limit")
             raise self._failed from None
 
+    def close(self) -> None:
+        """Free the buffer now (the connection ended); the reader accepts nothing after this."""
+        self._unpacker = msgpack.Unpacker(max_buffer_size=1)
+        self._failed = self._failed or ProtocolError("the stream reader is closed")
+
     @property
     def partial_bytes(self) -> int:
         """Bytes held of a message that has begun but not ended (0 between messages)."""

@@ -88,12 +88,14 @@ async def test_partial_requests_are_dropped_after_the_read_timeout_and_memory_re
         await asyncio.sleep(0.5)
         rss_before = _rss(gateway)
         peaks, afters = [], []
-        for _ in range(6):  # memory freed in one round is reused by the next: no round adds to the last
+        for _ in range(4):  # memory freed in one round is reused by the next: no round adds to the last
             peak, after = await _hold_partial_requests_until_dropped(gateway, transport)
             peaks.append(peak)
             afters.append(after)
         assert peaks[0] - rss_before > 8 * MiB  # the partial values were held...
-        assert afters[5] - afters[2] < 3 * MiB, (rss_before, peaks, afters)  # ...and given back each time
+        # ...and given back: four rounds of 12 MiB would leave 48 MiB if it were not (allocator slack aside).
+        assert max(afters) - rss_before < 16 * MiB, (rss_before, peaks, afters)
+        assert max(peaks) - peaks[0] < 8 * MiB, (rss_before, peaks, afters)
         assert max(await _ping_rtts(gateway, 20, transport)) < 0.5
     finally:
         assert await gateway.stop() == 0

@@ -133,7 +133,10 @@ def build_app(
             max_msg_size=server.max_frame_bytes + 1,  # aiohttp refuses frames >= its limit; ours are > max
             heartbeat=server.heartbeat_s or None,
         )
-        await ws.prepare(request)
+        try:
+            await ws.prepare(request)
+        except ConnectionError:
+            return ws
         if request.transport is None:  # the client left during the handshake
             return ws
         transport = WebSocketTransport(ws, request.transport, server.send_buffer_bytes)
@@ -159,12 +162,21 @@ def build_app(
                 except TimeoutError:
                     await session.close(ErrorCode.TIMEOUT, AUTH_TIMEOUT_REASON.format(server.auth_timeout_s))
                     break
-                if message.type == WSMsgType.TEXT:
-                    await _receive_text(session, message.data, server.max_request_bytes)
-                elif message.type == WSMsgType.BINARY:
-                    await session.reject("binary frames are not accepted on /ws: send JSON text frames")
-                elif message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
+                if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
                     break
+                # A client that is not reading its answers is not read either, but its auth deadline holds.
+                left = None if waiting is None else max(auth_deadline - time.monotonic(), 0.0)
+                try:
+                    async with asyncio.timeout(left):
+                        if message.type == WSMsgType.TEXT:
+                            await _receive_text(session, message.data, server.max_request_bytes)
+                        elif message.type == WSMsgType.BINARY:
+                            await session.reject("binary frames are not accepted on /ws: send JSON text frames")
+                except TimeoutError:
+                    await session.close(ErrorCode.TIMEOUT, AUTH_TIMEOUT_REASON.format(server.auth_timeout_s))
+                    break
+        except ConnectionError:  # the peer vanished while we said goodbye
+            pass
         finally:
             session.finish()
         return ws

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
-from gateway.servers.limits import HTTP_RESERVE, ConnectionLimits, Refused, Ticket
+from gateway.servers.limits import HTTP_RESERVE, ConnectionLimits, RateLimitedLog, Refused, Ticket
 from gateway.servers.socket_transport import close_or_abort
 from protocols.errors import ProtocolError
 from protocols.websocket_meter import WebSocketMeter
@@ -23,6 +24,8 @@ log = logging.getLogger(__name__)
 WS_MESSAGE_TOO_BIG = 1009
 WS_TRY_AGAIN_LATER = 1013
 WS_POLICY_VIOLATION = 1008
+#: Connections the guard closes are logged at most once per interval (an attack makes thousands).
+_CLOSURES = RateLimitedLog("connections closed by limits", 10.0, logging.INFO)
 #: Seconds a refused connection stays open for the client to read the refusal.
 REFUSED_LINGER_S = 1.0
 
@@ -64,6 +67,7 @@ class GuardedHttpProtocol(asyncio.Protocol):
         self._in_request = False
         self._header_bytes = 0
         self._meter: WebSocketMeter | None = None
+        self._connected_at = 0.0
         self._on_read_timeout: Callable[[str], None] | None = None
 
     # -- asyncio.Protocol --------------------------------------------------------------------
@@ -72,15 +76,40 @@ class GuardedHttpProtocol(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
         peer = transport.get_extra_info("peername")
+        address = peer[0] if peer else None
         try:
-            self.ticket = self._limits.admit(peer[0] if peer else None, reserve=HTTP_RESERVE)
+            self.ticket = self._limits.admit(address, reserve=HTTP_RESERVE)
         except Refused as refused:
-            self._refuse_early(transport, str(refused))
-            return
+            # The reserve is for /healthz and the like: a newcomer takes the place of the oldest
+            # reserve connection that has not even sent its request yet (an idle or slow one).
+            if not self._evict_a_waiting_reserve_connection():
+                self._refuse_early(transport, str(refused))
+                return
+            try:
+                self.ticket = self._limits.admit(address, reserve=HTTP_RESERVE)
+            except Refused as again:
+                self._refuse_early(transport, str(again))
+                return
+        self._connected_at = time.monotonic()
         self._registry[transport] = self
         self._inner = self._factory()
         self._inner.connection_made(transport)
         self._arm(self._header_timeout_s, self._header_timed_out)
+
+    def _evict_a_waiting_reserve_connection(self) -> bool:
+        waiting = [
+            guard
+            for guard in self._registry.values()
+            if guard.in_reserve and guard._requests == 0 and not guard._in_request and guard._transport is not None
+        ]
+        if not waiting:
+            return False
+        oldest = min(waiting, key=lambda guard: guard._connected_at)
+        assert oldest.ticket is not None
+        assert oldest._transport is not None
+        oldest.ticket.release()  # now: the abort's connection_lost comes a loop iteration later
+        oldest._transport.abort()
+        return True
 
     def _refuse_early(self, transport: asyncio.Transport, reason: str) -> None:
         """Answer 503 and end the connection, reading (and dropping) the request meanwhile.
@@ -199,7 +228,7 @@ class GuardedHttpProtocol(asyncio.Protocol):
     def _read_timed_out(self) -> None:
         self._timer = None
         reason = f"a message begun {self._read_timeout_s:g} s ago is still unfinished (server.read_timeout_s)"
-        log.info("closing a WebSocket: %s", reason)
+        _CLOSURES.log("closing a WebSocket: %s", reason)
         if self._on_read_timeout is not None:
             self._on_read_timeout(reason)
         else:
@@ -207,14 +236,14 @@ class GuardedHttpProtocol(asyncio.Protocol):
 
     def _refuse_http(self, status: str, reason: str) -> None:
         assert self._transport is not None
-        log.info("closing an HTTP connection: %s", reason)
+        _CLOSURES.log("closing an HTTP connection: %s", reason)
         self._transport.write(_http_error(status, reason))
         close_or_abort(self._transport)
 
     def _close_ws(self, code: int, reason: str) -> None:
         """Send a close frame ourselves and drop the connection (aiohttp's reader may be mid-frame)."""
         assert self._transport is not None
-        log.info("closing a WebSocket with %d: %s", code, reason)
+        _CLOSURES.log("closing a WebSocket with %d: %s", code, reason)
         self._transport.write(_ws_close_frame(code, reason))
         close_or_abort(self._transport)
 

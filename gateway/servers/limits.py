@@ -119,27 +119,29 @@ class ConnectionLimits:
 
     def _refuse(self, reason: str) -> None:
         self.refused += 1
-        self._exhaustion.warning("refusing connections: %s", reason)
+        self._exhaustion.log("refusing connections: %s", reason)
         raise Refused(reason)
 
 
 class RateLimitedLog:
     """Logs a recurring condition once per `interval_s`, with how often it happened meanwhile."""
 
-    def __init__(self, what: str, interval_s: float) -> None:
+    def __init__(self, what: str, interval_s: float, level: int = logging.WARNING) -> None:
         self.what = what
+        self.level = level
         self.interval_s = interval_s
         self._last = -float("inf")
         self._suppressed = 0
 
-    def warning(self, message: str, *args: object) -> bool:
+    def log(self, message: str, *args: object) -> bool:
         """Log now unless logged less than `interval_s` ago; return True when it logged."""
         now = time.monotonic()
         if now - self._last < self.interval_s:
             self._suppressed += 1
             return False
         suppressed, self._suppressed, self._last = self._suppressed, 0, now
-        log.warning(
+        log.log(
+            self.level,
             "%s (%d more like it since the last such line; logged at most once per %.0f s)",
             message % args,
             suppressed,

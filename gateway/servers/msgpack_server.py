@@ -16,7 +16,7 @@ from gateway.core.client import Hub
 from gateway.errors import ErrorCode
 from gateway.faces.native.session import Session
 from gateway.servers.http import AUTH_TIMEOUT_REASON
-from gateway.servers.limits import ConnectionLimits, Refused, Ticket
+from gateway.servers.limits import ConnectionLimits, RateLimitedLog, Refused, Ticket
 from gateway.servers.socket_transport import CLOSE_DRAIN_S, SocketTransport, close_or_abort
 from gateway.wire import Encoding, encode
 from protocols.errors import ProtocolError
@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 READ_SIZE = 65536
 _PARTIAL_REASON = "a request begun {:g} s ago is still unfinished (server.read_timeout_s)"
 _IDLE_REASON = "nothing received for {:g} s (server.idle_timeout_s; send ping to stay connected)"
+_TIMEOUTS = RateLimitedLog("msgpack clients timed out", 10.0, logging.INFO)
 _BUDGET_REASON = "too many unfinished requests on the gateway (server.max_partial_bytes); try again later"
 
 
@@ -68,6 +69,7 @@ class MsgpackServer:
         self._hub = hub
         self._limits = limits
         self._servers: list[asyncio.Server] = []
+        self._handlers: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
         self._unix_path: Path | None = None
         self.tcp_port: int | None = None
 
@@ -107,7 +109,25 @@ class MsgpackServer:
             with contextlib.suppress(OSError):
                 self._unix_path.unlink()
 
+    async def end_connections(self, timeout_s: float = 1.0) -> None:
+        """Abort every connection still open and wait (at most `timeout_s`) for their handlers to end."""
+        for writer in self._handlers.values():
+            writer.transport.abort()
+        if self._handlers:
+            await asyncio.wait(list(self._handlers), timeout=timeout_s)
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers[task] = writer
+        try:
+            await self._serve_connection(reader, writer)
+        except (ConnectionError, OSError) as error:  # the peer vanished while we said goodbye
+            log.debug("msgpack connection ended: %s", error)
+        finally:
+            del self._handlers[task]
+
+    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peername = writer.get_extra_info("peername")
         # The source address without the port: auth throttling counts failures per address.
         peer = str(peername[0]) if isinstance(peername, tuple) else "unix"
@@ -134,6 +154,9 @@ class MsgpackServer:
             ticket.release()
             session.finish()
             close_or_abort(writer.transport)
+            # Exceptions and tasks keep this frame alive in reference cycles until the cyclic
+            # collector runs; the up to max_frame_bytes of a partial request must not wait for it.
+            decoder.close()
 
     async def _read(
         self, reader: asyncio.StreamReader, decoder: MsgpackStreamReader, session: Session, ticket: Ticket
@@ -157,7 +180,7 @@ class MsgpackServer:
                 async with asyncio.timeout_at(None if deadline == math.inf else _loop_time(deadline)):
                     data = await reader.read(READ_SIZE)
             except TimeoutError:
-                log.info("client %s: %s", session.id, reason)
+                _TIMEOUTS.log("closing msgpack client %s: %s", session.id, reason)
                 await session.close(ErrorCode.TIMEOUT, reason)
                 return
             if not data:
@@ -167,8 +190,15 @@ class MsgpackServer:
             if not ticket.hold_partial(decoder.partial_bytes):
                 await session.close(ErrorCode.UNAVAILABLE, _BUDGET_REASON)
                 return
-            while (message := decoder.next_message()) is not None:
-                await session.receive(*message)
+            # A client that is not reading its answers is not read either, but its auth deadline holds.
+            waiting_for_auth = not session.client.authenticated and auth_deadline != math.inf
+            try:
+                async with asyncio.timeout_at(_loop_time(auth_deadline) if waiting_for_auth else None):
+                    while (message := decoder.next_message()) is not None:
+                        await session.receive(*message)
+            except TimeoutError:
+                await session.close(ErrorCode.TIMEOUT, AUTH_TIMEOUT_REASON.format(server.auth_timeout_s))
+                return
             # Time spent waiting for a client to read its answers is not time it was idle.
             last_read = time.monotonic()
             if not decoder.partial_bytes:
