@@ -27,6 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -295,6 +296,8 @@ class RunResult:
     fds_end: int
     log_bytes: int
     healthz_ok_during: float
+    healthz_outcomes: dict[str, int]
+    loop_lag_max_ms: float
     stop_exit_code: int | None
     stop_s: float
     attack_counts: dict[str, int]
@@ -327,6 +330,8 @@ async def run(attackers: int, seconds: float) -> RunResult:
         tally.window_start, tally.window_end = start, start + seconds
     rss_peak, fds_peak = rss_start, process.num_fds()
     health_ok = health_total = 0
+    health_outcomes: Counter[str] = Counter()
+    loop_lag_max_ms = 0.0
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
         while time.time() < start + seconds:
             await asyncio.sleep(SAMPLE_PERIOD_S)
@@ -334,9 +339,15 @@ async def run(attackers: int, seconds: float) -> RunResult:
             fds_peak = max(fds_peak, process.num_fds())
             if int(time.time() * 4) % 4 == 0:
                 health_total += 1
-                with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                try:
                     async with http.get(f"http://{HOST}:{daemon.http_port}/healthz") as response:
                         health_ok += response.status == 200
+                        health_outcomes[str(response.status)] += 1
+                        if response.status in (200, 503):
+                            body = await response.json()
+                            loop_lag_max_ms = max(loop_lag_max_ms, body["loop_lag_max_ms"])
+                except (aiohttp.ClientError, TimeoutError) as error:
+                    health_outcomes[type(error).__name__] += 1
     log_bytes = daemon.log_path.stat().st_size - log_start
     counts: dict[str, int] = {}
     if attack is not None:
@@ -368,6 +379,8 @@ async def run(attackers: int, seconds: float) -> RunResult:
         fds_end=fds_end,
         log_bytes=log_bytes,
         healthz_ok_during=health_ok / health_total if health_total else float("nan"),
+        healthz_outcomes=dict(health_outcomes),
+        loop_lag_max_ms=loop_lag_max_ms,
         stop_exit_code=code,
         stop_s=stop_s,
         attack_counts=counts,
@@ -399,7 +412,9 @@ async def main(args: argparse.Namespace) -> None:
     print(_table(results))
     print(
         f"attacked/baseline: delivered ratio {attacked.delivered_ratio / baseline.delivered_ratio:.4f}, "
-        f"p99 {attacked.p99_ms / baseline.p99_ms:.2f}x; attack connections: {attacked.attack_counts}"
+        f"p99 {attacked.p99_ms / baseline.p99_ms:.2f}x; attack connections: {attacked.attack_counts}; "
+        f"/healthz answers {baseline.healthz_outcomes} / {attacked.healthz_outcomes}; "
+        f"loop lag max {baseline.loop_lag_max_ms:.0f} / {attacked.loop_lag_max_ms:.0f} ms"
     )
     RESULTS_DIR.mkdir(exist_ok=True)
     out = RESULTS_DIR / f"soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"

@@ -26,6 +26,7 @@ class WebSocketMeter:
         self._message_bytes = 0  # bytes of the unfinished data message, headers included
         self._message_payload = 0  # payload bytes of its complete fragments
         self._frame_length = 0
+        self._completed = 0
         self._frame_bytes = 0  # bytes of the current frame so far, headers included
         self._frame_final = False
         self._frame_control = False
@@ -35,10 +36,15 @@ class WebSocketMeter:
         """Bytes received of a message or frame that has not ended (0 between messages)."""
         return self._message_bytes + self._frame_bytes
 
-    def feed(self, data: bytes) -> None:
-        """Account for bytes received from the client; raise `ProtocolError` on an oversized header."""
+    def feed(self, data: bytes, max_messages: int | None = None) -> tuple[int, int]:
+        """Account for bytes received from the client; raise `ProtocolError` on an oversized header.
+
+        Stops right after the `max_messages`-th data message that ends in `data` (None: reads all);
+        returns how many bytes it took and how many data messages ended in them.
+        """
         index, end = 0, len(data)
-        while index < end:
+        self._completed = 0
+        while index < end and (max_messages is None or self._completed < max_messages):
             if self._payload_left:
                 taken = min(self._payload_left, end - index)
                 self._payload_left -= taken
@@ -54,6 +60,7 @@ class WebSocketMeter:
             if need is not None and len(self._header) == need:
                 self._start_frame(bytes(self._header))
                 self._header.clear()
+        return index, self._completed
 
     def _start_frame(self, header: bytes) -> None:
         opcode = header[0] & _OPCODE
@@ -81,6 +88,7 @@ class WebSocketMeter:
             return
         if self._frame_final:
             self._message_bytes = self._message_payload = 0
+            self._completed += 1
         else:
             self._message_bytes += self._frame_bytes
             self._message_payload += self._frame_length

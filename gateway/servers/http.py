@@ -164,6 +164,8 @@ def build_app(
                     break
                 if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
                     break
+                if guard is not None and message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
+                    guard.message_taken()
                 # A client that is not reading its answers is not read either, but its auth deadline holds.
                 left = None if waiting is None else max(auth_deadline - time.monotonic(), 0.0)
                 try:

@@ -26,6 +26,8 @@ WS_TRY_AGAIN_LATER = 1013
 WS_POLICY_VIOLATION = 1008
 #: Connections the guard closes are logged at most once per interval (an attack makes thousands).
 _CLOSURES = RateLimitedLog("connections closed by limits", 10.0, logging.INFO)
+#: WebSocket data messages aiohttp may hold for a handler that is not taking them.
+MAX_QUEUED_MESSAGES = 64
 #: Seconds a refused connection stays open for the client to read the refusal.
 REFUSED_LINGER_S = 1.0
 
@@ -68,6 +70,9 @@ class GuardedHttpProtocol(asyncio.Protocol):
         self._header_bytes = 0
         self._meter: WebSocketMeter | None = None
         self._connected_at = 0.0
+        self._held = b""  # WebSocket bytes not yet handed to aiohttp (its queue is full)
+        self._queued = 0  # data messages handed to aiohttp and not yet taken by the handler
+        self._paused = False
         self._on_read_timeout: Callable[[str], None] | None = None
 
     # -- asyncio.Protocol --------------------------------------------------------------------
@@ -128,9 +133,10 @@ class GuardedHttpProtocol(asyncio.Protocol):
         if self._inner is None or self._transport is None or self._transport.is_closing():
             return
         if self._meter is not None:
-            if not self._meter_feed(data):
-                return
-        elif not self._in_request:
+            self._held += data
+            self._pump()
+            return
+        if not self._in_request:
             self._header_bytes += len(data)
             assert self.ticket is not None
             if not self.ticket.hold_partial(self._header_bytes):
@@ -187,14 +193,49 @@ class GuardedHttpProtocol(asyncio.Protocol):
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _meter_feed(self, data: bytes) -> bool:
+    def message_taken(self) -> None:
+        """The WebSocket handler took one data message from aiohttp's queue."""
+        self._queued = max(self._queued - 1, 0)
+        if self._held and self._queued < MAX_QUEUED_MESSAGES // 2:
+            self._pump()
+
+    def _pump(self) -> None:
+        """Hand aiohttp whole messages while fewer than `MAX_QUEUED_MESSAGES` wait for the handler.
+
+        aiohttp's reader pauses by queued payload bytes, so one-byte messages would pile up by the
+        hundred thousand in one read; past the cap the rest waits here and the socket is not read.
+        """
+        assert self._meter is not None
+        assert self._inner is not None
+        assert self._transport is not None
+        while self._held and self._queued < MAX_QUEUED_MESSAGES:
+            try:
+                taken, messages = self._meter.feed(self._held, MAX_QUEUED_MESSAGES - self._queued)
+            except ProtocolError as error:
+                self._held = b""
+                self._close_ws(WS_MESSAGE_TOO_BIG, str(error))
+                return
+            chunk, self._held = self._held[:taken], self._held[taken:]
+            self._queued += messages
+            if not self._track_partial():
+                self._held = b""
+                return
+            self._inner.data_received(chunk)
+            if self._transport.is_closing():
+                return
+        if self._held:
+            self._paused = True
+            if self._transport.is_reading():
+                self._transport.pause_reading()
+        elif self._paused:
+            self._paused = False
+            # aiohttp pauses reading too, when its queue holds many bytes: leave that pause alone.
+            if not getattr(self._inner, "_reading_paused", False) and not self._transport.is_reading():
+                self._transport.resume_reading()
+
+    def _track_partial(self) -> bool:
         assert self._meter is not None
         assert self.ticket is not None
-        try:
-            self._meter.feed(data)
-        except ProtocolError as error:
-            self._close_ws(WS_MESSAGE_TOO_BIG, str(error))
-            return False
         partial = self._meter.partial_bytes
         if not self.ticket.hold_partial(partial):
             self._close_ws(WS_TRY_AGAIN_LATER, "too many unfinished messages on the gateway; try again later")
