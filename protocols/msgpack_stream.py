@@ -129,46 +129,77 @@ class MsgpackStreamReader:
         self._unpacker = msgpack.Unpacker(
             raw=False, strict_map_key=False, max_buffer_size=max_message_bytes + read_size
         )
-        self._guard = _SizeGuard(max_message_bytes)
         self._failed: ProtocolError | None = None
         # The unpacker parses partial values incrementally, so tell() moves before a value is complete:
         # a value starts where the previous one ended.
         self._message_start = 0
+        self._received = 0  # stream bytes fed so far
+        # Headers are walked only for the value still incomplete when the unpacker runs out of data:
+        # complete values (nearly all of them) cost nothing extra. `_tail` holds the stream from
+        # `_tail_start` on; the guard has walked the value at `_guard_start` up to `_walked`.
+        self._tail = bytearray()
+        self._tail_start = 0
+        self._guard = _SizeGuard(max_message_bytes)
+        self._guard_start = 0
+        self._walked = 0
 
     def receive_data(self, data: bytes) -> None:
         """Add bytes read from the socket; raise `MessageTooLarge` when a value cannot fit."""
         if self._failed:
             raise self._failed
         try:
-            self._guard.feed(data)
             self._unpacker.feed(data)
-        except MessageTooLarge as error:
-            self._failed = error
-            raise
+            self._tail += data
+            self._received += len(data)
         except msgpack.BufferFull:
             self._failed = MessageTooLarge(f"a message exceeds the {self.max_message_bytes}-byte limit")
             raise self._failed from None
 
+    def _check_incomplete(self) -> None:
+        """Walk the headers of the incomplete value at the end of the stream (bytes not walked yet)."""
+        start = self._message_start
+        del self._tail[: start - self._tail_start]
+        self._tail_start = start
+        if self._guard_start != start:
+            self._guard = _SizeGuard(self.max_message_bytes)
+            self._guard_start = self._walked = start
+        try:
+            self._guard.feed(bytes(self._tail[self._walked - start :]))
+        except MessageTooLarge as error:
+            self._failed = error
+            raise
+        self._walked = self._received
+
     def close(self) -> None:
         """Free the buffer now (the connection ended); the reader accepts nothing after this."""
         self._unpacker = msgpack.Unpacker(max_buffer_size=1)
+        self._tail = bytearray()
         self._failed = self._failed or ProtocolError("the stream reader is closed")
 
     @property
     def partial_bytes(self) -> int:
-        """Bytes held of a message that has begun but not ended (0 between messages)."""
-        return self._guard.partial_bytes
+        """Bytes held of a message that has begun but not ended (0 between messages).
+
+        Exact once `next_message` has returned None.
+        """
+        return self._received - self._message_start
 
     def next_message(self) -> tuple[object, int] | None:
-        """The next complete value and its size in bytes, or None until more bytes arrive."""
+        """The next complete value and its size in bytes, or None until more bytes arrive.
+
+        Raises `MessageTooLarge` as soon as the headers of an incomplete value promise too much.
+        """
         if self._failed:
             raise self._failed
         start = self._message_start
         try:
             value = self._unpacker.unpack()
         except msgpack.OutOfData:
+            self._check_incomplete()
             return None
         except (ValueError, TypeError, msgpack.StackError) as error:
+            if "exceeds max_" in str(error):  # the unpacker's own length limits: say which value and why
+                self._check_incomplete()
             # FormatError and ExtraData are ValueErrors; an unhashable map key is a TypeError.
             detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
             self._failed = ProtocolError(f"undecodable msgpack at stream byte {start} ({detail})")

@@ -69,9 +69,8 @@ def test_garbage_after_good_messages_keeps_them_then_fails_for_good() -> None:
 
 def test_message_over_the_limit() -> None:
     reader = MsgpackStreamReader(100, read_size=64)
-    with pytest.raises(MessageTooLarge, match="a message of at least 152 bytes exceeds the 100-byte limit"):
-        reader.receive_data(msgpack.packb("x" * 150))
-    with pytest.raises(MessageTooLarge):
+    reader.receive_data(msgpack.packb("x" * 150))
+    with pytest.raises(MessageTooLarge, match="a message of 152 bytes exceeds the 100-byte limit"):
         reader.next_message()
 
 
@@ -79,8 +78,9 @@ def test_buffer_cannot_grow_past_the_limit() -> None:
     reader = MsgpackStreamReader(100, read_size=64)
     reader.receive_data(b"\x91" * 40)  # nested arrays: small headers, each promising one more byte
     assert reader.next_message() is None
+    reader.receive_data(b"\x91" * 70)
     with pytest.raises(MessageTooLarge, match="exceeds the 100-byte limit"):
-        reader.receive_data(b"\x91" * 70)
+        reader.next_message()
 
 
 def test_deep_nesting_is_refused() -> None:
@@ -126,21 +126,22 @@ def test_no_input_crashes_or_hangs(chunks: list[bytes]) -> None:
 )
 def test_a_header_promising_too_much_is_refused_before_its_payload(header: bytes) -> None:
     reader = MsgpackStreamReader(1024)
+    reader.receive_data(header)
     with pytest.raises(MessageTooLarge, match="promises a message of at least"):
-        reader.receive_data(header)
-    with pytest.raises(MessageTooLarge):
         reader.next_message()
+    with pytest.raises(MessageTooLarge):
+        reader.receive_data(b"x")
 
 
 def test_partial_bytes_count_the_unfinished_message_only() -> None:
     reader = MsgpackStreamReader(1024)
     whole = msgpack.packb({"op": "ping", "id": 1})
     reader.receive_data(whole + whole[:5])
+    assert drain(reader) == [({"op": "ping", "id": 1}, len(whole))]
     assert reader.partial_bytes == 5
-    assert drain(reader) == [({"op": "ping", "id": 1}, len(whole))]
     reader.receive_data(whole[5:])
-    assert reader.partial_bytes == 0
     assert drain(reader) == [({"op": "ping", "id": 1}, len(whole))]
+    assert reader.partial_bytes == 0
 
 
 @settings(max_examples=300)

@@ -8,8 +8,12 @@ always find a descriptor.
 
 from __future__ import annotations
 
+import asyncio
+import ctypes
+import gc
 import logging
 import resource
+import sys
 import time
 from collections import Counter
 
@@ -31,6 +35,39 @@ def raise_open_file_limit() -> int:
         except (ValueError, OSError) as error:
             log.warning("cannot raise the open-file limit from %d to %d: %s", soft, hard, error)
     return soft if soft != resource.RLIM_INFINITY else 1 << 20
+
+
+#: A connection that ends holding this much of an unfinished request triggers a garbage collection.
+LARGE_PARTIAL_BYTES = 64 * 1024
+#: At most one such collection per this many seconds.
+COLLECT_INTERVAL_S = 1.0
+_collect_pending = False
+_malloc_trim = getattr(ctypes.CDLL(None), "malloc_trim", None) if sys.platform == "linux" else None
+_last_collect = -float("inf")
+
+
+def _collect_garbage_soon() -> None:
+    """Run the cyclic collector shortly (once per interval at most).
+
+    A closed connection's buffers sit in reference cycles (tasks, exceptions and their frames)
+    until the collector runs, which counts objects, not bytes: megabytes of unfinished requests
+    would otherwise stay allocated long after the attack that sent them.
+    """
+    global _collect_pending
+    if _collect_pending:
+        return
+    _collect_pending = True
+
+    def collect() -> None:
+        global _collect_pending, _last_collect
+        _collect_pending = False
+        _last_collect = time.monotonic()
+        gc.collect()
+        if _malloc_trim is not None:
+            _malloc_trim(0)  # glibc keeps freed heap pages otherwise; this hands them back to the OS
+
+    delay = max(0.1, _last_collect + COLLECT_INTERVAL_S - time.monotonic())
+    asyncio.get_running_loop().call_later(delay, collect)
 
 
 class Refused(Exception):
@@ -67,6 +104,8 @@ class Ticket:
         if self._released:
             return
         self._released = True
+        if self.partial >= LARGE_PARTIAL_BYTES:
+            _collect_garbage_soon()
         self.hold_partial(0)
         self._limits.drop(self)
 
