@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgpack
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols.errors import ProtocolError
