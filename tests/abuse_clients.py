@@ -83,8 +83,9 @@ async def read_until_closed(reader: asyncio.StreamReader, timeout: float) -> byt
     """Everything the gateway sends until it closes the connection (TimeoutError if it does not)."""
     chunks = []
     async with asyncio.timeout(timeout):
-        while data := await reader.read(65536):
-            chunks.append(data)
+        with contextlib.suppress(ConnectionResetError):  # an abort after the last bytes is a close too
+            while data := await reader.read(65536):
+                chunks.append(data)
     return b"".join(chunks)
 
 
