@@ -86,3 +86,7 @@ class Adapter(abc.ABC, Generic[OptionsT]):
 
     async def close(self) -> None:
         """Put the device in its safe state before the gateway stops (called after `run` is cancelled)."""
+
+    def outputs(self) -> Mapping[str, Any]:
+        """What the actuators output now, as plain values (logged with the safe state at shutdown)."""
+        return {}

@@ -1,17 +1,21 @@
 """The gateway process: wires bus, supervisor and servers, and runs the start/stop lifecycle.
 
-Shutdown order: stop listening → close clients with `going_away` → stop adapters (safe states) →
-flush logs. The process never exits because a device failed.
+Shutdown: stop listening, then at once and side by side: every device to its safe state (e-stop,
+then close) and every client closed with `going_away` (each close bounded; a client that does not
+read is aborted). The whole stop is bounded by `STOP_DEADLINE_S`, well inside systemd's
+`TimeoutStopSec`. The process never exits because a device failed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -25,12 +29,18 @@ from gateway.errors import ErrorCode
 from gateway.metrics import Metrics
 from gateway.sdnotify import Notifier
 from gateway.servers.http import build_app
+from gateway.servers.http_guard import GuardedHttpProtocol, guarded_factory
+from gateway.servers.limits import ConnectionLimits, RateLimitedLog, raise_open_file_limit
 from gateway.servers.msgpack_server import MsgpackServer
 from gateway.servers.tls import server_context
 from gateway.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
 
+#: Seconds the whole shutdown may take before what is left is aborted (systemd waits 15 s).
+STOP_DEADLINE_S = 5.0
+#: Seconds allowed for closing client sessions before their sockets are aborted.
+CLIENTS_CLOSE_S = 2.5
 #: Event-loop lag (s) beyond which /healthz answers 503.
 UNHEALTHY_LAG_S = 0.5
 _LAG_PERIOD_S = 0.25
@@ -82,8 +92,10 @@ class Gateway:
         self.monitor = LoopMonitor()
         self.metrics = Metrics(self.hub, lambda: self.monitor.lag)
         self._runner: web.AppRunner | None = None
-        self._site: web.TCPSite | None = None
-        self._msgpack = MsgpackServer(self.hub)
+        self._http_server: asyncio.Server | None = None
+        self._guards: dict[asyncio.BaseTransport, GuardedHttpProtocol] = {}
+        self.limits = ConnectionLimits(config.server, raise_open_file_limit())
+        self._msgpack = MsgpackServer(self.hub, self.limits)
         self.http_port: int | None = None
         self.started = time.time()
 
@@ -100,16 +112,35 @@ class Gateway:
         server = self.config.server
         self.monitor.start()
         self.supervisor.start()
-        app = build_app(self.hub, self.health, self.metrics.render)
-        self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+        app = build_app(self.hub, self.health, self.metrics.render, self._guards)
+        self._runner = web.AppRunner(
+            app,
+            handle_signals=False,
+            access_log=None,
+            shutdown_timeout=1.0,
+            max_headers=server.http_max_headers,
+            max_field_size=server.http_max_field_bytes,
+            max_line_size=server.http_max_field_bytes,
+        )
         await self._runner.setup()
         tls = server_context(server)
-        self._site = web.TCPSite(self._runner, server.host, server.http_port, reuse_address=True, ssl_context=tls)
+        assert self._runner.server is not None
+        factory = guarded_factory(
+            self._runner.server, self.limits, server.http_header_timeout_s, server.read_timeout_s, self._guards
+        )
         try:
-            await self._site.start()
+            self._http_server = await asyncio.get_running_loop().create_server(
+                factory,
+                server.host,
+                server.http_port,
+                reuse_address=True,
+                ssl=tls,
+                # A TLS handshake is part of the request headers' time.
+                ssl_handshake_timeout=server.http_header_timeout_s if tls else None,
+            )
         except OSError as error:
             raise OSError(error.errno, f"HTTP {server.host}:{server.http_port}: {error.strerror or error}") from None
-        self.http_port = self._runner.addresses[0][1]
+        self.http_port = self._http_server.sockets[0].getsockname()[1]
         await self._msgpack.start(server.host, server.msgpack_port, server.unix_socket, tls)
         http, websocket, stream = ("https", "wss", "tls") if tls else ("http", "ws", "tcp")
         log.info(
@@ -120,25 +151,47 @@ class Gateway:
                 "msgpack": f"{stream}://{server.host}:{self.msgpack_port}" if self.msgpack_port else None,
                 "unix": server.unix_socket or None,
                 "devices": sorted(self.supervisor.devices),
+                "max_clients": self.limits.max_clients,
             },
         )
 
     async def stop(self) -> None:
-        """Stop listening, close clients with `going_away`, stop adapters."""
+        """Stop listening; put devices in their safe state while clients are closed; bounded in time."""
         log.info("stopping")
         self._msgpack.stop_listening()
-        if self._site is not None:
-            await self._site.stop()
-        sessions = list(self.hub.sessions)
-        await asyncio.gather(
-            *(session.close(ErrorCode.GOING_AWAY, "gateway shutting down") for session in sessions),
-            return_exceptions=True,
-        )
-        if self._runner is not None:
-            await self._runner.cleanup()
-        await self.supervisor.stop()
+        if self._http_server is not None:
+            self._http_server.close()
+        devices = asyncio.create_task(self.supervisor.stop(), name="devices-safe-state")
+        try:
+            async with asyncio.timeout(STOP_DEADLINE_S):
+                await asyncio.gather(self._close_clients(), devices, return_exceptions=True)
+        except TimeoutError:
+            log.error("shutdown took over %.1f s; aborting what is left", STOP_DEADLINE_S)
+            self._abort_http_connections()
         self.monitor.stop()
         log.info("stopped")
+
+    async def _close_clients(self) -> None:
+        """Close every session with `going_away`; abort the sockets of those that do not drain."""
+        sessions = list(self.hub.sessions)
+        try:
+            async with asyncio.timeout(CLIENTS_CLOSE_S):
+                await asyncio.gather(
+                    *(session.close(ErrorCode.GOING_AWAY, "gateway shutting down") for session in sessions),
+                    return_exceptions=True,
+                )
+        except TimeoutError:
+            for session in sessions:
+                session.abort()
+        self._abort_http_connections()  # plain HTTP connections (and any WebSocket not yet closed)
+        await self._msgpack.end_connections()  # refused or half-open ones that never had a session
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def _abort_http_connections(self) -> None:
+        for transport in list(self._guards):
+            if isinstance(transport, asyncio.WriteTransport):
+                transport.abort()
 
     def healthy(self) -> bool:
         """True while the event loop keeps up and every adapter task is alive."""
@@ -182,6 +235,7 @@ async def serve(config: Config) -> int:
     notifier = Notifier()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(_quiet_resource_exhaustion())
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     try:
@@ -205,3 +259,25 @@ async def serve(config: Config) -> int:
                 loop.remove_signal_handler(signum)
             # A repeated signal while the process winds down must not turn a clean exit into a kill.
             signal.signal(signum, signal.SIG_IGN)
+
+
+#: errno values that mean the process or the system ran out of something (descriptors, memory).
+_EXHAUSTION_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+
+
+def _quiet_resource_exhaustion() -> Callable[[asyncio.AbstractEventLoop, dict[str, Any]], None]:
+    """An exception handler that logs "out of descriptors" on accept() once per interval, without traceback.
+
+    asyncio reports every failed accept() with a traceback, thousands a second under a connection
+    flood; everything else goes to the default handler.
+    """
+    exhaustion = RateLimitedLog("resource exhaustion", 10.0)
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        error = context.get("exception")
+        if isinstance(error, OSError) and error.errno in _EXHAUSTION_ERRNOS:
+            exhaustion.log("%s: %s", context.get("message", "resource exhausted"), error.strerror or error)
+            return
+        loop.default_exception_handler(context)
+
+    return handle

@@ -39,6 +39,17 @@ class ServerConfig:
     listeners. Sizes are in bytes, times in seconds, rates in requests per second.
     `send_buffer_bytes` caps each client socket's kernel send buffer (0: the OS default), so a client
     that stops reading holds at most that much; past it, its mailbox keeps only the newest samples.
+
+    Abuse limits: `max_clients` connections in all (WebSocket, msgpack TCP and Unix, and HTTP
+    requests in progress), at most `max_clients_per_peer` from one IP address, and never more than
+    the open-file limit allows after keeping `fd_reserve` descriptors for devices and `/healthz`.
+    A client must authenticate within `auth_timeout_s` (when tokens are set), finish a request it
+    has begun within `read_timeout_s`, and on the msgpack socket send something at least every
+    `idle_timeout_s` (`ping` is enough). All connections together may hold `max_partial_bytes` of
+    requests that have begun but not ended. An HTTP request's headers must arrive within
+    `http_header_timeout_s`, in at most `http_max_headers` lines of at most `http_max_field_bytes`.
+    `max_queued_bytes` of results may wait for a client that does not read before the gateway
+    stops reading its requests. Timeouts of 0 are off.
     """
 
     host: str = "127.0.0.1"
@@ -61,6 +72,17 @@ class ServerConfig:
     #: (https://, wss://); the Unix socket stays plain (file permissions guard it).
     tls_cert: str = ""
     tls_key: str = ""
+    max_clients: int = field(default=1000, metadata=_range(1, 1_000_000))
+    max_clients_per_peer: int = field(default=64, metadata=_range(1, 1_000_000))
+    fd_reserve: int = field(default=64, metadata=_range(16, 100_000))
+    auth_timeout_s: float = field(default=10.0, metadata=_range(0, 3600))
+    read_timeout_s: float = field(default=10.0, metadata=_range(0, 3600))
+    idle_timeout_s: float = field(default=120.0, metadata=_range(0, 86400))
+    max_partial_bytes: int = field(default=16 * 1024 * 1024, metadata=_range(4096, 4 * 1024 * 1024 * 1024))
+    max_queued_bytes: int = field(default=1024 * 1024, metadata=_range(4096, 1024 * 1024 * 1024))
+    http_header_timeout_s: float = field(default=10.0, metadata=_range(0.1, 3600))
+    http_max_headers: int = field(default=64, metadata=_range(8, 10_000))
+    http_max_field_bytes: int = field(default=8190, metadata=_range(256, 1024 * 1024))
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,6 +307,10 @@ def parse(document: dict[str, Any]) -> Config:
         )
     if config.server.max_frame_bytes < config.server.max_request_bytes:
         raise ConfigError("server.max_frame_bytes", "must be at least server.max_request_bytes")
+    if config.server.max_clients_per_peer > config.server.max_clients:
+        raise ConfigError("server.max_clients_per_peer", "must be at most server.max_clients")
+    if config.server.max_partial_bytes < config.server.max_frame_bytes:
+        raise ConfigError("server.max_partial_bytes", "must be at least server.max_frame_bytes")
     return config
 
 

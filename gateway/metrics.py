@@ -11,6 +11,7 @@ from prometheus_client.registry import Collector
 
 from gateway.bus import FRAMES_ENCODED
 from gateway.core.client import Hub
+from gateway.errors import ErrorCode
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -60,10 +61,20 @@ class _GatewayCollector(Collector):
         yield GaugeMetricFamily("hwgw_event_loop_lag_seconds", "Last measured event-loop lag", value=self._loop_lag())
 
 
+#: The device label of commands for a device id that is not configured (the id is client input).
+UNKNOWN_DEVICE_LABEL = "unknown"
+
+
 class Metrics:
-    """The gateway's own Prometheus registry."""
+    """The gateway's own Prometheus registry; every label set is bounded by the configuration.
+
+    Command latency is labelled by configured device id (anything else is `unknown`) and by outcome,
+    an `ErrorCode` value or `ok`; client series exist only while the client is connected.
+    """
 
     def __init__(self, hub: Hub, loop_lag: Callable[[], float]) -> None:
+        self._devices = hub.supervisor.devices
+        self._outcomes = frozenset({"ok", *(code.value for code in ErrorCode)})
         self.registry = CollectorRegistry(auto_describe=True)
         self.registry.register(_GatewayCollector(hub, loop_lag))
         self.command_latency = Histogram(
@@ -76,8 +87,10 @@ class Metrics:
         self.started = time.time()
 
     def observe_command(self, device: str, outcome: str, seconds: float) -> None:
-        """Record one command's latency."""
-        self.command_latency.labels(device, outcome).observe(seconds)
+        """Record one command's latency (s); unconfigured device ids count under `unknown`."""
+        device_label = device if device in self._devices else UNKNOWN_DEVICE_LABEL
+        outcome_label = outcome if outcome in self._outcomes else ErrorCode.INTERNAL_ERROR.value
+        self.command_latency.labels(device_label, outcome_label).observe(seconds)
 
     def render(self) -> bytes:
         """The text exposition format."""

@@ -20,6 +20,12 @@ from gateway.config import DeviceConfig, SupervisorConfig
 
 log = logging.getLogger(__name__)
 
+#: Seconds an adapter's e-stop may take at shutdown, and its close after it (systemd waits 15 s).
+ESTOP_AT_STOP_S = 1.0
+CLOSE_AT_STOP_S = 3.0
+#: Seconds between the e-stop and cancelling the adapters, for cyclic loops to send the stop.
+SAFE_STATE_SETTLE_S = 0.05
+
 
 class DeviceHandle:
     """One configured device: its adapter, availability and restart count."""
@@ -84,18 +90,44 @@ class Supervisor:
         return all(h.task is not None and not h.task.done() for h in self.devices.values())
 
     async def stop(self) -> None:
-        """Cancel every adapter, then let each apply its safe state."""
-        tasks = [h.task for h in self.devices.values() if h.task is not None]
+        """Put every device in its safe state, all at once: e-stop, cancel, close; log each outcome.
+
+        The e-stop comes first so that actuators stop even when a device's close is slow, and
+        while its task still runs, so that the stop reaches the hardware (a cyclic loop sends it).
+        """
+        handles = list(self.devices.values())
+        await asyncio.gather(*(self._estop(handle) for handle in handles))
+        await asyncio.sleep(SAFE_STATE_SETTLE_S)
+        tasks = [h.task for h in handles if h.task is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        for handle in self.devices.values():
-            try:
-                async with asyncio.timeout(self._config.stop_timeout_s):
-                    await handle.adapter.close()
-            except Exception:
-                log.exception("device %s failed to close cleanly", handle.id)
-            handle.set_status("stopped", "gateway stopped")
+        await asyncio.gather(*(self._close(handle) for handle in handles))
+
+    async def _estop(self, handle: DeviceHandle) -> None:
+        try:
+            async with asyncio.timeout(ESTOP_AT_STOP_S):
+                await handle.adapter.estop()
+        except Exception as error:
+            log.warning("device %s: e-stop at shutdown failed: %s: %s", handle.id, type(error).__name__, error)
+
+    async def _close(self, handle: DeviceHandle) -> None:
+        try:
+            async with asyncio.timeout(min(self._config.stop_timeout_s, CLOSE_AT_STOP_S)):
+                await handle.adapter.close()
+        except Exception:
+            log.exception("device %s failed to close cleanly", handle.id)
+            outcome = "failed"
+        else:
+            outcome = "ok"
+        outputs = dict(handle.adapter.outputs())
+        log.info(
+            "device %s is in its safe state%s",
+            handle.id,
+            "" if outcome == "ok" else " as far as it could be put",
+            extra={"device": handle.id, "safe_state": outcome, "outputs": outputs},
+        )
+        handle.set_status("stopped", "gateway stopped")
 
     async def _supervise(self, handle: DeviceHandle) -> None:
         delay = self._config.backoff_initial_s

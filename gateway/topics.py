@@ -26,31 +26,61 @@ def check_topic(topic: str) -> str:
     return topic
 
 
+#: Segments of one pattern, and `**` wildcards in it once consecutive ones are merged.
+MAX_PATTERN_SEGMENTS = 32
+MAX_GLOBSTARS = 4
+
+
 @lru_cache(maxsize=4096)
 def parse_pattern(pattern: str) -> tuple[str, ...]:
-    """Split and check a subscription pattern; raise `InvalidArgument` naming what is wrong."""
+    """Split, check and normalise a subscription pattern; raise `InvalidArgument` naming what is wrong.
+
+    Consecutive `**` segments mean the same as one and are merged; what is left may have at most
+    `MAX_PATTERN_SEGMENTS` segments, of which at most `MAX_GLOBSTARS` are `**`.
+    """
     if not pattern or len(pattern) > MAX_TOPIC_LENGTH:
         raise InvalidArgument(f"pattern {pattern!r} must be 1-{MAX_TOPIC_LENGTH} characters")
-    segments = tuple(pattern.split("/"))
-    for segment in segments:
+    segments: list[str] = []
+    for segment in pattern.split("/"):
         if segment not in ("*", "**") and not _SEGMENT.fullmatch(segment):
             raise InvalidArgument(
                 f"pattern {pattern!r}: segment {segment!r} must be '*', '**' or letters, digits and _ . : -"
             )
-    return segments
+        if segment == "**" and segments and segments[-1] == "**":
+            continue
+        segments.append(segment)
+    if len(segments) > MAX_PATTERN_SEGMENTS:
+        raise InvalidArgument(f"pattern {pattern[:64]!r}...: more than {MAX_PATTERN_SEGMENTS} segments")
+    if segments.count("**") > MAX_GLOBSTARS:
+        raise InvalidArgument(f"pattern {pattern[:64]!r}...: more than {MAX_GLOBSTARS} '**' segments")
+    return tuple(segments)
 
 
-def _match(pattern: tuple[str, ...], segments: tuple[str, ...]) -> bool:
-    if not pattern:
-        return not segments
-    head, rest = pattern[0], pattern[1:]
-    if head == "**":
-        return any(_match(rest, segments[skip:]) for skip in range(len(segments) + 1))
-    if not segments or (head != "*" and head != segments[0]):
-        return False
-    return _match(rest, segments[1:])
+def _match(pattern: tuple[str, ...], segments: list[str]) -> bool:
+    """Glob matching over segments in O(len(pattern) x len(segments)), without recursion.
+
+    `**` is retried at ever later segments only from the last `**` seen: an earlier one can never do
+    better, which is what keeps this linear in practice and quadratic at worst.
+    """
+    p = s = 0
+    star_p, star_s = -1, 0
+    while s < len(segments):
+        if p < len(pattern) and pattern[p] == "**":
+            star_p, star_s = p, s
+            p += 1
+        elif p < len(pattern) and (pattern[p] == "*" or pattern[p] == segments[s]):
+            p += 1
+            s += 1
+        elif star_p >= 0:
+            star_s += 1
+            p, s = star_p + 1, star_s
+        else:
+            return False
+    while p < len(pattern) and pattern[p] == "**":
+        p += 1
+    return p == len(pattern)
 
 
 def matches(pattern: str, topic: str) -> bool:
     """True when `topic` matches `pattern` (`*` is exactly one segment, `**` zero or more)."""
-    return _match(parse_pattern(pattern), tuple(topic.split("/")))
+    return _match(parse_pattern(pattern), topic.split("/"))

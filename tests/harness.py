@@ -8,6 +8,7 @@ import contextlib
 import itertools
 import json
 import os
+import resource
 import signal
 import socket
 import sys
@@ -102,9 +103,19 @@ def _write_config(tmp_path: Path, config_text: str) -> Path:
 _config_numbers = itertools.count(1)
 
 
-async def start_gateway(tmp_path: Path, config_text: str, *extra_args: str) -> RunningGateway:
-    """Write `config_text` and run `python -m gateway run` on it until it logs `listening`."""
+async def start_gateway(
+    tmp_path: Path, config_text: str, *extra_args: str, open_files: int | None = None
+) -> RunningGateway:
+    """Write `config_text` and run `python -m gateway run` on it until it logs `listening`.
+
+    `open_files` sets the process's RLIMIT_NOFILE (soft and hard), as a systemd `LimitNOFILE=` would.
+    """
     config_path = _write_config(tmp_path, config_text)
+
+    def limit_open_files() -> None:
+        if open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -118,6 +129,7 @@ async def start_gateway(tmp_path: Path, config_text: str, *extra_args: str) -> R
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=limit_open_files if open_files is not None else None,
     )
     return await _until_listening(proc)
 

@@ -63,6 +63,9 @@ class Capture:
     async def close(self, code: ErrorCode, reason: str) -> None:
         pass
 
+    def abort(self) -> None:
+        pass
+
 
 def _session(encoding: Encoding) -> tuple[Session, Capture]:
     bus = Bus()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgpack
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols.errors import ProtocolError
@@ -76,11 +76,11 @@ def test_message_over_the_limit() -> None:
 
 def test_buffer_cannot_grow_past_the_limit() -> None:
     reader = MsgpackStreamReader(100, read_size=64)
-    header = msgpack.packb("x" * 100_000)[:5]
-    reader.receive_data(header)
+    reader.receive_data(b"\x91" * 40)  # nested arrays: small headers, each promising one more byte
     assert reader.next_message() is None
+    reader.receive_data(b"\x91" * 70)
     with pytest.raises(MessageTooLarge, match="exceeds the 100-byte limit"):
-        reader.receive_data(b"x" * 200)
+        reader.next_message()
 
 
 def test_deep_nesting_is_refused() -> None:
@@ -110,3 +110,51 @@ def test_no_input_crashes_or_hangs(chunks: list[bytes]) -> None:
                     break
     except ProtocolError:
         pass
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"\xdb\xff\xff\xff\xff",  # str32 of 4 GiB
+        b"\xc6\x00\x10\x00\x00",  # bin32 of 1 MiB
+        b"\xc9\x00\x10\x00\x00\x01",  # ext32 of 1 MiB
+        b"\xdd\x7f\xff\xff\xff",  # array32 of 2**31-1 elements
+        b"\xdf\x00\x01\x00\x00",  # map32 of 65,536 pairs
+        b"\x81\xa1k\xdb\x00\x01\x00\x00",  # a str32 inside a map
+        b"\x92\xc4\xff" + b"x" * 255 + b"\xda\xff\x00",  # the second element of an array tips it over
+    ],
+)
+def test_a_header_promising_too_much_is_refused_before_its_payload(header: bytes) -> None:
+    reader = MsgpackStreamReader(1024)
+    reader.receive_data(header)
+    with pytest.raises(MessageTooLarge, match="promises a message of at least"):
+        reader.next_message()
+    with pytest.raises(MessageTooLarge):
+        reader.receive_data(b"x")
+
+
+def test_partial_bytes_count_the_unfinished_message_only() -> None:
+    reader = MsgpackStreamReader(1024)
+    whole = msgpack.packb({"op": "ping", "id": 1})
+    reader.receive_data(whole + whole[:5])
+    assert drain(reader) == [({"op": "ping", "id": 1}, len(whole))]
+    assert reader.partial_bytes == 5
+    reader.receive_data(whole[5:])
+    assert drain(reader) == [({"op": "ping", "id": 1}, len(whole))]
+    assert reader.partial_bytes == 0
+
+
+@settings(max_examples=300)
+@given(st.recursive(st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats() | st.text()
+                    | st.binary(), lambda inner: st.lists(inner, max_size=5)
+                    | st.dictionaries(st.text(max_size=5), inner, max_size=5), max_leaves=20),
+       st.integers(1, 50))  # fmt: skip
+def test_the_size_guard_accepts_every_value_within_the_limit(value: object, chunk: int) -> None:
+    packed = msgpack.packb(value, use_bin_type=True) + msgpack.packb(msgpack.ExtType(5, b"abc"))
+    reader = MsgpackStreamReader(len(packed))
+    got = []
+    for start in range(0, len(packed), chunk):
+        reader.receive_data(packed[start : start + chunk])
+        got.extend(drain(reader))
+    assert len(got) == 2
+    assert reader.partial_bytes == 0

@@ -196,6 +196,9 @@ class _NoTransport:
     async def close(self, code: ErrorCode, reason: str) -> None:
         raise AssertionError("not connected")
 
+    def abort(self) -> None:
+        raise AssertionError("not connected")
+
 
 # -- the schema files --------------------------------------------------------------------------
 

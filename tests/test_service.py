@@ -19,7 +19,10 @@ from pathlib import Path
 import pytest
 from dockerfile_parse import DockerfileParser
 
+from gateway.app import STOP_DEADLINE_S
+from gateway.config import ServerConfig
 from gateway.sdnotify import Notifier
+from gateway.servers.limits import HTTP_RESERVE
 from tests.conftest import require_peer
 from tests.harness import free_port
 
@@ -58,6 +61,13 @@ def test_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     done = subprocess.run([analyze, "verify", str(copy)], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert "hwgateway.service" not in done.stderr, done.stderr
+
+
+def test_unit_open_file_limit_leaves_room_for_the_default_client_cap() -> None:
+    server = ServerConfig()
+    assert int(unit_value("LimitNOFILE")) >= server.max_clients + server.fd_reserve + HTTP_RESERVE
+    # The whole shutdown (bounded by the gateway) fits well inside the stop timeout.
+    assert int(unit_value("TimeoutStopSec").rstrip("s")) >= STOP_DEADLINE_S * 2
 
 
 def test_unit_declares_notify_watchdog_user_and_hardening() -> None:

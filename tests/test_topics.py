@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import time
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gateway.errors import InvalidArgument
-from gateway.topics import check_device_id, check_topic, matches
+from gateway.topics import MAX_TOPIC_LENGTH, check_device_id, check_topic, matches, parse_pattern
 
 
 @pytest.mark.parametrize(
@@ -49,3 +53,47 @@ def test_a_trailing_newline_is_not_a_name() -> None:
         check_device_id("sim\n")
     with pytest.raises(InvalidArgument):
         matches("sim-1/state\n", "sim-1/state")
+
+
+def _reference_match(pattern: tuple[str, ...], segments: tuple[str, ...]) -> bool:
+    """The plain recursive definition (exponential, so only for small cases)."""
+    if not pattern:
+        return not segments
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        return any(_reference_match(rest, segments[skip:]) for skip in range(len(segments) + 1))
+    if not segments or (head != "*" and head != segments[0]):
+        return False
+    return _reference_match(rest, segments[1:])
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "*", "**"]), min_size=1, max_size=7),
+    st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=7),
+)
+def test_matching_agrees_with_the_recursive_definition(pattern: list[str], topic: list[str]) -> None:
+    text = "/".join(pattern)
+    if text.count("**") - text.count("**/**") > 4:
+        return
+    assert matches(text, "/".join(topic)) is _reference_match(tuple(pattern), tuple(topic))
+
+
+def test_consecutive_globstars_are_merged_and_the_worst_legal_patterns_match_fast() -> None:
+    assert parse_pattern("**/**/**/zz") == ("**", "zz")
+    worst = ["/".join(["**"] * 84 + ["zz"]), "**/a/**/b/**/c/**/zz", "/".join(["*"] * 31 + ["**"])]
+    topic = "/".join(["a"] * 4 + ["b" * 200])  # 5 segments, no match for most
+    for pattern in worst:
+        assert len(pattern) <= MAX_TOPIC_LENGTH
+        started = time.perf_counter()
+        for _ in range(100):
+            matches(pattern, topic)
+        assert (time.perf_counter() - started) / 100 < 0.01
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [("/".join(["a"] * 33), "more than 32 segments"), ("**/a/**/a/**/a/**/a/**/a", "more than 4 '\\*\\*'")],
+)
+def test_pattern_complexity_is_bounded(pattern: str, reason: str) -> None:
+    with pytest.raises(InvalidArgument, match=reason):
+        parse_pattern(pattern)

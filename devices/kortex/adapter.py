@@ -216,6 +216,17 @@ class KortexAdapter(Adapter[KortexOptions]):
             await self._sim.stop()
             self._sim = None
 
+    def outputs(self) -> Mapping[str, Any]:
+        """The wrist's digital and analog outputs as last commanded."""
+        wrist = self._wrist
+        return {
+            "digital_outputs_state": wrist.digital_outputs_state,
+            "analog_output_a_channel_1_value": wrist.analog_output_a_channel_1_value,
+            "analog_output_a_channel_2_value": wrist.analog_output_a_channel_2_value,
+            "analog_output_b_channel_1_value": wrist.analog_output_b_channel_1_value,
+            "analog_output_b_channel_2_value": wrist.analog_output_b_channel_2_value,
+        }
+
     # -- connecting --------------------------------------------------------------------------------
 
     async def _connect(self, host: str, tcp_port: int, udp_port: int) -> None:

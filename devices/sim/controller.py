@@ -154,6 +154,15 @@ class SimController(Adapter[SimOptions]):
         """Stop the rumble before the gateway exits."""
         self._stop_rumble()
 
+    def outputs(self) -> Mapping[str, Any]:
+        """Rumble and tone as they are now."""
+        out = self._outputs
+        return {
+            "rumble_low": out.rumble_low,
+            "rumble_high": out.rumble_high,
+            "sound_frequency_hz": out.sound_frequency_hz,
+        }
+
     def _hold_rumble(self, client_id: str, duration_s: float) -> None:
         if self._rumble_stop is not None:
             self._rumble_stop.cancel()

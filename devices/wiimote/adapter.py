@@ -403,3 +403,8 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         self._bank.set(RUMBLE, False)
         if self.connection is not None:
             self.connection.set_outputs(*self._outputs())
+
+    def outputs(self) -> Mapping[str, Any]:
+        """Rumble and LEDs as last set."""
+        leds, rumble = self._outputs()
+        return {"rumble": int(rumble), "leds": leds}

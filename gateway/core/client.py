@@ -58,6 +58,9 @@ class FaceSession(Protocol):
     async def close(self, code: ErrorCode, reason: str) -> None:
         """Say goodbye in the face's own protocol, then close the connection."""
 
+    def abort(self) -> None:
+        """Drop the connection at once and forget the client (when `close` did not finish in time)."""
+
 
 @dataclass
 class Hub:

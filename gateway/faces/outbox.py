@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 
 #: Replies waiting for a client that does not read; past this the face stops reading its requests.
 MAX_QUEUED_RESULTS = 256
+#: Bytes of replies likewise (the default of `server.max_queued_bytes`).
+MAX_QUEUED_BYTES = 1024 * 1024
 #: Seconds a closing client waits for its last frames to go out.
 CLOSE_TIMEOUT_S = 1.0
 
@@ -38,14 +40,24 @@ class Transport(Protocol):
     async def close(self, code: ErrorCode, reason: str) -> None:
         """Close the connection."""
 
+    def abort(self) -> None:
+        """Drop the connection at once, discarding what is unsent."""
+
 
 class Outbox:
     """One client's outgoing frames; `render` turns a bus item into the face's bytes (None: skip it)."""
 
     def __init__(
-        self, name: str, subscriber: Subscriber, transport: Transport, render: Callable[[Outgoing], bytes | None]
+        self,
+        name: str,
+        subscriber: Subscriber,
+        transport: Transport,
+        render: Callable[[Outgoing], bytes | None],
+        max_queued_bytes: int = MAX_QUEUED_BYTES,
     ) -> None:
         self._name = name
+        self._max_queued_bytes = max_queued_bytes
+        self._queued_bytes = 0
         self._subscriber = subscriber
         self._transport = transport
         self._render = render
@@ -69,7 +81,8 @@ class Outbox:
     def push(self, frame: bytes) -> None:
         """Queue one reply frame (replies go out in order, ahead of bus items)."""
         self._results.append(frame)
-        if len(self._results) >= MAX_QUEUED_RESULTS:
+        self._queued_bytes += len(frame)
+        if len(self._results) >= MAX_QUEUED_RESULTS or self._queued_bytes >= self._max_queued_bytes:
             self._room.clear()
         self._subscriber.wakeup.set()
 
@@ -90,6 +103,11 @@ class Outbox:
             except Exception:  # the timeout, or the writer's own failure: stop it either way
                 self._writer.cancel()
         await self._transport.close(code, reason)
+
+    def abort(self) -> None:
+        """Stop the writer and drop the connection at once (a client that does not read at shutdown)."""
+        self.stop()
+        self._transport.abort()
 
     def stop(self) -> None:
         """Stop the writer now (the connection is gone)."""
@@ -126,6 +144,7 @@ class Outbox:
             subscriber.wakeup.clear()
             frames = list(self._results)
             self._results.clear()
+            self._queued_bytes = 0
             self._room.set()
             if self._closing:
                 if frames:

@@ -7,10 +7,10 @@ client like any other and talks to the gateway only over `/ws`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,16 +23,23 @@ from gateway.core.client import Hub
 from gateway.errors import ErrorCode
 from gateway.faces.native.session import Session
 from gateway.servers.hosts import HostPolicy, host_guard
-from gateway.servers.socket_transport import SocketTransport
+from gateway.servers.http_guard import GuardedHttpProtocol
+from gateway.servers.socket_transport import CLOSE_DRAIN_S, SocketTransport
 from gateway.wire import Encoding
 
 log = logging.getLogger(__name__)
+
+#: The `close` reason of a client that did not authenticate in time ({} is server.auth_timeout_s).
+AUTH_TIMEOUT_REASON = "not authenticated within {:g} s (server.auth_timeout_s)"
 
 _CLOSE_CODES = {
     ErrorCode.GOING_AWAY: WSCloseCode.GOING_AWAY,
     ErrorCode.TOO_LARGE: WSCloseCode.MESSAGE_TOO_BIG,
     ErrorCode.BAD_REQUEST: WSCloseCode.UNSUPPORTED_DATA,
+    ErrorCode.UNAVAILABLE: WSCloseCode.TRY_AGAIN_LATER,
 }
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 _STATIC_TYPES = {
@@ -62,11 +69,18 @@ class WebSocketTransport(SocketTransport):
         self._ws = ws
 
     async def close(self, code: ErrorCode, reason: str) -> None:
-        """Close with the matching WebSocket close code and the reason."""
-        with contextlib.suppress(ConnectionError):
-            await self._ws.close(
-                code=_CLOSE_CODES.get(code, WSCloseCode.POLICY_VIOLATION), message=reason.encode()[:120]
-            )
+        """Close with the matching WebSocket close code and the reason; abort if that does not finish in time.
+
+        aiohttp waits for the client's close frame, and for room to send its own: a client that
+        does not read would hold the connection open.
+        """
+        try:
+            async with asyncio.timeout(CLOSE_DRAIN_S):
+                await self._ws.close(
+                    code=_CLOSE_CODES.get(code, WSCloseCode.POLICY_VIOLATION), message=reason.encode()[:120]
+                )
+        except (ConnectionError, TimeoutError):
+            self.abort()
 
 
 def _origin_allowed(request: web.Request, allowed: tuple[str, ...]) -> bool:
@@ -80,11 +94,37 @@ def build_app(
     hub: Hub,
     health: Callable[[], tuple[int, dict[str, Any]]],
     metrics: Callable[[], bytes],
+    guards: Mapping[asyncio.BaseTransport, GuardedHttpProtocol] | None = None,
 ) -> web.Application:
-    """The aiohttp application serving every HTTP endpoint."""
+    """The aiohttp application serving every HTTP endpoint.
+
+    `guards` maps each connection's transport to its `GuardedHttpProtocol` (absent: no guard, as
+    under a plain aiohttp site).
+    """
     server = hub.server
+    connection_guards: Mapping[asyncio.BaseTransport, GuardedHttpProtocol] = {} if guards is None else guards
+
+    @web.middleware
+    async def guarded(request: web.Request, handler: Handler) -> web.StreamResponse:
+        guard = connection_guards.get(request.transport) if request.transport is not None else None
+        if guard is None:
+            return await handler(request)
+        guard.request_started()
+        try:
+            return await handler(request)
+        finally:
+            guard.request_finished()
 
     async def websocket(request: web.Request) -> web.StreamResponse:
+        guard = connection_guards.get(request.transport) if request.transport is not None else None
+        if guard is not None and guard.in_reserve:
+            refusal = web.Response(
+                status=503,
+                text="too many clients (server.max_clients); try again later\n",
+                headers={"Retry-After": "1"},
+            )
+            refusal.force_close()
+            return refusal
         if not _origin_allowed(request, server.allowed_origins):
             log.warning("refused a WebSocket from origin %s", request.headers.get("Origin"))
             raise web.HTTPForbidden(text="origin not allowed; add it to server.allowed_origins\n")
@@ -93,18 +133,52 @@ def build_app(
             max_msg_size=server.max_frame_bytes + 1,  # aiohttp refuses frames >= its limit; ours are > max
             heartbeat=server.heartbeat_s or None,
         )
-        await ws.prepare(request)
+        try:
+            await ws.prepare(request)
+        except ConnectionError:
+            return ws
         if request.transport is None:  # the client left during the handshake
             return ws
         transport = WebSocketTransport(ws, request.transport, server.send_buffer_bytes)
         session = Session(hub, transport, str(request.remote))
         session.start()
+        closing: set[asyncio.Task[None]] = set()
+
+        def read_timed_out(reason: str) -> None:
+            task = asyncio.create_task(session.close(ErrorCode.TIMEOUT, reason))
+            closing.add(task)
+            task.add_done_callback(closing.discard)
+
+        if guard is not None:
+            guard.upgraded(server.max_frame_bytes, read_timed_out)
+        auth_deadline = time.monotonic() + server.auth_timeout_s
         try:
-            async for message in ws:
-                if message.type == WSMsgType.TEXT:
-                    await _receive_text(session, message.data, server.max_request_bytes)
-                elif message.type == WSMsgType.BINARY:
-                    session.reject("binary frames are not accepted on /ws: send JSON text frames")
+            while True:
+                waiting = None
+                if server.auth_timeout_s and not session.client.authenticated:
+                    waiting = max(auth_deadline - time.monotonic(), 0.0)
+                try:
+                    message = await ws.receive(waiting)
+                except TimeoutError:
+                    await session.close(ErrorCode.TIMEOUT, AUTH_TIMEOUT_REASON.format(server.auth_timeout_s))
+                    break
+                if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
+                    break
+                if guard is not None and message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
+                    guard.message_taken()
+                # A client that is not reading its answers is not read either, but its auth deadline holds.
+                left = None if waiting is None else max(auth_deadline - time.monotonic(), 0.0)
+                try:
+                    async with asyncio.timeout(left):
+                        if message.type == WSMsgType.TEXT:
+                            await _receive_text(session, message.data, server.max_request_bytes)
+                        elif message.type == WSMsgType.BINARY:
+                            await session.reject("binary frames are not accepted on /ws: send JSON text frames")
+                except TimeoutError:
+                    await session.close(ErrorCode.TIMEOUT, AUTH_TIMEOUT_REASON.format(server.auth_timeout_s))
+                    break
+        except ConnectionError:  # the peer vanished while we said goodbye
+            pass
         finally:
             session.finish()
         return ws
@@ -135,7 +209,7 @@ def build_app(
         return web.FileResponse(path, headers={"Content-Type": _STATIC_TYPES[path.suffix], **_STATIC_HEADERS})
 
     app = web.Application(
-        client_max_size=server.max_frame_bytes, middlewares=[host_guard(HostPolicy(server.allowed_hosts))]
+        client_max_size=server.max_frame_bytes, middlewares=[guarded, host_guard(HostPolicy(server.allowed_hosts))]
     )
     app.router.add_get("/ws", websocket)
     app.router.add_get("/healthz", healthz)
@@ -151,7 +225,7 @@ async def _receive_text(session: Session, text: str, max_request_bytes: int) -> 
     try:
         request = orjson.loads(text)
     except orjson.JSONDecodeError as error:
-        session.reject(f"not valid JSON: {error}")
+        await session.reject(f"not valid JSON: {error}")
         return
     await session.receive(request, size)
 

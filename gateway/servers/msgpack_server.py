@@ -5,22 +5,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import ssl
 import stat
+import time
 from pathlib import Path
 
 from gateway.core.client import Hub
 from gateway.errors import ErrorCode
 from gateway.faces.native.session import Session
-from gateway.servers.socket_transport import SocketTransport
-from gateway.wire import Encoding
+from gateway.servers.http import AUTH_TIMEOUT_REASON
+from gateway.servers.limits import ConnectionLimits, RateLimitedLog, Refused, Ticket
+from gateway.servers.socket_transport import CLOSE_DRAIN_S, SocketTransport, close_or_abort
+from gateway.wire import Encoding, encode
 from protocols.errors import ProtocolError
 from protocols.msgpack_stream import MessageTooLarge, MsgpackStreamReader
 
 log = logging.getLogger(__name__)
 
 READ_SIZE = 65536
+_PARTIAL_REASON = "a request begun {:g} s ago is still unfinished (server.read_timeout_s)"
+_IDLE_REASON = "nothing received for {:g} s (server.idle_timeout_s; send ping to stay connected)"
+_TIMEOUTS = RateLimitedLog("msgpack clients timed out", 10.0, logging.INFO)
+_BUDGET_REASON = "too many unfinished requests on the gateway (server.max_partial_bytes); try again later"
 
 
 class StreamTransport(SocketTransport):
@@ -37,10 +45,15 @@ class StreamTransport(SocketTransport):
         await self._writer.drain()
 
     async def close(self, code: ErrorCode, reason: str) -> None:
-        """Close the socket (the `close` message already went out)."""
+        """Close the socket (the `close` message already went out); abort it if it does not drain in time."""
         self._writer.close()
-        with contextlib.suppress(OSError):
-            await self._writer.wait_closed()
+        try:
+            async with asyncio.timeout(CLOSE_DRAIN_S):
+                await self._writer.wait_closed()
+        except TimeoutError:
+            self.abort()
+        except OSError:
+            pass
 
 
 def _remove_stale_socket(path: Path) -> None:
@@ -50,11 +63,13 @@ def _remove_stale_socket(path: Path) -> None:
 
 
 class MsgpackServer:
-    """Serves sessions on TCP and/or a Unix socket."""
+    """Serves sessions on TCP and/or a Unix socket, within the shared connection limits."""
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Hub, limits: ConnectionLimits) -> None:
         self._hub = hub
+        self._limits = limits
         self._servers: list[asyncio.Server] = []
+        self._handlers: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
         self._unix_path: Path | None = None
         self.tcp_port: int | None = None
 
@@ -62,7 +77,14 @@ class MsgpackServer:
         """Listen on `host:port` (port -1: not at all; `tls`: with TLS) and on `unix_path` (empty: not at all)."""
         if port >= 0:
             try:
-                server = await asyncio.start_server(self._serve, host, port, limit=READ_SIZE, ssl=tls)
+                server = await asyncio.start_server(
+                    self._serve,
+                    host,
+                    port,
+                    limit=READ_SIZE,
+                    ssl=tls,
+                    ssl_handshake_timeout=self._hub.server.http_header_timeout_s if tls else None,
+                )
             except OSError as error:
                 raise OSError(error.errno, f"msgpack socket {host}:{port}: {error.strerror or error}") from None
             self._servers.append(server)
@@ -87,19 +109,41 @@ class MsgpackServer:
             with contextlib.suppress(OSError):
                 self._unix_path.unlink()
 
+    async def end_connections(self, timeout_s: float = 1.0) -> None:
+        """Abort every connection still open and wait (at most `timeout_s`) for their handlers to end."""
+        for writer in self._handlers.values():
+            writer.transport.abort()
+        if self._handlers:
+            await asyncio.wait(list(self._handlers), timeout=timeout_s)
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers[task] = writer
+        try:
+            await self._serve_connection(reader, writer)
+        except (ConnectionError, OSError) as error:  # the peer vanished while we said goodbye
+            log.debug("msgpack connection ended: %s", error)
+        finally:
+            del self._handlers[task]
+
+    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peername = writer.get_extra_info("peername")
         # The source address without the port: auth throttling counts failures per address.
         peer = str(peername[0]) if isinstance(peername, tuple) else "unix"
+        try:
+            ticket = self._limits.admit(peer if isinstance(peername, tuple) else None)
+        except Refused as refused:
+            refusal = {"op": "close", "code": ErrorCode.UNAVAILABLE.value, "reason": str(refused)}
+            writer.write(encode(refusal, "msgpack"))
+            close_or_abort(writer.transport)
+            return
         transport = StreamTransport(writer, self._hub.server.send_buffer_bytes)
         session = Session(self._hub, transport, peer)
         session.start()
         decoder = MsgpackStreamReader(self._hub.server.max_frame_bytes, READ_SIZE)
         try:
-            while data := await reader.read(READ_SIZE):
-                decoder.receive_data(data)
-                while (message := decoder.next_message()) is not None:
-                    await session.receive(*message)
+            await self._read(reader, decoder, session, ticket)
         except MessageTooLarge as error:
             await session.close(ErrorCode.TOO_LARGE, str(error))
         except ProtocolError as error:
@@ -107,5 +151,62 @@ class MsgpackServer:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
+            ticket.release()
             session.finish()
-            writer.close()
+            close_or_abort(writer.transport)
+            # Exceptions and tasks keep this frame alive in reference cycles until the cyclic
+            # collector runs; the up to max_frame_bytes of a partial request must not wait for it.
+            decoder.close()
+
+    async def _read(
+        self, reader: asyncio.StreamReader, decoder: MsgpackStreamReader, session: Session, ticket: Ticket
+    ) -> None:
+        """Feed requests to `session` until the peer leaves or a deadline passes (then close it)."""
+        server = self._hub.server
+        now = time.monotonic()
+        auth_deadline = now + server.auth_timeout_s if server.auth_timeout_s else math.inf
+        last_read = now
+        partial_since = math.inf
+        while True:
+            deadlines = [(math.inf, "")]
+            if not session.client.authenticated:
+                deadlines.append((auth_deadline, AUTH_TIMEOUT_REASON.format(server.auth_timeout_s)))
+            if server.read_timeout_s:
+                deadlines.append((partial_since + server.read_timeout_s, _PARTIAL_REASON.format(server.read_timeout_s)))
+            if server.idle_timeout_s:
+                deadlines.append((last_read + server.idle_timeout_s, _IDLE_REASON.format(server.idle_timeout_s)))
+            deadline, reason = min(deadlines)
+            try:
+                async with asyncio.timeout_at(None if deadline == math.inf else _loop_time(deadline)):
+                    data = await reader.read(READ_SIZE)
+            except TimeoutError:
+                _TIMEOUTS.log("closing msgpack client %s: %s", session.id, reason)
+                await session.close(ErrorCode.TIMEOUT, reason)
+                return
+            if not data:
+                return
+            last_read = time.monotonic()
+            decoder.receive_data(data)
+            if not ticket.hold_partial(decoder.partial_bytes):
+                await session.close(ErrorCode.UNAVAILABLE, _BUDGET_REASON)
+                return
+            # A client that is not reading its answers is not read either, but its auth deadline holds.
+            waiting_for_auth = not session.client.authenticated and auth_deadline != math.inf
+            try:
+                async with asyncio.timeout_at(_loop_time(auth_deadline) if waiting_for_auth else None):
+                    while (message := decoder.next_message()) is not None:
+                        await session.receive(*message)
+            except TimeoutError:
+                await session.close(ErrorCode.TIMEOUT, AUTH_TIMEOUT_REASON.format(server.auth_timeout_s))
+                return
+            # Time spent waiting for a client to read its answers is not time it was idle.
+            last_read = time.monotonic()
+            if not decoder.partial_bytes:
+                partial_since = math.inf
+            elif partial_since == math.inf:
+                partial_since = last_read
+
+
+def _loop_time(monotonic_deadline: float) -> float:
+    """`time.monotonic()` deadline to the event loop's clock."""
+    return asyncio.get_running_loop().time() + monotonic_deadline - time.monotonic()

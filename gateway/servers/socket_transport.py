@@ -12,6 +12,18 @@ from gateway.wire import Encoding
 HIGH_WATER_BYTES = 64 * 1024
 #: How often a backed-up WebSocket is checked for room (aiohttp offers no public drain for raw writes).
 DRAIN_POLL_S = 0.005
+#: Seconds a closing connection may take to send what it has buffered before it is aborted.
+CLOSE_DRAIN_S = 1.0
+
+
+def close_or_abort(transport: asyncio.BaseTransport, drain_s: float = CLOSE_DRAIN_S) -> None:
+    """Close `transport` after its buffered bytes go out, or abort it if they have not gone in `drain_s`.
+
+    A peer that does not read would otherwise keep a closing socket (and its buffers) forever.
+    """
+    transport.close()
+    if isinstance(transport, asyncio.WriteTransport) and transport.get_write_buffer_size():
+        asyncio.get_running_loop().call_later(drain_s, transport.abort)
 
 
 class SocketTransport:
@@ -26,6 +38,10 @@ class SocketTransport:
             # Linux autotunes TCP send buffers up to megabytes; a stalled client would hold them all.
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer_bytes)
+
+    def abort(self) -> None:
+        """Drop the connection at once, discarding whatever is unsent."""
+        self._transport.abort()
 
     def try_write(self, frame: bytes) -> bool:
         """Write `frame` unless the peer is backed up or gone."""

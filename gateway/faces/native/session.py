@@ -74,7 +74,7 @@ class Session:
         self.transport = transport
         self.client = Client(hub, peer, transport.encoding)
         self.id = self.client.id
-        self._outbox = Outbox(self.id, self.client.subscriber, transport, self._render)
+        self._outbox = Outbox(self.id, self.client.subscriber, transport, self._render, hub.server.max_queued_bytes)
         self._closing_task: asyncio.Task[None] | None = None
         self._ops: dict[str, Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]]] = {
             "auth": self._auth,
@@ -120,6 +120,11 @@ class Session:
             return
         last = encode({"op": "close", "code": code.value, "reason": reason}, self.transport.encoding)
         await self._outbox.flush_and_close(code, reason, last)
+        self.finish()
+
+    def abort(self) -> None:
+        """Drop the connection at once and forget the client."""
+        self._outbox.abort()
         self.finish()
 
     def finish(self) -> None:
@@ -176,8 +181,12 @@ class Session:
             log.exception("client %s: request failed", self.id)
             self._reply_error(request_id, InternalError("internal error; see the gateway's log"))
 
-    def reject(self, message: str) -> None:
-        """Answer an undecodable (but safely delimited) frame with `bad_request`; the session goes on."""
+    async def reject(self, message: str) -> None:
+        """Answer an undecodable (but safely delimited) frame with `bad_request`; the session goes on.
+
+        Like any request, it waits while the client does not read its answers.
+        """
+        await self._outbox.room()
         self._reply_error(None, BadRequest(message))
 
     async def _auth(self, request: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,416 @@
+"""Hostile and clumsy clients against the real daemon, on every transport: every resource stays bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import resource
+import statistics
+import time
+from pathlib import Path
+
+import aiohttp
+import msgpack
+import psutil
+import pytest
+import websockets
+
+from tests.abuse_clients import (
+    WS_BINARY,
+    close_of,
+    open_raw,
+    read_until_closed,
+    ws_close_code,
+    ws_frame,
+    ws_frame_header,
+)
+from tests.harness import TRANSPORTS, RunningGateway, TransportName, connect, gateway_config, start_gateway
+
+MiB = 1024 * 1024
+
+
+def _rss(gateway: RunningGateway) -> int:
+    return int(psutil.Process(gateway.proc.pid).memory_info().rss)
+
+
+async def _ping_rtts(gateway: RunningGateway, count: int, transport: TransportName = "ws") -> list[float]:
+    client = await connect(gateway, transport)
+    rtts = []
+    for _ in range(count):
+        started = time.perf_counter()
+        await client.ok("ping")
+        rtts.append(time.perf_counter() - started)
+        await asyncio.sleep(0.005)
+    await client.close()
+    return rtts
+
+
+def _p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100)[98]
+
+
+# -- partial requests ---------------------------------------------------------------------------
+
+
+async def _hold_partial_requests_until_dropped(gateway: RunningGateway, transport: TransportName) -> tuple[int, int]:
+    """24 connections each send half of a 1 MiB value and stop; return the daemon's RSS at peak and after."""
+    held = []
+    for _ in range(24):  # 12 MiB, within server.max_partial_bytes (16 MiB)
+        reader, writer = await open_raw(gateway, transport)
+        head = ws_frame_header(MiB - 64) if transport == "ws" else b"\xc6" + (MiB - 64).to_bytes(4, "big")
+        writer.write(head + b"x" * (512 * 1024))
+        await writer.drain()
+        held.append((reader, writer))
+    await asyncio.sleep(0.3)
+    peak = _rss(gateway)
+    started = time.monotonic()
+    for reader, writer in held:
+        sent = await read_until_closed(reader, timeout=5.0)
+        assert close_of(transport, sent) == {
+            "op": "close",
+            "code": "timeout",
+            "reason": f"a {'message' if transport == 'ws' else 'request'} begun 1 s ago is still unfinished "
+            "(server.read_timeout_s)",
+        }
+        writer.close()
+    assert time.monotonic() - started < 3.0
+    await asyncio.sleep(0.5)
+    return peak, _rss(gateway)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_partial_requests_are_dropped_after_the_read_timeout_and_memory_returns(
+    tmp_path: Path, transport: TransportName
+) -> None:
+    config = gateway_config(tmp_path, server="read_timeout_s = 1.0\n")
+    gateway = await start_gateway(tmp_path, config)
+    try:
+        await asyncio.sleep(0.5)
+        rss_before = _rss(gateway)
+        peaks, afters = [], []
+        for _ in range(4):  # memory freed in one round is reused by the next: no round adds to the last
+            peak, after = await _hold_partial_requests_until_dropped(gateway, transport)
+            peaks.append(peak)
+            afters.append(after)
+        assert peaks[0] - rss_before > 8 * MiB  # the partial values were held...
+        # ...and given back: four rounds of 12 MiB would leave 48 MiB if it were not (allocator slack aside).
+        assert max(afters) - rss_before < 16 * MiB, (rss_before, peaks, afters)
+        assert max(peaks) - peaks[0] < 8 * MiB, (rss_before, peaks, afters)
+        assert max(await _ping_rtts(gateway, 20, transport)) < 0.5
+    finally:
+        assert await gateway.stop() == 0
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_unfinished_requests_beyond_the_shared_budget_are_closed(
+    tmp_path: Path, transport: TransportName
+) -> None:
+    config = gateway_config(tmp_path, server="max_partial_bytes = 2097152\nread_timeout_s = 30.0\n")
+    gateway = await start_gateway(tmp_path, config)
+    try:
+        held = []
+        for _ in range(6):  # 6 x 512 KiB: the fifth and sixth do not fit in 2 MiB
+            reader, writer = await open_raw(gateway, transport)
+            writer.write((ws_frame_header(MiB - 64) if transport == "ws" else b"\xc6" + (MiB - 64).to_bytes(4, "big"))
+                         + b"x" * (512 * 1024))  # fmt: skip
+            await writer.drain()
+            await asyncio.sleep(0.1)
+            held.append((reader, writer))
+        for reader, writer in held[4:]:
+            sent = await read_until_closed(reader, timeout=3.0)
+            if transport == "ws":
+                # Closed either way; the close frame is lost when the reset overtakes it.
+                assert ws_close_code(sent) in (1013, None)
+            else:
+                close = close_of(transport, sent)
+                assert close is not None
+                assert close["code"] == "unavailable"
+                assert "server.max_partial_bytes" in close["reason"]
+            writer.close()
+        for reader, writer in held[:4]:
+            assert not reader.at_eof()
+            writer.transport.abort()
+        assert max(await _ping_rtts(gateway, 10, transport)) < 0.5
+    finally:
+        assert await gateway.stop() == 0
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_header_claiming_4_gib_is_refused_as_soon_as_it_is_read(
+    tmp_path: Path, transport: TransportName
+) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path))
+    try:
+        reader, writer = await open_raw(gateway, transport)
+        started = time.monotonic()
+        writer.write(ws_frame_header(4 << 30, WS_BINARY) if transport == "ws" else b"\xdb\xff\xff\xff\xff")
+        sent = await read_until_closed(reader, timeout=3.0)
+        assert time.monotonic() - started < 1.0
+        if transport == "ws":
+            assert ws_close_code(sent) == 1009
+        else:
+            close = close_of(transport, sent)
+            assert close is not None
+            assert close["code"] == "too_large"
+            assert "promises a message of at least 4294967300 bytes" in close["reason"]
+        writer.close()
+    finally:
+        assert await gateway.stop() == 0
+
+
+# -- floods from clients that never read ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_client_that_sends_rejected_frames_and_never_reads_is_no_longer_read(
+    tmp_path: Path, transport: TransportName
+) -> None:
+    # Tokens are set and the flood never authenticates: the pre-auth path is the one under test.
+    config = gateway_config(tmp_path, server="max_requests_per_s = 1000000.0\nrequest_burst = 1000000\n",
+                            extra='[auth]\ntokens = ["s3cret"]\n')  # fmt: skip
+    gateway = await start_gateway(tmp_path, config)
+    try:
+        await asyncio.sleep(0.3)
+        rss_before = _rss(gateway)
+        _, writer = await open_raw(gateway, transport, receive_buffer=4096 if transport != "unix" else None)
+        # Invalid JSON on /ws, a msgpack value that is not a map elsewhere: each is answered `bad_request`.
+        junk = ws_frame(b"x") if transport == "ws" else msgpack.packb(1)
+        binary = ws_frame(b"\x00", WS_BINARY) if transport == "ws" else msgpack.packb([1])
+        chunk = (junk + binary) * 2000
+        sent = 0
+        stalled = False
+        flood_until = time.monotonic() + 4.0
+        while time.monotonic() < flood_until:
+            writer.write(chunk)
+            try:
+                async with asyncio.timeout(0.5):
+                    await writer.drain()
+            except TimeoutError:
+                stalled = True  # the gateway stopped reading: that is the point
+                break
+            sent += len(chunk)
+        rtts = await _ping_rtts(gateway, 100)
+        rss_growth = _rss(gateway) - rss_before
+        assert stalled, f"the gateway read all {sent} bytes of a client that never reads"
+        assert rss_growth < 24 * MiB, rss_growth
+        assert _p99(rtts) < 0.05, sorted(rtts)[-5:]
+        writer.transport.abort()
+    finally:
+        assert await gateway.stop() == 0
+
+
+# -- connection caps and the open-file limit ------------------------------------------------------
+
+
+async def _try_connect(gateway: RunningGateway, transport: TransportName, source: str) -> str:
+    """ "ok" when admitted (hello received), else the refusal as the gateway said it."""
+    try:
+        reader, writer = await open_raw(gateway, transport, source=source if transport != "unix" else None)
+    except ConnectionRefusedError as refused:
+        return f"refused: {str(refused).splitlines()[0]} {str(refused).splitlines()[-1]}"
+    first = await reader.read(65536)
+    if transport == "ws":
+        _held.append(writer)
+        return "ok" if b"hello" in first else f"unexpected {first[:80]!r}"
+    close = close_of(transport, first)
+    if close is not None:
+        writer.close()
+        return f"refused: {close['code']} {close['reason']}"
+    _held.append(writer)
+    return "ok"
+
+
+_held: list[asyncio.StreamWriter] = []
+
+
+async def test_a_thousand_connections_beyond_the_open_file_limit_are_refused_clearly(tmp_path: Path) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # this test process holds 1,000 sockets
+    config = gateway_config(tmp_path, server="max_clients_per_peer = 64\n")
+    gateway = await start_gateway(tmp_path, config, open_files=512)
+    try:
+        listening = gateway.events("listening")[0]
+        assert listening["max_clients"] == 512 - 64 - 16  # below the limit, with room for devices and /healthz
+        keeper = await connect(gateway, "ws")
+        outcomes = []
+        for index in range(1000):
+            transport = TRANSPORTS[index % 3]
+            source = f"127.0.{1 + index // 60}.{1 + index % 60}"  # many peers, each under its own cap
+            outcomes.append(await _try_connect(gateway, transport, source))
+        admitted = outcomes.count("ok")
+        assert admitted == listening["max_clients"] - 1  # the keeper holds one place
+        refusals = {re.sub(r"\d+ connected", "N connected", o) for o in outcomes if o != "ok"}
+        assert refusals <= {
+            "refused: unavailable too many clients: N connected (server.max_clients = 432)",
+            "refused: HTTP/1.1 503 Service Unavailable too many clients: N connected (server.max_clients = 432)",
+            "refused: HTTP/1.1 503 Service Unavailable too many clients (server.max_clients); try again later",
+        }, refusals
+        async with aiohttp.ClientSession() as http:
+            health = await http.get(f"{gateway.base_url}/healthz")
+            assert health.status == 200
+            assert (await health.json())["clients"] == admitted + 1
+        await keeper.ok("ping")
+        refusing = [line for line in gateway.logs if str(line.get("event", "")).startswith("refusing connections")]
+        assert 1 <= len(refusing) <= 2, refusing  # once per 10 s interval, however many were refused
+        assert not [line for line in gateway.logs if "Traceback" in str(line) or line.get("exception")]
+        await keeper.close()
+    finally:
+        for writer in _held:
+            writer.transport.abort()
+        _held.clear()
+        assert await gateway.stop() == 0
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.mark.parametrize("transport", ["ws", "tcp"])
+async def test_connections_per_peer_are_capped(tmp_path: Path, transport: TransportName) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, server="max_clients_per_peer = 5\n"))
+    try:
+        outcomes = [await _try_connect(gateway, transport, "127.0.0.9") for _ in range(6)]
+        assert outcomes[:5] == ["ok"] * 5
+        assert "too many clients from 127.0.0.9: 5 connected (server.max_clients_per_peer = 5)" in outcomes[5]
+        assert await _try_connect(gateway, transport, "127.0.0.10") == "ok"
+    finally:
+        for writer in _held:
+            writer.transport.abort()
+        _held.clear()
+        assert await gateway.stop() == 0
+
+
+# -- timeouts -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_client_that_does_not_authenticate_in_time_is_closed(tmp_path: Path, transport: TransportName) -> None:
+    config = gateway_config(tmp_path, server="auth_timeout_s = 1.0\n", extra='[auth]\ntokens = ["s3cret"]\n')
+    gateway = await start_gateway(tmp_path, config)
+    try:
+        patient = await connect(gateway, transport)
+        await patient.ok("auth", token="s3cret")
+        idle = await connect(gateway, transport)
+        close = await idle.wait_for(lambda m: m["op"] == "close", timeout=3.0)
+        assert close == {
+            "op": "close",
+            "code": "timeout",
+            "reason": "not authenticated within 1 s (server.auth_timeout_s)",
+        }
+        await asyncio.sleep(0.5)
+        await patient.ok("ping")
+        await patient.close()
+        await idle.close()
+    finally:
+        assert await gateway.stop() == 0
+
+
+@pytest.mark.parametrize("transport", ["tcp", "unix"])
+async def test_a_silent_msgpack_client_is_closed_after_the_idle_timeout(
+    tmp_path: Path, transport: TransportName
+) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, server="idle_timeout_s = 1.0\n"))
+    try:
+        talker = await connect(gateway, transport)
+        silent = await connect(gateway, transport)
+        for _ in range(6):
+            await talker.ok("ping")
+            await asyncio.sleep(0.3)
+        close = await silent.wait_for(lambda m: m["op"] == "close", timeout=1.0)
+        assert close["code"] == "timeout"
+        assert "nothing received for 1 s (server.idle_timeout_s" in close["reason"]
+        await talker.ok("ping")
+        await talker.close()
+        await silent.close()
+    finally:
+        assert await gateway.stop() == 0
+
+
+async def test_slowloris_headers_are_cut_off_and_health_stays_reachable(tmp_path: Path) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, server="http_header_timeout_s = 1.0\n"))
+    try:
+        loris = []
+        for index in range(50):
+            reader, writer = await asyncio.open_connection("127.0.0.1", gateway.http_port)
+            if index % 2:
+                writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: ")  # and then a byte now and then
+            loris.append((reader, writer))
+        async with aiohttp.ClientSession() as http:
+            started = time.monotonic()
+            for _ in range(3):
+                for _, writer in loris[1::2]:
+                    writer.write(b"a")
+                assert (await http.get(f"{gateway.base_url}/healthz")).status == 200
+                await asyncio.sleep(0.4)
+            answers = [await read_until_closed(reader, timeout=3.0) for reader, _ in loris]
+        for _, writer in loris:
+            writer.close()
+        assert time.monotonic() - started < 4.0
+        assert all(a.startswith(b"HTTP/1.1 408 Request Timeout") for a in answers), {a[:40] for a in answers}
+        assert b"request headers not received within 1 s" in answers[1]
+    finally:
+        assert await gateway.stop() == 0
+
+
+# -- patterns and metrics -------------------------------------------------------------------------
+
+WORST_PATTERNS = ["/".join(["**"] * 84 + ["zz"]), "**/a/**/b/**/c/**/zz", "/".join(["*"] * 31 + ["**"])] * 21
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_the_worst_legal_patterns_subscribe_without_stalling_the_loop(
+    tmp_path: Path, transport: TransportName
+) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path))
+    try:
+        client = await connect(gateway, transport)
+        await client.ok("subscribe", topics=["sim-1/**"])
+        await client.wait_for(lambda m: m["op"] == "state")
+        started = time.perf_counter()
+        for _ in range(4):
+            await client.ok("subscribe", topics=WORST_PATTERNS)
+        assert (time.perf_counter() - started) / 4 < 0.1
+        async with aiohttp.ClientSession() as http:
+            health = await (await http.get(f"{gateway.base_url}/healthz")).json()
+        assert health["loop_lag_max_ms"] < 100
+        assert _p99(await _ping_rtts(gateway, 50)) < 0.05
+        await client.close()
+    finally:
+        assert await gateway.stop() == 0
+
+
+async def test_unknown_device_names_leave_metrics_the_same_size(tmp_path: Path) -> None:
+    config = gateway_config(tmp_path, server="max_requests_per_s = 1000000.0\nrequest_burst = 1000000\n")
+    gateway = await start_gateway(tmp_path, config)
+    try:
+        clients = [await connect(gateway, transport) for transport in TRANSPORTS]
+        async with aiohttp.ClientSession() as http:
+
+            async def metrics_size() -> int:
+                return len(await (await http.get(f"{gateway.base_url}/metrics")).read())
+
+            await clients[0].error("command", device="nobody", type="led", data={})
+            before = await metrics_size()
+            for index in range(2000):
+                client = clients[index % 3]
+                error = await client.error("command", device=f"ghost-{index}-" + "x" * 1000, type="led", data={})
+                assert error["code"] == "unknown_device"
+            after = await metrics_size()
+        assert abs(after - before) < 100, (before, after)
+        for client in clients:
+            await client.close()
+    finally:
+        assert await gateway.stop() == 0
+
+
+async def test_websocket_refused_beyond_the_cap_says_why(tmp_path: Path) -> None:
+    gateway = await start_gateway(
+        tmp_path, gateway_config(tmp_path, server="max_clients = 2\nmax_clients_per_peer = 2\n")
+    )
+    try:
+        first, second = await connect(gateway, "ws"), await connect(gateway, "tcp")
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            await connect(gateway, "ws")
+        assert refused.value.response.status_code == 503
+        assert b"server.max_clients" in refused.value.response.body
+        await first.close()
+        await second.close()
+    finally:
+        assert await gateway.stop() == 0
