@@ -200,7 +200,7 @@ class Gateway:
     async def open(self) -> Gateway:
         """Connect for the first time; raise `ConnectionLost` or `Unauthorized` when that fails."""
         if self._supervisor is None:
-            await self._establish()
+            await self._establish(reconnecting=False)
             self._supervisor = asyncio.create_task(self._supervise(), name="hwgateway-client")
         return self
 
@@ -225,7 +225,7 @@ class Gateway:
     def __await__(self) -> Generator[Any, None, Gateway]:
         return self.open().__await__()
 
-    async def _establish(self) -> None:
+    async def _establish(self, reconnecting: bool) -> None:
         transport = await open_transport(self.endpoint)
         try:
             async with asyncio.timeout(self.request_timeout_s):
@@ -235,6 +235,8 @@ class Gateway:
             self.hello = hello
             self._transport = transport
             self._reader = asyncio.create_task(self._read(transport), name="hwgateway-client-reader")
+            if reconnecting:
+                self.reconnects += 1
             if hello.get("auth_required"):
                 if not self.token:
                     raise Unauthorized("the gateway requires a token (connect(url, token=...) or HWGW_TOKEN)")
@@ -293,7 +295,7 @@ class Gateway:
             while True:
                 await asyncio.sleep(delay * random.uniform(0.8, 1.2))
                 try:
-                    await self._establish()
+                    await self._establish(reconnecting=True)
                 except Unauthorized as error:
                     self._finish(error)
                     return
@@ -301,7 +303,6 @@ class Gateway:
                     log.debug("reconnect to %s failed: %s", self.url, error)
                     delay = min(delay * 2, self.backoff_max_s)
                     continue
-                self.reconnects += 1
                 log.info("reconnected to %s", self.url)
                 break
 

@@ -1,0 +1,55 @@
+"""The README's first example, run as printed (its own process, the venv's Python) against `hwgateway demo`."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from pathlib import Path
+
+from hwgateway.client import connect
+from tests.harness import start_demo
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def first_python_example() -> str:
+    """The first ```python block of README.md."""
+    match = re.search(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+    assert match is not None, "README.md has no python example"
+    return match.group(1)
+
+
+async def test_readme_first_example_prints_devices_a_result_and_samples(tmp_path: Path) -> None:
+    example = first_python_example()
+    assert "ws://127.0.0.1:8470/ws" in example  # the demo's default address, as the README says
+    demo = await start_demo(tmp_path, 8470, 8471)
+    try:
+        async with connect("ws://127.0.0.1:8470/ws") as gw, asyncio.timeout(15):
+            # A newcomer types the example seconds after `make demo`: by then every device is up.
+            events = gw.device_events()
+            statuses = gw.device_status
+            while len(statuses) < 6 or any(status.status != "connected" for status in statuses.values()):
+                await anext(events)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", example, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        stdout, stderr = await asyncio.wait_for(process.communicate(), 30)
+    finally:
+        assert await demo.stop() == 0
+    assert process.returncode == 0, stderr.decode()
+    lines = stdout.decode().splitlines()
+    assert lines[:6] == [
+        f"{device} connected"
+        for device in ("sim-pad", "sim-lamp", "gamepad-demo", "arm-demo", "thymio-demo", "wiimote-demo")
+    ]
+    assert lines[6] == "{'outputs': 'led'}"
+    assert len(lines) == 10
+    seqs = []
+    for line in lines[7:]:
+        match = re.fullmatch(r"sim-pad/state (\d+) axes \[(-?[0-9.]+), (-?[0-9.]+)\]", line)
+        assert match is not None, line
+        seqs.append(int(match.group(1)))
+    # 2 Hz out of the pad's 100 Hz: about 50 samples apart after the first (the latest at once).
+    assert seqs == sorted(seqs)
+    assert 35 <= seqs[2] - seqs[1] <= 65
