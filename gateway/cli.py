@@ -1,4 +1,5 @@
-"""The `hwgateway` command: run, demo, check-config, hash-token, aseba compile."""
+"""The `hwgateway` command: run, demo, check-config, hash-token, aseba compile, and the client commands
+(`hwgateway.cli`)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,9 @@ def _parser() -> argparse.ArgumentParser:
     aseba_compile.add_arguments(
         aseba_commands.add_parser("compile", help="compile an .aesl file for a node description; print a listing")
     )
+    from hwgateway import cli as client_commands
+
+    client_commands.add_commands(commands)
     return parser
 
 
@@ -111,6 +115,10 @@ def _hash_token(generate: bool) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `hwgateway` console script."""
     args = _parser().parse_args(argv)
+    from hwgateway import cli as client_commands
+
+    if args.command in client_commands.COMMANDS:
+        return client_commands.run(args)
     if args.command == "aseba":
         from devices.aseba import compile_command as aseba_compile
 

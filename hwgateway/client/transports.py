@@ -10,14 +10,16 @@ import abc
 import asyncio
 import contextlib
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-import aiohttp
 import msgpack
 import orjson
 
 from hwgateway.client.errors import ConnectionLost
+
+if TYPE_CHECKING:
+    import aiohttp
 
 __all__ = ["Endpoint", "MsgpackTransport", "Transport", "WebSocketTransport", "open_transport", "parse_url"]
 
@@ -86,6 +88,8 @@ class WebSocketTransport(Transport):
     @classmethod
     async def open(cls, url: str) -> WebSocketTransport:
         """Connect to `url`."""
+        import aiohttp  # only WebSocket clients pay for importing it
+
         session = aiohttp.ClientSession()
         try:
             ws = await session.ws_connect(url, max_msg_size=MAX_MESSAGE_BYTES, autoping=True, compress=0)
@@ -99,6 +103,8 @@ class WebSocketTransport(Transport):
 
     async def send(self, message: dict[str, Any]) -> None:
         """Send one JSON text frame."""
+        import aiohttp
+
         try:
             await self._ws.send_str(orjson.dumps(message).decode())
         except (ConnectionError, aiohttp.ClientError, RuntimeError) as error:
@@ -106,6 +112,8 @@ class WebSocketTransport(Transport):
 
     async def receive(self) -> dict[str, Any]:
         """The next text frame, decoded."""
+        import aiohttp
+
         try:
             frame = await self._ws.receive()
         except (ConnectionError, aiohttp.ClientError) as error:
