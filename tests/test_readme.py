@@ -10,14 +10,31 @@ from pathlib import Path
 from hwgateway.client import connect
 from tests.harness import start_demo
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+CLIENT_DOC = ROOT / "docs" / "client.md"
+
+
+def python_examples(path: Path) -> list[str]:
+    """The ```python blocks of a Markdown file."""
+    return re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), re.DOTALL)
 
 
 def first_python_example() -> str:
     """The first ```python block of README.md."""
-    match = re.search(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
-    assert match is not None, "README.md has no python example"
-    return match.group(1)
+    examples = python_examples(README)
+    assert examples, "README.md has no python example"
+    return examples[0]
+
+
+async def run_example(example: str) -> tuple[int, list[str], str]:
+    """Run one example in its own Python process; its status, stdout lines and stderr."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", example, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode is not None
+    return process.returncode, stdout.decode().splitlines(), stderr.decode()
 
 
 async def test_readme_first_example_prints_devices_a_result_and_samples(tmp_path: Path) -> None:
@@ -31,14 +48,17 @@ async def test_readme_first_example_prints_devices_a_result_and_samples(tmp_path
             statuses = gw.device_status
             while len(statuses) < 6 or any(status.status != "connected" for status in statuses.values()):
                 await anext(events)
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", example, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-        )
-        stdout, stderr = await asyncio.wait_for(process.communicate(), 30)
+        status, lines, stderr = await run_example(example)
+        # docs/client.md's complete programs (the quick start and the synchronous one), on the same demo.
+        programs = [text for text in python_examples(CLIENT_DOC) if "import" in text]
+        assert len(programs) == 2
+        doc_runs = [await run_example(program) for program in programs]
     finally:
         assert await demo.stop() == 0
-    assert process.returncode == 0, stderr.decode()
-    lines = stdout.decode().splitlines()
+    assert status == 0, stderr
+    for doc_status, doc_lines, doc_stderr in doc_runs:
+        assert doc_status == 0, doc_stderr
+        assert any("outputs" in line for line in doc_lines), doc_lines
     assert lines[:6] == [
         f"{device} connected"
         for device in ("sim-pad", "sim-lamp", "gamepad-demo", "arm-demo", "thymio-demo", "wiimote-demo")
