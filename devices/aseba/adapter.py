@@ -398,7 +398,9 @@ class AsebaAdapter(Adapter[AsebaOptions]):
     async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
         """Carry out an asebaros service (answering its Response) or send an event; see the module docstring."""
         response = await self._serve(command)
-        return None if response is None else to_plain(response)
+        if response is None or isinstance(response, Mapping):
+            return response
+        return to_plain(response)
 
     async def _serve(self, command: Command) -> object | None:
         message = command.message
@@ -464,10 +466,11 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         if node.id not in self.programs:
             raise DeviceUnavailable(f"Aseba node {node.id} ({node.name}) does not run the gateway's Thymio program")
         network = self._network()
-        for event_id, words in convert(message):
+        events = convert(message)
+        for event_id, words in events:
             network.emit(event_id, words)
         await network.drain()
-        return None
+        return thymio.applied(command.type, events)
 
     def _lease_motors(self, node_id: int, client_id: str, moving: bool) -> None:
         # Setting 0 takes no lease (and ends none: the other motor may still turn).

@@ -122,6 +122,30 @@ def generic_led(command: generic.Led) -> Events:
     return [(EVENT_ID[name], tuple(_intensity(c) for c in command.rgb))]
 
 
+_RGB_LED_NAMES = {"set_led_top": "top", "set_led_bottom_left": "bottom left", "set_led_bottom_right": "bottom right"}
+
+
+def applied(type_name: str, events: Events) -> dict[str, object] | None:
+    """What a generic `led` or `sound` became on the robot (the result data); None for other commands."""
+    names = {event_id: name for name, event_id in EVENT_ID.items()}
+    if type_name == "led":
+        event_id, words = events[0]
+        led = _RGB_LED_NAMES[names[event_id]]
+        return {"led": led, "rgb": list(words), "applied": f"{led} LED at {list(words)} of {LED_MAX} per channel"}
+    if type_name == "sound":
+        if not events:
+            return {"sound": False, "applied": "nothing: volume 0 mutes, and the Thymio has no other volume"}
+        frequency, ticks = events[0][1]
+        duration_s = round(ticks / SOUND_TICKS_PER_S, 3)
+        return {
+            "sound": True,
+            "frequency_hz": frequency,
+            "duration_s": duration_s,
+            "applied": f"a {frequency} Hz tone for {duration_s} s (whole Hz, 1/60 s steps, fixed volume)",
+        }
+    return None
+
+
 def comm_message(words: tuple[int, ...]) -> thymio.Comm:
     """The thymio_msgs/Comm of a `comm` event (value, 7 payloads, 7 intensities)."""
     padded = (*words, *([0] * 15))[:15]
