@@ -1,7 +1,10 @@
-"""Generic `led`, `sound` and `rumble` on every kind of demo device: each result says what the hardware got."""
+"""Generic `led`, `sound` and `rumble` on every kind of demo device: each result says what the hardware got.
+
+Also: the Thymio's samples made from its events carry the time they arrived, not zero."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from hwgateway.client import connect
@@ -48,5 +51,16 @@ async def test_each_device_answers_what_it_applied(tmp_path: Path) -> None:
             assert pad == {"rgb": [0, 0, 255]}
             rumble = await gw.command("gamepad-demo", "rumble", {"low": 1, "high": 0.5, "duration_s": 0.1})
             assert rumble == {"low": 65535, "high": 32768, "duration_ms": 100}
+
+            async with gw.subscribe("thymio-demo/node/1/buttons", "thymio-demo/node/1/events/state") as samples:
+                seen: dict[str, float] = {}
+                while len(seen) < 2:
+                    sample = await anext(samples)
+                    stamp = sample.data.get("timestamp") or sample.data.get("stamp")
+                    assert stamp is not None
+                    seen[sample.topic] = stamp["sec"] + stamp["nanosec"] * 1e-9
+                    assert abs(sample.stamp - seen[sample.topic]) < 1e-6  # the envelope's stamp is the same time
+            for topic, stamp in seen.items():
+                assert abs(stamp - time.time()) < 30, (topic, stamp)
     finally:
         assert await demo.stop() == 0

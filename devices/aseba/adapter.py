@@ -56,6 +56,7 @@ from devices.base import Adapter, Command, DeviceContext
 from devices.sim.thymio import SimulatedThymio
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages import asebaros, to_plain
+from gateway.messages.common import Time
 from protocols.aseba.compiler import CompiledScript
 from protocols.aseba.messages import UserMessage
 
@@ -358,19 +359,23 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         return asebaros.LoadScriptResponse()
 
     def _on_event(self, message: UserMessage) -> None:
+        # Aseba events carry no time: every message made from one is stamped with its arrival.
+        now = time.time()
+        stamp = Time.from_seconds(now)
         if message.source in self.programs:
             if message.type == EVENT_ID["state"]:
-                self.ctx.publish(f"node/{message.source}/buttons", thymio.buttons(message.data))
-                self.ctx.publish(f"node/{message.source}/state", thymio.state(message.data, time.time()))
+                self.ctx.publish(f"node/{message.source}/buttons", thymio.buttons(message.data, now), now)
+                self.ctx.publish(f"node/{message.source}/state", thymio.state(message.data, now), now)
             elif message.type == EVENT_ID["comm"]:
-                self.ctx.publish(f"node/{message.source}/comm", thymio.comm_message(message.data))
+                self.ctx.publish(f"node/{message.source}/comm", thymio.comm_message(message.data), now)
         names = self.event_names.get(message.source, ())
         if message.type < len(names):
-            event = asebaros.Event(source=message.source, data=message.data)
-            self.ctx.publish(f"node/{message.source}/events/{names[message.type]}", event)
+            event = asebaros.Event(stamp=stamp, source=message.source, data=message.data)
+            self.ctx.publish(f"node/{message.source}/events/{names[message.type]}", event, now)
         else:
-            anonymous = asebaros.AnonymousEvent(source=message.source, type=message.type, data=message.data)
-            self.ctx.publish("anonymous_events", anonymous)
+            source, event_type = message.source, message.type
+            anonymous = asebaros.AnonymousEvent(stamp=stamp, source=source, type=event_type, data=message.data)
+            self.ctx.publish("anonymous_events", anonymous, now)
 
     # -- commands ----------------------------------------------------------------------------------
 

@@ -152,9 +152,12 @@ def comm_message(words: tuple[int, ...]) -> thymio.Comm:
     return thymio.Comm(value=padded[0], payloads=tuple(padded[1:8]), intensities=tuple(padded[8:15]))
 
 
-def buttons(words: tuple[int, ...]) -> ControllerState:
-    """The five buttons of a `state` event (backward, left, center, forward, right) as ControllerState."""
-    return ControllerState(buttons=tuple(1 if w else 0 for w in words[:5]))
+def buttons(words: tuple[int, ...], stamp: float = 0.0) -> ControllerState:
+    """The five buttons of a `state` event (backward, left, center, forward, right) as ControllerState.
+
+    `stamp`: when the event arrived, in s since the epoch (the robot's events carry no time).
+    """
+    return ControllerState(timestamp=Time.from_seconds(stamp), buttons=tuple(1 if w else 0 for w in words[:5]))
 
 
 def state(words: tuple[int, ...], stamp: float) -> ThymioState:
