@@ -13,6 +13,7 @@ from tests.harness import start_demo
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 CLIENT_DOC = ROOT / "docs" / "client.md"
+PROTOCOL_DOC = ROOT / "docs" / "protocol.md"
 
 
 def python_examples(path: Path) -> list[str]:
@@ -53,9 +54,19 @@ async def test_readme_first_example_prints_devices_a_result_and_samples(tmp_path
         programs = [text for text in python_examples(CLIENT_DOC) if "import" in text]
         assert len(programs) == 2
         doc_runs = [await run_example(program) for program in programs]
+        # docs/protocol.md's two raw-protocol sessions (websockets, then msgpack).
+        raw_runs = [await run_example(program) for program in python_examples(PROTOCOL_DOC)]
     finally:
         assert await demo.stop() == 0
     assert status == 0, stderr
+    assert len(raw_runs) == 2
+    (ws_status, ws_lines, ws_stderr), (mp_status, mp_lines, mp_stderr) = raw_runs
+    assert (ws_status, mp_status) == (0, 0), ws_stderr + mp_stderr
+    assert sum(" connected accepts " in line for line in ws_lines) == 6  # the demo's six devices
+    skipped = [int(line.split("skipped ")[1].split()[0]) for line in ws_lines if " skipped " in line][1:]
+    assert skipped, ws_lines
+    assert sorted(skipped)[len(skipped) // 2] == 19  # as the doc says: 19 of every 20 at 5 Hz out of 100 Hz
+    assert any("'pong': True" in line for line in mp_lines), mp_lines
     for doc_status, doc_lines, doc_stderr in doc_runs:
         assert doc_status == 0, doc_stderr
         assert any("outputs" in line for line in doc_lines), doc_lines

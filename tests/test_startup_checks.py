@@ -11,11 +11,12 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import msgpack
 import pytest
 
 from gateway.config import loads
 from gateway.errors import ConfigError
-from tests.harness import free_port, gateway_config, start_gateway
+from tests.harness import connect, free_port, gateway_config, start_gateway
 
 BAD_CONFIG = """
 [server]
@@ -183,5 +184,19 @@ async def test_healthz_is_degraded_while_a_device_is_down_and_reconnects_count_o
         assert unreachable["reconnects"] == 0
         assert 'hwgw_device_reconnects_total{device="unreachable"} 0.0' in metrics
         assert not [line for line in gateway.logs if "Traceback" in str(line.get("exception", ""))]
+    finally:
+        assert await gateway.stop() == 0
+
+
+async def test_a_msgpack_map_with_bin_keys_is_told_so_and_the_connection_goes_on(tmp_path: Path) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path))
+    try:
+        client = await connect(gateway, "tcp")
+        await client.send_raw(msgpack.packb({b"op": b"ping", b"id": 1}, use_bin_type=True))
+        answer = await client.result(None)
+        assert answer["error"]["code"] == "bad_request"
+        assert "keys must be msgpack str, not bin" in answer["error"]["message"]
+        assert (await client.ok("ping"))["pong"] is True
+        await client.close()
     finally:
         assert await gateway.stop() == 0

@@ -21,6 +21,7 @@ from protocols.msgpack_stream import MessageTooLarge, MsgpackStreamReader
 log = logging.getLogger(__name__)
 
 READ_SIZE = 65536
+BIN_KEYS = "request keys must be msgpack str, not bin (pack text as str: use_bin_type=True with str keys)"
 
 
 class StreamTransport(SocketTransport):
@@ -99,7 +100,12 @@ class MsgpackServer:
             while data := await reader.read(READ_SIZE):
                 decoder.receive_data(data)
                 while (message := decoder.next_message()) is not None:
-                    await session.receive(*message)
+                    value, size = message
+                    if isinstance(value, dict) and not all(isinstance(key, str) for key in value):
+                        # Else a map packed with bin keys would read as one without an "id".
+                        session.reject(BIN_KEYS)
+                        continue
+                    await session.receive(value, size)
         except MessageTooLarge as error:
             await session.close(ErrorCode.TOO_LARGE, str(error))
         except ProtocolError as error:
