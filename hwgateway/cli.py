@@ -34,6 +34,7 @@ EXIT_CODES: dict[ErrorCode, int] = {
     ErrorCode.TOO_LARGE: 20,
     ErrorCode.INTERNAL_ERROR: 21,
     ErrorCode.GOING_AWAY: 22,
+    ErrorCode.LOCKED: 23,
 }
 #: The gateway cannot be reached, or the connection was lost.
 EXIT_CONNECTION = 3

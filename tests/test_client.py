@@ -15,6 +15,7 @@ from hwgateway.client import (
     DeviceUnavailable,
     Gateway,
     InvalidArgument,
+    Locked,
     RequestTimeout,
     Subscription,
     Unauthorized,
@@ -101,6 +102,12 @@ async def test_errors_are_typed_by_code(rig: RunningGateway, transport: str) -> 
             await gw.describe("no/SuchType")
         with pytest.raises(InvalidArgument, match="segment"):
             gw.subscribe("sim-1/bad pattern")
+        async with connect(url_of(rig, transport)) as other:
+            assert await other.lock("sim-1") == other.hello["session"]
+            with pytest.raises(Locked, match=other.hello["session"]):
+                await gw.command("sim-1", "led")
+            await other.unlock("sim-1")
+        assert await gw.command("sim-1", "led") == {"outputs": "led"}
         assert await gw.ping() > 0  # still connected after every error
 
 
@@ -146,6 +153,7 @@ async def test_reconnects_with_backoff_and_renews_subscriptions(tmp_path: Path, 
     )
     try:
         subscription = await gw.subscribe("sim-1/state").start()
+        await gw.lock("sim-1")
         await anext(subscription)
         assert await running.stop() == 0  # the gateway says going_away and exits
         with pytest.raises(ConnectionLost, match="reconnecting"):
@@ -159,6 +167,8 @@ async def test_reconnects_with_backoff_and_renews_subscriptions(tmp_path: Path, 
         assert gw.reconnects == 1
         assert await gw.command("sim-1", "led", {"rgb": [0, 1, 0]}) == {"outputs": "led"}
         assert gw.connected
+        (device,) = await gw.devices()
+        assert device.locked_by == gw.hello["session"]  # the lock was taken again on the new connection
     finally:
         await gw.close()
         assert await running.stop() == 0

@@ -187,6 +187,8 @@ class Gateway:
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._subscriptions: set[Subscription] = set()
         self._device_feeds: set[DeviceEvents] = set()
+        #: Devices this client locked: locked again after a reconnect (a lock ends with its connection).
+        self._locks: set[str] = set()
         self._closed = False
         self._failure: BaseException | None = None
 
@@ -243,6 +245,12 @@ class Gateway:
                 await self._call("auth", {"token": self.token}, wait_ready=False)
             for subscription in list(self._subscriptions):
                 await subscription._renew(wait_ready=False)
+            for device in sorted(self._locks):
+                try:
+                    await self._call("lock", {"device": device}, wait_ready=False)
+                except GatewayError as error:  # taken by another client meanwhile, or gone from the config
+                    log.warning("could not lock %s again after reconnecting: %s", device, error)
+                    self._locks.discard(device)
         except TimeoutError:
             await self._drop_connection(ConnectionLost("the gateway did not answer in time"))
             raise ConnectionLost(f"{self.url}: no hello or answer within {self.request_timeout_s} s") from None
@@ -404,6 +412,20 @@ class Gateway:
             fields["timeout_s"] = timeout_s
         wait = (timeout_s if timeout_s is not None else max(self.request_timeout_s, 5.0)) + COMMAND_GRACE_S
         return await self._call("command", fields, timeout_s=wait)
+
+    async def lock(self, device: str) -> str:
+        """Take `device`'s exclusive control lock (others' commands are then `Locked`); return the holder's session.
+
+        The lock ends when this client unlocks it or disconnects; after a reconnect it is taken again.
+        """
+        data = await self._call("lock", {"device": device})
+        self._locks.add(device)
+        return str(data.get("locked_by"))
+
+    async def unlock(self, device: str, *, force: bool = False) -> None:
+        """Give `device`'s lock back; `force` ends another client's lock (admin tokens only)."""
+        await self._call("unlock", {"device": device, "force": True} if force else {"device": device})
+        self._locks.discard(device)
 
     async def estop(self) -> list[EstopOutcome]:
         """Stop every device's actuators at once; return what each device did."""

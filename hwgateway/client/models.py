@@ -75,6 +75,8 @@ class DeviceInfo:
     accepts: tuple[str, ...]
     topics: tuple[str, ...]
     capabilities: Mapping[str, Any]
+    #: The session id (`hello.session`) holding the device's control lock, or None.
+    locked_by: str | None
     #: The entry as the gateway sent it (fields newer than this client are kept here).
     raw: Mapping[str, Any] = field(compare=False, repr=False)
 
@@ -90,19 +92,24 @@ class DeviceInfo:
             accepts=tuple(entry.get("accepts", ())),
             topics=tuple(entry.get("topics", ())),
             capabilities=dict(entry.get("capabilities", {})),
+            locked_by=entry.get("locked_by"),
             raw=dict(entry),
         )
 
 
 @dataclass(frozen=True, slots=True)
 class DeviceEvent:
-    """A `device` push: `status` is connecting, connected, disconnected or stopped; `stamp` in epoch seconds."""
+    """A `device` push: `status` is connecting, connected, disconnected or stopped; `stamp` in epoch seconds.
+
+    `locked_by` is the session id holding the device's control lock, or None.
+    """
 
     device: str
     kind: str
     status: str
     detail: str
     stamp: float
+    locked_by: str | None = None
 
     @classmethod
     def from_wire(cls, message: Mapping[str, Any]) -> DeviceEvent:
@@ -113,6 +120,7 @@ class DeviceEvent:
             status=str(message.get("status", "")),
             detail=str(message.get("detail", "")),
             stamp=float(message.get("stamp", 0.0)),
+            locked_by=message.get("locked_by"),
         )
 
 

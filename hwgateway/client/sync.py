@@ -114,6 +114,14 @@ class SyncGateway:
         """Send a command; return its result data or raise the gateway's error."""
         return self._run(self._gateway.command(device, type, data, timeout_s=timeout_s))
 
+    def lock(self, device: str) -> str:
+        """Take the device's control lock; the holder's session id."""
+        return self._run(self._gateway.lock(device))
+
+    def unlock(self, device: str, *, force: bool = False) -> None:
+        """Give the device's lock back."""
+        self._run(self._gateway.unlock(device, force=force))
+
     def estop(self) -> list[EstopOutcome]:
         """Stop every device's actuators."""
         return self._run(self._gateway.estop())
