@@ -168,6 +168,8 @@ async def test_healthz_is_degraded_while_a_device_is_down_and_reconnects_count_o
     # Nothing listens on the unreachable Thymio's port: it fails over and over without ever connecting.
     devices = '[devices.sim-1]\nkind = "sim"\n'
     devices += f'[devices.unreachable]\nkind = "aseba"\ntarget = "tcp:127.0.0.1;{free_port()}"\n'
+    # A configuration problem only the run can find (a mapping file that is not there yet): no traceback.
+    devices += f'[devices.pad]\nkind = "gamepad"\nvirtual = true\nmapping_files = ["{tmp_path / "absent.txt"}"]\n'
     gateway = await start_gateway(tmp_path, gateway_config(tmp_path, devices))
     try:
         await asyncio.sleep(1.5)  # several failed attempts with backoff 0.1-0.4 s
@@ -183,7 +185,10 @@ async def test_healthz_is_degraded_while_a_device_is_down_and_reconnects_count_o
         assert "unreachable" in unreachable["detail"] or unreachable["status"] == "connecting"
         assert unreachable["reconnects"] == 0
         assert 'hwgw_device_reconnects_total{device="unreachable"} 0.0' in metrics
-        assert not [line for line in gateway.logs if "Traceback" in str(line.get("exception", ""))]
+        failures = [line for line in gateway.logs if str(line.get("event", "")).startswith("device pad failed")]
+        assert failures
+        assert "cannot read mapping file" in failures[0]["event"]
+        assert not [line for line in gateway.logs if "exception" in line]  # a structured traceback
     finally:
         assert await gateway.stop() == 0
 
