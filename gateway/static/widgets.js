@@ -320,6 +320,7 @@ function wiimoteWidget(described) {
       { class: "row" },
       h("span", { class: "key" }, "battery"),
       battery.el,
+      h("small", {}, "%"),
       h("span", { class: "key" }, "LEDs"),
       leds.map((led) => led.el),
       rumble.el,
@@ -454,7 +455,58 @@ function kortexFeedbackWidget(described) {
   };
 }
 
+/** kortex/BaseCyclic/Actuators: a joint × quantity table, and one plot per quantity (every joint a line). */
+const ACTUATOR_QUANTITIES = [
+  ["position", "position", "°"],
+  ["velocity", "velocity", "°/s"],
+  ["torque", "torque", "N·m"],
+  ["current_motor", "current", "A"],
+];
+
+function kortexActuatorsWidget(described) {
+  const head = h(
+    "tr",
+    {},
+    h("th", {}, "joint"),
+    ACTUATOR_QUANTITIES.map(([, title, unit]) => h("th", {}, title, " ", h("small", {}, unit))),
+  );
+  const body = h("tbody");
+  const plotsEl = h("div", { class: "plot-grid" });
+  const fields = allFields(described);
+  const el = h(
+    "div",
+    { class: "widget actuators" },
+    h("div", { class: "table-scroll" }, h("table", { class: "joints" }, h("thead", {}, head), body)),
+    plotsEl,
+    fields.el,
+  );
+  let rows = [];
+  let plots = [];
+  return {
+    el,
+    update(data) {
+      const joints = data.actuators || [];
+      if (rows.length !== joints.length) {
+        rows = joints.map(() => ACTUATOR_QUANTITIES.map(() => h("td", { class: "num" }, "–")));
+        const row = (cells, index) => h("tr", { dataset: { joint: String(index + 1) } }, h("th", {}, index + 1), cells);
+        body.replaceChildren(...rows.map(row));
+        const labels = joints.map((_, index) => `J${index + 1}`);
+        plots = ACTUATOR_QUANTITIES.map(([, title, unit]) => new TimePlot({ title, unit, labels }));
+        plotsEl.replaceChildren(...plots.map((plot) => plot.el));
+      }
+      joints.forEach((joint, index) => {
+        ACTUATOR_QUANTITIES.forEach(([key], column) => {
+          rows[index][column].textContent = formatNumber(joint[key]);
+        });
+      });
+      ACTUATOR_QUANTITIES.forEach(([key], column) => plots[column].push(joints.map((joint) => joint[key])));
+      fields.set(data);
+    },
+  };
+}
+
 const SPECIAL = {
+  "kortex/BaseCyclic/Actuators": kortexActuatorsWidget,
   "creos_messages/ControllerState": controllerWidget,
   "wiimote/State": wiimoteWidget,
   "kortex/WristCyclicC61/Feedback": kortexFeedbackWidget,
