@@ -517,6 +517,15 @@ async def page_at(browser: Browser, url: str, viewport: ViewportSize) -> tuple[P
     return page, errors
 
 
+async def watcher_command(gateway: RunningGateway, device: str, type_name: str, data: dict[str, Any]) -> None:
+    """Send one command from a separate client (the page only watches)."""
+    client = await connect(gateway, "ws")
+    try:
+        await client.ok("command", device=device, type=type_name, data=data)
+    finally:
+        await client.close()
+
+
 async def document_width(page: Page) -> int:
     width: int = await page.evaluate("document.documentElement.scrollWidth")
     return width
@@ -550,6 +559,21 @@ async def test_dashboard_reads_well_on_a_desktop_and_a_phone(tmp_path: Path, bro
             ["joint", "position °", "velocity °/s", "torque N·m", "current A"]
         )
         await expect(page.locator('[data-topic="arm-demo/actuators"] .plot figcaption')).to_have_count(4)
+
+        # Each device names its own controller buttons (list_devices capabilities.controller).
+        thymio_buttons = page.locator('[data-topic="thymio-demo/node/1/buttons"] .pill')
+        await expect(thymio_buttons).to_have_text(["backward", "left", "center", "forward", "right"])
+        wii_buttons = page.locator('[data-topic="wiimote-demo/controller"] .pill')
+        await expect(wii_buttons.first).to_have_text("1")
+        await expect(wii_buttons.nth(10)).to_have_text("Home")
+        await expect(page.locator('[data-topic="gamepad-demo/state"] .pill').first).to_have_text("✕")
+        # The Thymio's sensors as named bars; the arm's LED ring as a colour.
+        sensors = page.locator('[data-topic="thymio-demo/node/1/state"] .named-bar')
+        await expect(sensors).to_have_count(9)
+        await expect(sensors.nth(2).locator(".key")).to_have_text("front centre")
+        await watcher_command(gateway, "arm-demo", "led", {"rgb": [1, 0.5, 0]})
+        ring = page.locator('[data-topic="arm-demo/wrist/command"] [data-value="led_ring"]')
+        await expect(ring).to_have_css("background-color", "rgb(255, 128, 0)")
 
         # hwgateway/WiimoteLeds: one choice per LED, numbered as on the remote.
         leds = page.locator('[data-device="wiimote-demo"] [data-command="hwgateway/WiimoteLeds"]')

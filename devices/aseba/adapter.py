@@ -142,6 +142,8 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         return {
             "target": "" if self.target is None else str(self.target),
             "nodes": {str(n.id): n.name for n in nodes.values()},
+            # The `node/<n>/buttons` stream's layout (the Thymio program's button order).
+            "controller": {"axes": [], "buttons": list(thymio.BUTTON_NAMES)},
         }
 
     # -- lifecycle ---------------------------------------------------------------------------------

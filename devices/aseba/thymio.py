@@ -152,6 +152,10 @@ def comm_message(words: tuple[int, ...]) -> thymio.Comm:
     return thymio.Comm(value=padded[0], payloads=tuple(padded[1:8]), intensities=tuple(padded[8:15]))
 
 
+#: The five buttons in `buttons`' order.
+BUTTON_NAMES = ("backward", "left", "center", "forward", "right")
+
+
 def buttons(words: tuple[int, ...], stamp: float = 0.0) -> ControllerState:
     """The five buttons of a `state` event (backward, left, center, forward, right) as ControllerState.
 

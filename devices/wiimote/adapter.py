@@ -31,7 +31,13 @@ from typing import Any, ClassVar
 
 from devices.base import Adapter, Command, DeviceContext
 from devices.sim.wiimote import SimulatedWiimote
-from devices.wiimote.convert import StateBuilder, classic_message, controller_state
+from devices.wiimote.convert import (
+    CONTROLLER_AXES,
+    CONTROLLER_BUTTONS,
+    StateBuilder,
+    classic_message,
+    controller_state,
+)
 from devices.wiimote.discovery import HidrawRemote, find_remotes, select
 from devices.wiimote.imu import Zeroing, ZeroingResult
 from devices.wiimote.options import WiimoteOptions
@@ -106,6 +112,8 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
             "leds": LED_COUNT,
             "rumble": True,
             "malformed_reports": self.malformed_reports,
+            # The `controller` stream's layout: core buttons, Nunchuk Z C, then the Classic's.
+            "controller": {"axes": list(CONTROLLER_AXES), "buttons": list(CONTROLLER_BUTTONS)},
         }
         if conn is not None:
             caps.update(extension=conn.extension.value, report_mode=int(conn.mode), battery=conn.battery)

@@ -217,7 +217,7 @@ ui.expandAll.addEventListener("click", () => {
 
 function capabilities(caps) {
   const parts = Object.entries(caps || {})
-    .filter(([, value]) => value !== false)
+    .filter(([name, value]) => value !== false && name !== "controller") // names for the widgets, not for reading
     .map(([name, value]) =>
       value === true ? name : `${name} ${typeof value === "object" ? JSON.stringify(value) : value}`,
     );
@@ -282,7 +282,7 @@ function onState(message) {
 }
 
 function createStream(device, message) {
-  const widget = createWidget(message.type, known.get(message.type));
+  const widget = createWidget(message.type, known.get(message.type), device.info);
   const meta = h("span", { class: "meta" });
   const el = h(
     "div",
