@@ -472,7 +472,10 @@ async def test_dashboard_widgets_and_hold_to_drive(scripted: ScriptedGateway, br
     await expect(page.locator("#estop-result")).to_have_text("✓ stopped wii, arm, thymio")
     assert scripted.estops == 1
 
-    others = [c for c in scripted.commands if c["type"] != MOTOR_TYPE]
+    # The page reads a Thymio's gw.* variables back after each command; those reads are not commands sent.
+    read_back = {c["data"]["variable"] for c in scripted.commands if c["type"] == "asebaros_msgs/GetVariable"}
+    assert "gw.led_top" in read_back
+    others = [c for c in scripted.commands if c["type"] not in (MOTOR_TYPE, "asebaros_msgs/GetVariable")]
     assert others == [
         {"device": "thymio", "type": "thymio_msgs/SystemSound", "data": {"sound": 0}},
         {"device": "thymio", "type": "thymio_msgs/Led", "data": {"id": 2, "values": [1, 1, 1, 1]}},
@@ -574,6 +577,13 @@ async def test_dashboard_reads_well_on_a_desktop_and_a_phone(tmp_path: Path, bro
         await watcher_command(gateway, "arm-demo", "led", {"rgb": [1, 0.5, 0]})
         ring = page.locator('[data-topic="arm-demo/wrist/command"] [data-value="led_ring"]')
         await expect(ring).to_have_css("background-color", "rgb(255, 128, 0)")
+
+        # The Thymio's LED and tone as the robot holds them after a command (GetVariable of gw.*).
+        thymio = page.locator('[data-device="thymio-demo"]')
+        await thymio.locator('[data-command="led"] button[data-preset="red"]').click()
+        await expect(thymio.locator('[data-readback="gw.led_top"] .text')).to_have_text("32, 0, 0 of 32")
+        await thymio.locator('[data-command="sound"]').get_by_role("button", name="Play").click()
+        await expect(thymio.locator('[data-readback="gw.sound"] .text')).to_have_text("440 Hz for 0.50 s")
 
         # hwgateway/WiimoteLeds: one choice per LED, numbered as on the remote.
         leds = page.locator('[data-device="wiimote-demo"] [data-command="hwgateway/WiimoteLeds"]')

@@ -142,12 +142,18 @@ function buildDevice(info) {
   const status = h("span", { class: "status" });
   const detail = h("p", { class: "detail" });
   const streamsEl = h("div", { class: "streams" });
+  const readback = info.accepts.includes("thymio_msgs/Led") ? thymioReadback(info.id) : null;
   const controls = info.accepts.map((type) =>
     createControl({
       device: info,
       type,
       described: known.get(type),
-      send: (t, data, timeout_s) => command(info.id, t, data, timeout_s),
+      send: async (t, data, timeout_s) => {
+        const result = await command(info.id, t, data, timeout_s);
+        // What the robot now holds, read from it: the command's own result only says it was sent.
+        if (readback && t !== GET_VARIABLE) readback.refresh();
+        return result;
+      },
     }),
   );
   const toggle = h("button", { class: "toggle", type: "button", "aria-expanded": "true", title: "collapse" }, "▾");
@@ -163,6 +169,7 @@ function buildDevice(info) {
       { class: "body" },
       capabilities(info.capabilities),
       streamsEl,
+      readback?.el,
       controls.length ? h("div", { class: "controls" }, h("h3", {}, "Commands"), reason, fieldset) : null,
     ),
   );
@@ -170,7 +177,70 @@ function buildDevice(info) {
   toggle.addEventListener("click", () => setCollapsed(device, !card.classList.contains("collapsed"), true));
   setCollapsed(device, collapsedIds().has(info.id), false);
   setStatus(device, info.status, info.detail);
+  if (readback && info.status === "connected") readback.refresh();
   return device;
+}
+
+// -- a Thymio's outputs, read back from the robot ------------------------------------------------------
+
+const GET_VARIABLE = "asebaros_msgs/GetVariable";
+/** Variables where the gateway's Thymio program keeps the last command of each kind. */
+const THYMIO_READBACK = [
+  ["gw.led_top", "top LED", "rgb"],
+  ["gw.led_bottom_left", "bottom left LED", "rgb"],
+  ["gw.led_bottom_right", "bottom right LED", "rgb"],
+  ["gw.sound", "last tone", "tone"],
+  ["gw.system_sound", "system sound", "number"],
+];
+/** Thymio LED intensities run 0..32; tone durations are in 1/60 s. */
+const THYMIO_LED_MAX = 32;
+const SOUND_TICKS_PER_S = 60;
+
+function thymioReadback(deviceId) {
+  const rows = THYMIO_READBACK.map(([variable, label, kind]) => {
+    const swatch = kind === "rgb" ? h("span", { class: "swatch-big" }) : null;
+    const text = h("span", { class: "text" }, "–");
+    const el = h(
+      "div",
+      { class: "field", dataset: { readback: variable } },
+      h("span", { class: "key" }, label),
+      h("span", { class: "value" }, swatch, text),
+    );
+    return { variable, kind, swatch, text, el };
+  });
+  const el = h(
+    "div",
+    { class: "stream readback" },
+    h("h3", {}, "On the robot", h("small", {}, "read back with GetVariable")),
+    h("div", { class: "fields" }, rows.map((row) => row.el)),
+  );
+  let pending = null;
+  async function refresh() {
+    for (const row of rows) {
+      const result = await command(deviceId, GET_VARIABLE, { variable: row.variable });
+      if (!result.ok) {
+        row.text.textContent = `– (${result.error.code})`;
+        continue;
+      }
+      const words = result.data.data || [];
+      if (row.kind === "rgb") {
+        row.swatch.style.background = `rgb(${words.map((w) => Math.round((255 * w) / THYMIO_LED_MAX)).join(", ")})`;
+        row.text.textContent = `${words.join(", ")} of ${THYMIO_LED_MAX}`;
+      } else if (row.kind === "tone") {
+        const [frequency, ticks] = words;
+        row.text.textContent = `${frequency} Hz for ${(ticks / SOUND_TICKS_PER_S).toFixed(2)} s`;
+      } else {
+        row.text.textContent = words.join(", ");
+      }
+    }
+  }
+  return {
+    el,
+    refresh() {
+      // One read at a time; a command during a read asks for one more read afterwards.
+      pending = (pending || Promise.resolve()).then(refresh).finally(() => (pending = null));
+    },
+  };
 }
 
 // -- collapsing and filtering (remembered in this browser) -------------------------------------------
