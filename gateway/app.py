@@ -205,12 +205,25 @@ class Gateway:
         return f"{connected}/{len(devices)} devices connected, {clients} client{'s' if clients != 1 else ''}"
 
     def health(self) -> tuple[int, dict[str, Any]]:
-        """HTTP status and body of /healthz: 503 when the event loop lags or an adapter task died."""
+        """HTTP status and body of /healthz: 503 when the event loop lags or an adapter task died.
+
+        `status` is "ok", "degraded" (200: a configured device is not connected) or "unhealthy" (503);
+        `reasons` says why it is not "ok".
+        """
         lagging = self.monitor.max_lag > UNHEALTHY_LAG_S
         tasks_alive = self.supervisor.tasks_alive()
         healthy = not lagging and tasks_alive
+        # Degraded: the process is fine (probes pass) but a configured device is not connected.
+        down = [h for h in self.supervisor.devices.values() if h.status != "connected"]
+        reasons = [f"device {h.id} is {h.status}" + (f": {h.detail}" if h.detail else "") for h in down]
+        if lagging:
+            lag_ms = self.monitor.max_lag * 1000
+            reasons.insert(0, f"event loop lag {lag_ms:.0f} ms over {UNHEALTHY_LAG_S * 1000:.0f} ms")
+        if not tasks_alive:
+            reasons.insert(0, "a device task died")
         body = {
-            "status": "ok" if healthy else "unhealthy",
+            "status": "unhealthy" if not healthy else "degraded" if down else "ok",
+            "reasons": reasons,
             "version": __version__,
             "uptime_s": round(time.time() - self.started, 3),
             "loop_lag_ms": round(self.monitor.lag * 1000, 3),
@@ -225,8 +238,10 @@ class Gateway:
         return (200 if healthy else 503), body
 
 
-async def serve(config: Config) -> int:
+async def serve(config: Config, on_listening: Callable[[Gateway], None] | None = None) -> int:
     """Run the gateway until SIGTERM or SIGINT; return the process exit code.
+
+    `on_listening` is called once every listener accepts connections (the demo prints its URLs then).
 
     Under systemd (`Type=notify`) it reports READY=1 once every server listens, pings the watchdog
     while healthy, and reports STOPPING=1 when it starts to shut down.
@@ -245,6 +260,8 @@ async def serve(config: Config) -> int:
             log.error("cannot start: %s", error)
             await gateway.stop()
             return 1
+        if on_listening is not None:
+            on_listening(gateway)
         notifier.notify("READY=1", f"STATUS={gateway.summary()}")
         watchdog = asyncio.create_task(notifier.watchdog(gateway.healthy, gateway.summary), name="watchdog")
         await stop.wait()

@@ -1,4 +1,4 @@
-"""The `hwgateway` command: run, demo, check-config, hash-token, aseba compile."""
+"""The `hwgateway` command: run, demo, check-config, hash-token, aseba compile, and the client commands."""
 
 from __future__ import annotations
 
@@ -13,11 +13,15 @@ import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gateway import __version__, logs
 from gateway.config import Config, load, loads
 from gateway.credentials import hash_token
 from gateway.errors import ConfigError
+
+if TYPE_CHECKING:
+    from gateway.app import Gateway
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +40,13 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="override [logging] level")
         sub.add_argument("--log-format", choices=["auto", "json", "console"], help="override [logging] format")
 
+    def config_file(sub: argparse.ArgumentParser) -> None:
+        # Both `run FILE` and `run --config FILE` (and the same for check-config) read the same file.
+        sub.add_argument("file", nargs="?", metavar="FILE", help=f"TOML file (default {DEFAULT_CONFIG})")
+        sub.add_argument("--config", dest="config_option", metavar="FILE", help="the same, as an option")
+
     run = commands.add_parser("run", help="run the gateway with a configuration file")
-    run.add_argument("--config", default=DEFAULT_CONFIG, help=f"TOML file (default {DEFAULT_CONFIG})")
+    config_file(run)
     logging_options(run)
 
     demo = commands.add_parser("demo", help="run the gateway with simulated devices on the default ports")
@@ -46,8 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--unix-socket", help="msgpack Unix socket path (default: a per-user temporary path)")
     logging_options(demo)
 
-    check = commands.add_parser("check-config", help="validate a configuration file and exit")
-    check.add_argument("file", help="TOML file to check")
+    check = commands.add_parser("check-config", help="validate a configuration file, report every error, exit")
+    config_file(check)
 
     hash_token = commands.add_parser(
         "hash-token", help="print the [auth.tokens.<name>] hash of a token read from standard input"
@@ -61,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     aseba_compile.add_arguments(
         aseba_commands.add_parser("compile", help="compile an .aesl file for a node description; print a listing")
     )
+    from hwgateway import cli as client_commands
+
+    client_commands.add_commands(commands)
     return parser
 
 
@@ -77,16 +89,19 @@ def _demo_config(args: argparse.Namespace) -> Config:
     return dataclasses.replace(config, server=server)
 
 
-def _print_demo_banner(config: Config) -> None:
-    server = config.server
-    base = f"{server.host}:{server.http_port}"
+def _print_demo_banner(gateway: Gateway) -> None:
+    """The demo's URLs, printed once every listener accepts connections (with the ports actually bound)."""
+    server = gateway.config.server
+    base = f"{server.host}:{gateway.http_port}"
+    msgpack = f"tcp://{server.host}:{gateway.msgpack_port}" if gateway.msgpack_port else "off"
+    unix = f" and unix:{server.unix_socket}" if server.unix_socket else ""
     print(
-        "hwgateway demo: simulated devices " + ", ".join(d.id for d in config.devices) + "\n"
+        "hwgateway demo: simulated devices " + ", ".join(d.id for d in gateway.config.devices) + "\n"
         f"  dashboard   http://{base}/\n"
         f"  WebSocket   ws://{base}/ws\n"
         f"  health      http://{base}/healthz\n"
         f"  metrics     http://{base}/metrics\n"
-        f"  msgpack     tcp://{server.host}:{server.msgpack_port} and unix:{server.unix_socket}\n"
+        f"  msgpack     {msgpack}{unix}\n"
         "Press Ctrl-C to stop.",
         flush=True,
     )
@@ -108,9 +123,30 @@ def _hash_token(generate: bool) -> int:
     return 0
 
 
+def _config_path(args: argparse.Namespace) -> str:
+    """The file of `run`/`check-config`, given as FILE or as --config FILE (not two different ones)."""
+    if args.file and args.config_option and args.file != args.config_option:
+        raise ConfigError("", f"two configuration files given: {args.file} and --config {args.config_option}")
+    path: str = args.file or args.config_option or DEFAULT_CONFIG
+    return path
+
+
+def _print_config_error(error: ConfigError) -> None:
+    if len(error.errors) == 1:
+        print(f"hwgateway: configuration error: {error}", file=sys.stderr)
+        return
+    print(f"hwgateway: {len(error.errors)} configuration errors:", file=sys.stderr)
+    for problem in error.errors:
+        print(f"  {problem}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `hwgateway` console script."""
     args = _parser().parse_args(argv)
+    from hwgateway import cli as client_commands
+
+    if args.command in client_commands.COMMANDS:
+        return client_commands.run(args)
     if args.command == "aseba":
         from devices.aseba import compile_command as aseba_compile
 
@@ -121,20 +157,19 @@ def main(argv: list[str] | None = None) -> int:
         return _hash_token(args.generate)
     try:
         if args.command == "check-config":
-            config = load(args.file)
+            path = _config_path(args)
+            config = load(path)
             devices = ", ".join(f"{d.id} ({d.kind})" for d in config.devices) or "none"
-            print(f"{args.file}: ok; devices: {devices}")
+            print(f"{path}: ok; devices: {devices}")
             return 0
-        config = load(args.config) if args.command == "run" else _demo_config(args)
+        config = load(_config_path(args)) if args.command == "run" else _demo_config(args)
     except ConfigError as error:
-        print(f"hwgateway: configuration error: {error}", file=sys.stderr)
+        _print_config_error(error)
         return EXIT_CONFIG_ERROR
     logs.configure(args.log_level or config.logging.level, args.log_format or config.logging.format)
-    if args.command == "demo":
-        _print_demo_banner(config)
     from gateway.app import serve  # after logging is configured
 
-    return asyncio.run(serve(config))
+    return asyncio.run(serve(config, _print_demo_banner if args.command == "demo" else None))
 
 
 if __name__ == "__main__":

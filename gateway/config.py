@@ -16,6 +16,7 @@ import hashlib
 import tomllib
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -198,62 +199,114 @@ def _convert(value: object, hint: Any, path: str) -> Any:
 
 
 def build(cls: type[T], table: object, path: str, skip: tuple[str, ...] = ()) -> T:
-    """Build config dataclass `cls` from a TOML table, refusing unknown keys and wrong types."""
+    """Build config dataclass `cls` from a TOML table, refusing unknown keys and wrong types.
+
+    Every bad key of the table is reported at once (one `ConfigError` standing for all of them).
+    """
     if not isinstance(table, dict):
         raise ConfigError(path, f"expected a table, got {_describe(table)}")
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     values: dict[str, Any] = {}
+    problems: list[ConfigError] = []
     prefix = f"{path}." if path else ""
     for key, raw in table.items():
         if key in skip:
             continue
         if key not in fields:
             known = ", ".join(sorted(k for k in fields if k not in skip)) or "none"
-            raise ConfigError(f"{prefix}{key}", f"unknown key (known keys: {known})")
-        value = _convert(raw, hints[key], f"{prefix}{key}")
+            problems.append(ConfigError(f"{prefix}{key}", f"unknown key (known keys: {known})"))
+            continue
+        try:
+            value = _convert(raw, hints[key], f"{prefix}{key}")
+        except ConfigError as error:
+            problems.append(error)
+            continue
         low, high = fields[key].metadata.get("min"), fields[key].metadata.get("max")
         if (low is not None and value < low) or (high is not None and value > high):
-            raise ConfigError(f"{prefix}{key}", f"{value!r} is outside [{low}, {high}]")
+            problems.append(ConfigError(f"{prefix}{key}", f"{value!r} is outside [{low}, {high}]"))
+            continue
         values[key] = value
-    missing = [
-        name
+    problems += [
+        ConfigError(f"{prefix}{name}", "required key is missing")
         for name, f in fields.items()
         if name not in values
+        and name not in table
         and name not in skip
         and f.default is dataclasses.MISSING
         and f.default_factory is dataclasses.MISSING
     ]
-    if missing:
-        raise ConfigError(f"{prefix}{missing[0]}", "required key is missing")
+    if problems:
+        raise ConfigError.combine(problems)
     try:
         return cls(**values)
     except ValueError as error:
         raise ConfigError(path, str(error)) from None
 
 
-def _build_devices(table: object) -> tuple[DeviceConfig, ...]:
-    from devices.registry import options_class  # devices depend on the gateway, not the reverse
+def _build_device(device_id: str, device_table: object) -> DeviceConfig:
+    from devices.registry import kinds, options_class  # devices depend on the gateway, not the reverse
 
+    path = f"devices.{device_id}"
+    try:
+        check_device_id(device_id)
+    except ValueError as error:
+        raise ConfigError(path, str(error)) from None
+    if not isinstance(device_table, dict):
+        raise ConfigError(path, f"expected a table, got {_describe(device_table)}")
+    if "kind" not in device_table:
+        raise ConfigError(f"{path}.kind", f"required key is missing (one of: {', '.join(kinds())})")
+    kind = _convert(device_table["kind"], str, f"{path}.kind")
+    try:
+        options_cls = options_class(kind)
+    except KeyError as error:
+        raise ConfigError(f"{path}.kind", str(error.args[0])) from None
+    problems: list[ConfigError] = []
+    enabled = True
+    try:
+        enabled = _convert(device_table.get("enabled", True), bool, f"{path}.enabled")
+    except ConfigError as error:
+        problems.append(error)
+    try:
+        options = build(options_cls, device_table, path, skip=("kind", "enabled"))
+    except ConfigError as error:
+        problems.append(error)
+    if problems:
+        raise ConfigError.combine(problems)
+    return DeviceConfig(device_id, kind, enabled, options)
+
+
+def _exclusive_resources(devices: tuple[DeviceConfig, ...]) -> list[ConfigError]:
+    """Two enabled devices that would take the same hardware (options with `exclusive_resource()`)."""
+    owners: dict[str, str] = {}
+    problems = []
+    for device in devices:
+        claim = getattr(device.options, "exclusive_resource", None)
+        resource = claim() if callable(claim) and device.enabled else None
+        if resource is None:
+            continue
+        if resource in owners:
+            problems.append(
+                ConfigError(f"devices.{device.id}", f"{resource} is already taken by devices.{owners[resource]}")
+            )
+        else:
+            owners[resource] = device.id
+    return problems
+
+
+def _build_devices(table: object) -> tuple[DeviceConfig, ...]:
     if not isinstance(table, dict):
         raise ConfigError("devices", f"expected a table of [devices.<id>] tables, got {_describe(table)}")
     devices = []
+    problems: list[ConfigError] = []
     for device_id, device_table in table.items():
-        path = f"devices.{device_id}"
         try:
-            check_device_id(device_id)
-        except ValueError as error:
-            raise ConfigError(path, str(error)) from None
-        if not isinstance(device_table, dict):
-            raise ConfigError(path, f"expected a table, got {_describe(device_table)}")
-        kind = _convert(device_table.get("kind"), str, f"{path}.kind")
-        try:
-            options_cls = options_class(kind)
-        except KeyError as error:
-            raise ConfigError(f"{path}.kind", str(error.args[0])) from None
-        enabled = _convert(device_table.get("enabled", True), bool, f"{path}.enabled")
-        options = build(options_cls, device_table, path, skip=("kind", "enabled"))
-        devices.append(DeviceConfig(device_id, kind, enabled, options))
+            devices.append(_build_device(device_id, device_table))
+        except ConfigError as error:
+            problems.append(error)
+    problems += _exclusive_resources(tuple(devices))
+    if problems:
+        raise ConfigError.combine(problems)
     return tuple(devices)
 
 
@@ -262,56 +315,78 @@ def _build_auth(table: object) -> AuthConfig:
         return build(AuthConfig, table, "auth", skip=("credentials",))
     build(AuthConfig, table, "auth", skip=("tokens", "credentials"))  # refuses unknown keys
     credentials = []
+    problems: list[ConfigError] = []
     for name, token_table in table["tokens"].items():
-        path = f"auth.tokens.{name}"
-        token = build(TokenConfig, token_table, path)
-        if bool(token.hash) == bool(token.token_file):
-            raise ConfigError(path, "set exactly one of hash (from `hwgateway hash-token`) and token_file")
-        if token.hash:
-            try:
-                digest = parse_digest(token.hash)
-            except ValueError as error:
-                raise ConfigError(f"{path}.hash", str(error)) from None
-        else:
-            try:
-                secret = Path(token.token_file).read_text(encoding="utf-8").strip()
-            except (OSError, UnicodeDecodeError) as error:
-                raise ConfigError(f"{path}.token_file", f"cannot read {token.token_file}: {error}") from None
-            if len(secret) < 16:
-                raise ConfigError(f"{path}.token_file", "the token must be at least 16 characters")
-            digest = hashlib.sha256(secret.encode()).digest()
-        if not token.devices:
-            raise ConfigError(f"{path}.devices", 'expected at least one device id pattern (["*"]: every device)')
-        credentials.append(Credential(name, digest, token.role, token.devices))
+        try:
+            credentials.append(_build_credential(name, token_table))
+        except ConfigError as error:
+            problems.append(error)
+    if problems:
+        raise ConfigError.combine(problems)
     return AuthConfig(credentials=tuple(credentials))
 
 
+def _build_credential(name: str, token_table: object) -> Credential:
+    """One `[auth.tokens.<name>]` table as a credential (its token only as a SHA-256 digest)."""
+    path = f"auth.tokens.{name}"
+    token = build(TokenConfig, token_table, path)
+    if bool(token.hash) == bool(token.token_file):
+        raise ConfigError(path, "set exactly one of hash (from `hwgateway hash-token`) and token_file")
+    if token.hash:
+        try:
+            digest = parse_digest(token.hash)
+        except ValueError as error:
+            raise ConfigError(f"{path}.hash", str(error)) from None
+    else:
+        try:
+            secret = Path(token.token_file).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            raise ConfigError(f"{path}.token_file", f"cannot read {token.token_file}: {error}") from None
+        if len(secret) < 16:
+            raise ConfigError(f"{path}.token_file", "the token must be at least 16 characters")
+        digest = hashlib.sha256(secret.encode()).digest()
+    if not token.devices:
+        raise ConfigError(f"{path}.devices", 'expected at least one device id pattern (["*"]: every device)')
+    return Credential(name, digest, token.role, token.devices)
+
+
 def parse(document: dict[str, Any]) -> Config:
-    """Build a `Config` from a parsed TOML document."""
+    """Build a `Config` from a parsed TOML document; raise one `ConfigError` listing every problem."""
     sections = {f.name for f in dataclasses.fields(Config)}
-    for key in document:
-        if key not in sections:
-            raise ConfigError(key, f"unknown section (known sections: {', '.join(sorted(sections))})")
-    config = Config(
-        server=build(ServerConfig, document.get("server", {}), "server"),
-        auth=_build_auth(document.get("auth", {})),
-        logging=build(LoggingConfig, document.get("logging", {}), "logging"),
-        supervisor=build(SupervisorConfig, document.get("supervisor", {}), "supervisor"),
-        devices=_build_devices(document.get("devices", {})),
-    )
-    if config.supervisor.backoff_max_s < config.supervisor.backoff_initial_s:
-        raise ConfigError("supervisor.backoff_max_s", "must be at least supervisor.backoff_initial_s")
-    if bool(config.server.tls_cert) != bool(config.server.tls_key):
-        raise ConfigError(
-            "server.tls_key" if config.server.tls_cert else "server.tls_cert", "set both tls_cert and tls_key"
+    problems = [
+        ConfigError(key, f"unknown section (known sections: {', '.join(sorted(sections))})")
+        for key in document
+        if key not in sections
+    ]
+    builders: dict[str, Callable[[object], Any]] = {
+        "server": lambda table: build(ServerConfig, table, "server"),
+        "auth": _build_auth,
+        "logging": lambda table: build(LoggingConfig, table, "logging"),
+        "supervisor": lambda table: build(SupervisorConfig, table, "supervisor"),
+        "devices": _build_devices,
+    }
+    built: dict[str, Any] = {}
+    for name, builder in builders.items():
+        try:
+            built[name] = builder(document.get(name, {}))
+        except ConfigError as error:
+            problems.append(error)
+    supervisor, server = built.get("supervisor"), built.get("server")
+    if supervisor is not None and supervisor.backoff_max_s < supervisor.backoff_initial_s:
+        problems.append(ConfigError("supervisor.backoff_max_s", "must be at least supervisor.backoff_initial_s"))
+    if server is not None and bool(server.tls_cert) != bool(server.tls_key):
+        problems.append(
+            ConfigError("server.tls_key" if server.tls_cert else "server.tls_cert", "set both tls_cert and tls_key")
         )
-    if config.server.max_frame_bytes < config.server.max_request_bytes:
-        raise ConfigError("server.max_frame_bytes", "must be at least server.max_request_bytes")
-    if config.server.max_clients_per_peer > config.server.max_clients:
-        raise ConfigError("server.max_clients_per_peer", "must be at most server.max_clients")
-    if config.server.max_partial_bytes < config.server.max_frame_bytes:
-        raise ConfigError("server.max_partial_bytes", "must be at least server.max_frame_bytes")
-    return config
+    if server is not None and server.max_frame_bytes < server.max_request_bytes:
+        problems.append(ConfigError("server.max_frame_bytes", "must be at least server.max_request_bytes"))
+    if server is not None and server.max_clients_per_peer > server.max_clients:
+        problems.append(ConfigError("server.max_clients_per_peer", "must be at most server.max_clients"))
+    if server is not None and server.max_partial_bytes < server.max_frame_bytes:
+        problems.append(ConfigError("server.max_partial_bytes", "must be at least server.max_frame_bytes"))
+    if problems:
+        raise ConfigError.combine(problems)
+    return Config(**built)
 
 
 def loads(text: str) -> Config:

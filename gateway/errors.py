@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import ClassVar
 
@@ -140,9 +141,25 @@ class InternalError(GatewayError):
 
 
 class ConfigError(Exception):
-    """The configuration is invalid; `path` is the TOML key path (e.g. `devices.sim-1.rate_hz`)."""
+    """The configuration is invalid; `path` is the TOML key path (e.g. `devices.sim-1.rate_hz`).
+
+    One error may stand for several: `errors` lists every problem found (itself when there is one),
+    so a file is reported whole instead of one mistake per run.
+    """
 
     def __init__(self, path: str, message: str) -> None:
         super().__init__(f"{path}: {message}" if path else message)
         self.path = path
         self.message = message
+        self.errors: tuple[ConfigError, ...] = (self,)
+
+    @classmethod
+    def combine(cls, errors: Sequence[ConfigError]) -> ConfigError:
+        """One error standing for all of `errors` (nested ones flattened, in order)."""
+        flat = [problem for error in errors for problem in error.errors]
+        if len(flat) == 1:
+            return flat[0]
+        combined = cls(flat[0].path, flat[0].message)
+        combined.errors = tuple(flat)
+        combined.args = ("\n".join(str(problem) for problem in flat),)
+        return combined

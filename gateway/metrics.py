@@ -53,7 +53,9 @@ class _GatewayCollector(Collector):
         yield GaugeMetricFamily("hwgw_clients", "Connected clients", value=len(hub.sessions))
 
         up = GaugeMetricFamily("hwgw_device_connected", "1 while the device is connected", labels=["device", "kind"])
-        reconnects = CounterMetricFamily("hwgw_device_reconnects", "Restarts after a failure", labels=["device"])
+        reconnects = CounterMetricFamily(
+            "hwgw_device_reconnects", "Restarts after a connected device failed", labels=["device"]
+        )
         for handle in hub.supervisor.devices.values():
             up.add_metric([handle.id, handle.kind], 1.0 if handle.status == "connected" else 0.0)
             reconnects.add_metric([handle.id], handle.reconnects)

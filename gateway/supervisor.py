@@ -17,6 +17,7 @@ from devices.base import Adapter, DeviceContext
 from devices.registry import adapter_class
 from gateway.bus import Bus, DeviceEvent, DeviceStatus
 from gateway.config import DeviceConfig, SupervisorConfig
+from gateway.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -140,12 +141,16 @@ class Supervisor:
                 raise
             except Exception as error:
                 reason = f"{type(error).__name__}: {error}"
-                log.warning("device %s failed: %s", handle.id, reason, exc_info=not isinstance(error, OSError))
+                # A traceback helps with a bug; not with a link that dropped or a setting the device refused.
+                expected = isinstance(error, OSError | ConfigError)
+                log.warning("device %s failed: %s", handle.id, reason, exc_info=not expected)
+            was_connected = handle.connected_since is not None
             stayed = time.monotonic() - handle.connected_since if handle.connected_since else 0.0
             if stayed >= self._config.backoff_reset_s:
                 delay = self._config.backoff_initial_s
             handle.set_status("disconnected", f"{reason}; retrying in {delay:.2f} s")
-            handle.reconnects += 1
+            if was_connected:  # a device that never connected is still connecting, not reconnecting
+                handle.reconnects += 1
             # Jitter keeps several failed devices from retrying in lockstep.
             await asyncio.sleep(delay * random.uniform(0.9, 1.1))
             delay = min(delay * 2, self._config.backoff_max_s)

@@ -41,7 +41,7 @@ def test_devices_are_read_with_their_kind_options() -> None:
         ('[logging]\nlevel = "loud"\n', "logging.level", "expected one of"),
         ("[servers]\n", "servers", "unknown section"),
         ("server = 1\n", "server", "expected a table"),
-        ("[devices.sim-1]\nrate_hz = 5\n", "devices.sim-1.kind", "expected a string, got NoneType"),
+        ("[devices.sim-1]\nrate_hz = 5\n", "devices.sim-1.kind", "required key is missing (one of: aseba,"),
         ('[devices.sim-1]\nkind = "toaster"\n', "devices.sim-1.kind", "unknown device kind 'toaster'"),
         ('[devices.sim-1]\nkind = "sim"\nrate = 5\n', "devices.sim-1.rate", "unknown key"),
         ('[devices.sim-1]\nkind = "sim"\nrate_hz = 0\n', "devices.sim-1.rate_hz", "outside"),

@@ -472,7 +472,10 @@ async def test_dashboard_widgets_and_hold_to_drive(scripted: ScriptedGateway, br
     await expect(page.locator("#estop-result")).to_have_text("✓ stopped wii, arm, thymio")
     assert scripted.estops == 1
 
-    others = [c for c in scripted.commands if c["type"] != MOTOR_TYPE]
+    # The page reads a Thymio's gw.* variables back after each command; those reads are not commands sent.
+    read_back = {c["data"]["variable"] for c in scripted.commands if c["type"] == "asebaros_msgs/GetVariable"}
+    assert "gw.led_top" in read_back
+    others = [c for c in scripted.commands if c["type"] not in (MOTOR_TYPE, "asebaros_msgs/GetVariable")]
     assert others == [
         {"device": "thymio", "type": "thymio_msgs/SystemSound", "data": {"sound": 0}},
         {"device": "thymio", "type": "thymio_msgs/Led", "data": {"id": 2, "values": [1, 1, 1, 1]}},
@@ -494,3 +497,145 @@ async def test_dashboard_widgets_and_hold_to_drive(scripted: ScriptedGateway, br
     ]
     await screenshot(page, "dashboard-widgets.png")
     assert errors == []
+
+
+DESKTOP: ViewportSize = {"width": 1280, "height": 800}
+PHONE: ViewportSize = {"width": 390, "height": 844}
+LATE_DEVICE = '[devices.sim-1]\nkind = "sim"\n[devices.late]\nkind = "sim"\nconnect_delay_s = 600.0\n'
+
+
+async def page_at(browser: Browser, url: str, viewport: ViewportSize) -> tuple[Page, list[str]]:
+    """A page at `url` in a window of `viewport`, with its console errors."""
+    page = await browser.new_page(viewport=viewport)
+    errors: list[str] = []
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error":
+            errors.append(message.text)
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: errors.append(f"exception: {error}"))
+    await page.goto(url)
+    await expect(page.locator("body")).to_have_attribute("data-connection", "ready")
+    return page, errors
+
+
+async def watcher_command(gateway: RunningGateway, device: str, type_name: str, data: dict[str, Any]) -> None:
+    """Send one command from a separate client (the page only watches)."""
+    client = await connect(gateway, "ws")
+    try:
+        await client.ok("command", device=device, type=type_name, data=data)
+    finally:
+        await client.close()
+
+
+async def document_width(page: Page) -> int:
+    width: int = await page.evaluate("document.documentElement.scrollWidth")
+    return width
+
+
+async def test_dashboard_reads_well_on_a_desktop_and_a_phone(tmp_path: Path, browser: Browser) -> None:
+    gateway = await start_demo(tmp_path, free_port(), free_port())
+    try:
+        for viewport in (DESKTOP, PHONE):
+            page, errors = await page_at(browser, gateway.base_url + "/", viewport)
+            # Every demo device has shown its main stream, so the page is as wide as it gets.
+            await expect(page.locator('[data-topic="arm-demo/actuators"] tbody tr')).not_to_have_count(0)
+            await expect(page.locator('[data-topic="wiimote-demo/state"]')).to_be_visible()
+            await expect(page.locator('[data-topic="thymio-demo/node/1/state"]')).to_be_visible()
+            await page.wait_for_timeout(500)
+            size = f"{viewport['width']}x{viewport['height']}"
+            await screenshot(page, f"dashboard-demo-{size}.png")
+            assert await document_width(page) <= viewport["width"], f"horizontal overflow at {size}"
+            assert errors == []
+            await page.close()
+
+        page, errors = await page_at(browser, gateway.base_url + "/", DESKTOP)
+        # A connected device's detail is information, not an error: not red.
+        arm_detail = page.locator('[data-device="arm-demo"] > .detail')
+        await expect(arm_detail).to_have_attribute("data-severity", "info")
+        assert await arm_detail.evaluate("el => getComputedStyle(el).color") != "rgb(220, 38, 38)"
+        # Units: the remote's battery in %; the arm's joints as a table, one plot per quantity.
+        await expect(page.locator('[data-topic="wiimote-demo/state"] .row small').first).to_have_text("%")
+        joints = page.locator('[data-topic="arm-demo/actuators"] table.joints')
+        await expect(joints.locator("thead th")).to_have_text(
+            ["joint", "position °", "velocity °/s", "torque N·m", "current A"]
+        )
+        await expect(page.locator('[data-topic="arm-demo/actuators"] .plot figcaption')).to_have_count(4)
+
+        # Each device names its own controller buttons (list_devices capabilities.controller).
+        thymio_buttons = page.locator('[data-topic="thymio-demo/node/1/buttons"] .pill')
+        await expect(thymio_buttons).to_have_text(["backward", "left", "center", "forward", "right"])
+        wii_buttons = page.locator('[data-topic="wiimote-demo/controller"] .pill')
+        await expect(wii_buttons.first).to_have_text("1")
+        await expect(wii_buttons.nth(10)).to_have_text("Home")
+        await expect(page.locator('[data-topic="gamepad-demo/state"] .pill').first).to_have_text("✕")
+        # The Thymio's sensors as named bars; the arm's LED ring as a colour.
+        sensors = page.locator('[data-topic="thymio-demo/node/1/state"] .named-bar')
+        await expect(sensors).to_have_count(9)
+        await expect(sensors.nth(2).locator(".key")).to_have_text("front centre")
+        await watcher_command(gateway, "arm-demo", "led", {"rgb": [1, 0.5, 0]})
+        ring = page.locator('[data-topic="arm-demo/wrist/command"] [data-value="led_ring"]')
+        await expect(ring).to_have_css("background-color", "rgb(255, 128, 0)")
+
+        # The Thymio's LED and tone as the robot holds them after a command (GetVariable of gw.*).
+        thymio = page.locator('[data-device="thymio-demo"]')
+        await thymio.locator('[data-command="led"] button[data-preset="red"]').click()
+        await expect(thymio.locator('[data-readback="gw.led_top"] .text')).to_have_text("32, 0, 0 of 32")
+        await thymio.locator('[data-command="sound"]').get_by_role("button", name="Play").click()
+        await expect(thymio.locator('[data-readback="gw.sound"] .text')).to_have_text("440 Hz for 0.50 s")
+
+        # hwgateway/WiimoteLeds: one choice per LED, numbered as on the remote.
+        leds = page.locator('[data-device="wiimote-demo"] [data-command="hwgateway/WiimoteLeds"]')
+        await leds.locator('select[data-led="2"]').select_option("on")
+        await leds.locator('select[data-led="1"]').select_option("off")
+        await leds.get_by_role("button", name="Send").click()
+        await expect(leds.locator("output.result")).to_have_attribute("data-state", "ok")
+        lamps = page.locator('[data-topic="wiimote-demo/state"] .row .lamp')
+        await expect(lamps.nth(1)).to_have_class("lamp on")
+        await expect(lamps.nth(0)).to_have_class("lamp")
+
+        # A filter and collapsible cards keep six devices from being a page of thousands of pixels.
+        await page.locator("#filter").fill("thymio")
+        await expect(page.locator("section.device:visible")).to_have_count(1)
+        await expect(page.locator("#shown")).to_have_text("1 of 6 devices")
+        await page.locator("#filter").fill("")
+        await expect(page.locator("section.device:visible")).to_have_count(6)
+        await page.get_by_role("button", name="Collapse all").click()
+        await expect(page.locator("section.device .body:visible")).to_have_count(0)
+        assert await page.evaluate("document.documentElement.scrollHeight") < 1000
+        await screenshot(page, "dashboard-demo-collapsed-1280x800.png")
+        await page.reload()  # remembered in this browser
+        await expect(page.locator("section.device.collapsed")).to_have_count(6)
+        await page.get_by_role("button", name="Expand all").click()
+        await expect(page.locator("section.device.collapsed")).to_have_count(0)
+
+        # The gateway goes away: nobody knows how the devices are, and their controls are off.
+        assert await gateway.stop() == 0
+        await expect(page.locator("section.device .status")).to_have_text(["unknown"] * 6)
+        await expect(page.locator('[data-device="sim-pad"] .controls button').first).to_be_disabled()
+        await expect(page.locator('[data-device="sim-pad"] .disabled-reason')).to_have_text(
+            "Commands are off: no connection to the gateway."
+        )
+        assert [e for e in errors if "WebSocket connection to" not in e] == []
+    finally:
+        if gateway.proc.returncode is None:
+            assert await gateway.stop() == 0
+
+
+async def test_dashboard_disables_the_controls_of_a_device_that_is_not_connected(
+    tmp_path: Path, browser: Browser
+) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, LATE_DEVICE))
+    try:
+        page, errors = await page_at(browser, gateway.base_url + "/", PHONE)
+        late = page.locator('[data-device="late"]')
+        await expect(late.locator(".status")).to_have_text("connecting")
+        await expect(late.locator(".controls button").first).to_be_disabled()
+        await expect(late.locator(".disabled-reason")).to_have_text("Commands are off: the device is connecting.")
+        await expect(page.locator('[data-device="sim-1"] .controls button').first).to_be_enabled()
+        await expect(page.locator('[data-device="sim-1"] .disabled-reason')).to_be_hidden()
+        assert await document_width(page) <= PHONE["width"]
+        assert errors == []
+    finally:
+        assert await gateway.stop() == 0

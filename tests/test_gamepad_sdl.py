@@ -12,6 +12,7 @@ import contextlib
 import re
 import signal
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -459,3 +460,18 @@ async def test_sdl_leaves_sigterm_to_the_process() -> None:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_a_waiter_cancelled_before_sdl_init_leaves_the_thread_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `hwgateway demo` on a port in use: the gamepad's start is cancelled while SDL_Init still runs.
+    failures: list[threading.ExceptHookArgs] = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    backend = sdl_backend.acquire()
+    waiter = asyncio.create_task(backend.ready())
+    await asyncio.sleep(0)
+    waiter.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await waiter
+    await sdl_backend.release(backend)
+    assert not backend._thread.is_alive()
+    assert [f"{failure.exc_type.__name__}: {failure.exc_value}" for failure in failures] == []

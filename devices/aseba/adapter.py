@@ -56,6 +56,7 @@ from devices.base import Adapter, Command, DeviceContext
 from devices.sim.thymio import SimulatedThymio
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages import asebaros, to_plain
+from gateway.messages.common import Time
 from protocols.aseba.compiler import CompiledScript
 from protocols.aseba.messages import UserMessage
 
@@ -141,6 +142,8 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         return {
             "target": "" if self.target is None else str(self.target),
             "nodes": {str(n.id): n.name for n in nodes.values()},
+            # The `node/<n>/buttons` stream's layout (the Thymio program's button order).
+            "controller": {"axes": [], "buttons": list(thymio.BUTTON_NAMES)},
         }
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -358,19 +361,23 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         return asebaros.LoadScriptResponse()
 
     def _on_event(self, message: UserMessage) -> None:
+        # Aseba events carry no time: every message made from one is stamped with its arrival.
+        now = time.time()
+        stamp = Time.from_seconds(now)
         if message.source in self.programs:
             if message.type == EVENT_ID["state"]:
-                self.ctx.publish(f"node/{message.source}/buttons", thymio.buttons(message.data))
-                self.ctx.publish(f"node/{message.source}/state", thymio.state(message.data, time.time()))
+                self.ctx.publish(f"node/{message.source}/buttons", thymio.buttons(message.data, now), now)
+                self.ctx.publish(f"node/{message.source}/state", thymio.state(message.data, now), now)
             elif message.type == EVENT_ID["comm"]:
-                self.ctx.publish(f"node/{message.source}/comm", thymio.comm_message(message.data))
+                self.ctx.publish(f"node/{message.source}/comm", thymio.comm_message(message.data), now)
         names = self.event_names.get(message.source, ())
         if message.type < len(names):
-            event = asebaros.Event(source=message.source, data=message.data)
-            self.ctx.publish(f"node/{message.source}/events/{names[message.type]}", event)
+            event = asebaros.Event(stamp=stamp, source=message.source, data=message.data)
+            self.ctx.publish(f"node/{message.source}/events/{names[message.type]}", event, now)
         else:
-            anonymous = asebaros.AnonymousEvent(source=message.source, type=message.type, data=message.data)
-            self.ctx.publish("anonymous_events", anonymous)
+            source, event_type = message.source, message.type
+            anonymous = asebaros.AnonymousEvent(stamp=stamp, source=source, type=event_type, data=message.data)
+            self.ctx.publish("anonymous_events", anonymous, now)
 
     # -- commands ----------------------------------------------------------------------------------
 
@@ -398,7 +405,9 @@ class AsebaAdapter(Adapter[AsebaOptions]):
     async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
         """Carry out an asebaros service (answering its Response) or send an event; see the module docstring."""
         response = await self._serve(command)
-        return None if response is None else to_plain(response)
+        if response is None or isinstance(response, Mapping):
+            return response
+        return to_plain(response)
 
     async def _serve(self, command: Command) -> object | None:
         message = command.message
@@ -464,10 +473,11 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         if node.id not in self.programs:
             raise DeviceUnavailable(f"Aseba node {node.id} ({node.name}) does not run the gateway's Thymio program")
         network = self._network()
-        for event_id, words in convert(message):
+        events = convert(message)
+        for event_id, words in events:
             network.emit(event_id, words)
         await network.drain()
-        return None
+        return thymio.applied(command.type, events)
 
     def _lease_motors(self, node_id: int, client_id: str, moving: bool) -> None:
         # Setting 0 takes no lease (and ends none: the other motor may still turn).

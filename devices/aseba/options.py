@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from devices.aseba.transport import parse_target
+
 
 @dataclass(frozen=True, slots=True)
 class AsebaOptions:
@@ -41,3 +43,7 @@ class AsebaOptions:
     motor_lease_ms: int = field(default=1000, metadata={"min": 100, "max": 600_000})
     script_folders: tuple[str, ...] = ()
     simulate: bool = False
+
+    def __post_init__(self) -> None:
+        if self.target and not self.simulate:
+            parse_target(self.target)  # a ValueError names what is wrong, at load instead of on every retry

@@ -122,15 +122,46 @@ def generic_led(command: generic.Led) -> Events:
     return [(EVENT_ID[name], tuple(_intensity(c) for c in command.rgb))]
 
 
+_RGB_LED_NAMES = {"set_led_top": "top", "set_led_bottom_left": "bottom left", "set_led_bottom_right": "bottom right"}
+
+
+def applied(type_name: str, events: Events) -> dict[str, object] | None:
+    """What a generic `led` or `sound` became on the robot (the result data); None for other commands."""
+    names = {event_id: name for name, event_id in EVENT_ID.items()}
+    if type_name == "led":
+        event_id, words = events[0]
+        led = _RGB_LED_NAMES[names[event_id]]
+        return {"led": led, "rgb": list(words), "applied": f"{led} LED at {list(words)} of {LED_MAX} per channel"}
+    if type_name == "sound":
+        if not events:
+            return {"sound": False, "applied": "nothing: volume 0 mutes, and the Thymio has no other volume"}
+        frequency, ticks = events[0][1]
+        duration_s = round(ticks / SOUND_TICKS_PER_S, 3)
+        return {
+            "sound": True,
+            "frequency_hz": frequency,
+            "duration_s": duration_s,
+            "applied": f"a {frequency} Hz tone for {duration_s} s (whole Hz, 1/60 s steps, fixed volume)",
+        }
+    return None
+
+
 def comm_message(words: tuple[int, ...]) -> thymio.Comm:
     """The thymio_msgs/Comm of a `comm` event (value, 7 payloads, 7 intensities)."""
     padded = (*words, *([0] * 15))[:15]
     return thymio.Comm(value=padded[0], payloads=tuple(padded[1:8]), intensities=tuple(padded[8:15]))
 
 
-def buttons(words: tuple[int, ...]) -> ControllerState:
-    """The five buttons of a `state` event (backward, left, center, forward, right) as ControllerState."""
-    return ControllerState(buttons=tuple(1 if w else 0 for w in words[:5]))
+#: The five buttons in `buttons`' order.
+BUTTON_NAMES = ("backward", "left", "center", "forward", "right")
+
+
+def buttons(words: tuple[int, ...], stamp: float = 0.0) -> ControllerState:
+    """The five buttons of a `state` event (backward, left, center, forward, right) as ControllerState.
+
+    `stamp`: when the event arrived, in s since the epoch (the robot's events carry no time).
+    """
+    return ControllerState(timestamp=Time.from_seconds(stamp), buttons=tuple(1 if w else 0 for w in words[:5]))
 
 
 def state(words: tuple[int, ...], stamp: float) -> ThymioState:

@@ -51,7 +51,9 @@ def parse_target(text: str) -> Target:
     if not sep or scheme not in ("tcp", "ser"):
         if text.startswith("/"):
             return Target("serial", device=text)
-        raise ValueError(f"target {text!r}: expected tcp:HOST;PORT, ser:device=PATH or a device path")
+        raise ValueError(
+            f"target {text!r}: expected a Dashel target: tcp:HOST;PORT, ser:device=PATH, ser:PATH or a device path"
+        )
     positional, named = _fields(rest)
     if scheme == "ser":
         device = named.get("device") or (positional[0] if positional else "")

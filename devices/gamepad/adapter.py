@@ -48,7 +48,7 @@ from devices.gamepad.model import (
     VirtualOutputsChanged,
     VirtualSpec,
 )
-from devices.gamepad.normalize import Normalizer, RawPad, Settings
+from devices.gamepad.normalize import AXIS_NAMES, BUTTON_NAMES, Normalizer, RawPad, Settings
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages.common import Time
 from gateway.messages.creos import ControllerState
@@ -193,6 +193,7 @@ class GamepadAdapter(Adapter[GamepadOptions]):
             "led": bool(pad and pad.led),
             # SDL keeps a player index for every pad; pads with player LEDs show it.
             "player_index": pad is not None,
+            "controller": {"axes": list(AXIS_NAMES), "buttons": list(BUTTON_NAMES)},
         }
         if pad is not None:
             caps.update(name=pad.name, key=pad.key, guid=pad.guid, type=pad.type)

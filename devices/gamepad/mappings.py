@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from gateway.errors import ConfigError
+
 #: Longer files are refused rather than read (the whole upstream DB is about 0.6 MB).
 MAX_FILE_BYTES = 16 * 1024 * 1024
 #: SDL_GameControllerAddMapping copies lines into fixed buffers; longer lines are not mappings.
@@ -20,8 +22,15 @@ MAX_LINE_CHARS = 4096
 _GUID = re.compile(r"[0-9a-fA-F]{32}")
 
 
-class MappingFileError(Exception):
-    """A mapping file cannot be read, or holds a line that is not a mapping."""
+class MappingFileError(ConfigError):
+    """A mapping file cannot be read, or holds a line that is not a mapping.
+
+    A configuration error found at run time (the file may appear or be fixed later: the device
+    retries), so it is logged without a traceback.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__("", message)
 
 
 @dataclass(frozen=True, slots=True)

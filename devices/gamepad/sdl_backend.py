@@ -283,12 +283,18 @@ class SdlBackend:
         if self._previous is not None:
             self._previous.join(JOIN_TIMEOUT_S)  # SDL is global: its SDL_Quit must come before our SDL_Init
             self._previous = None
+        # Marked running first: a waiter cancelled meanwhile (a gateway that failed to start) can no
+        # longer cancel it, so setting its result cannot raise InvalidStateError in this thread.
+        waited_for = self._ready.set_running_or_notify_cancel()
         try:
-            self._ready.set_result(self._init_sdl())
+            version = self._init_sdl()
         except Exception as error:
-            self._ready.set_exception(error)
+            if waited_for:
+                self._ready.set_exception(error)
             self._close_requests()
             return
+        if waited_for:
+            self._ready.set_result(version)
         try:
             self._loop()
         except Exception as error:

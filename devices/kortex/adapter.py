@@ -173,7 +173,14 @@ class KortexAdapter(Adapter[KortexOptions]):
             self._outputs_owner = command.client_id
         self._set_wrist(wrist)
         frame_id = await cyclic.next_cycle()
-        return {"frame_id": frame_id}
+        if not isinstance(message, Led):
+            return {"frame_id": frame_id}
+        rgb = [round(channel * 255) for channel in message.rgb]
+        return {
+            "frame_id": frame_id,
+            "rgb": rgb,
+            "applied": "LED ring at #{:02x}{:02x}{:02x}, steady (8 bits per channel)".format(*rgb),
+        }
 
     async def estop(self) -> None:
         """Outputs to 0, the stop RPC at 0x20091 when enabled, then out of low-level servoing.

@@ -9,7 +9,8 @@ Publishes, under the config id:
 
 Accepts `hwgateway/WiimoteLeds` (a TimedSwitch per LED), `wiimote/TimedSwitch` (the rumble motor),
 the generic `led` (index 0-3 or -1 for all; on when the brightest channel ≥ 0.5) and `rumble`
-(on for `duration_s` when the stronger motor ≥ 0.5), and `hwgateway/Calibrate` (gyro zeroing at rest).
+(on for `duration_s` when the stronger motor ≥ 0.5), each answered with what it `applied`, and
+`hwgateway/Calibrate` (gyro zeroing at rest).
 Pattern and rumble durations are 0 or at least `MIN_PULSE_S` (20 ms); shorter ones are refused.
 The rumble motor is leased to the client that started it: it stops when that client leaves, on
 `estop` and when the device stops. LEDs keep their state.
@@ -32,7 +33,14 @@ from typing import Any, ClassVar
 
 from devices.base import Adapter, Command, DeviceContext
 from devices.sim.wiimote import SimulatedWiimote
-from devices.wiimote.convert import StateBuilder, classic_message, controller_state, pro_controller_state
+from devices.wiimote.convert import (
+    CONTROLLER_AXES,
+    CONTROLLER_BUTTONS,
+    StateBuilder,
+    classic_message,
+    controller_state,
+    pro_controller_state,
+)
 from devices.wiimote.discovery import HidrawRemote, find_remotes, select
 from devices.wiimote.imu import Zeroing, ZeroingResult
 from devices.wiimote.options import WiimoteOptions
@@ -50,6 +58,8 @@ log = logging.getLogger(__name__)
 
 LED_COUNT = 4
 RUMBLE = LED_COUNT  # the switch bank's index of the rumble motor
+#: The generic `led` and `rumble` turn an output on from this value up (the remote's are on or off).
+ON_THRESHOLD = 0.5
 #: Addresses of remotes bound by a device of this process, so two devices never share one.
 _TAKEN: set[str] = set()
 
@@ -106,6 +116,8 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
             "leds": LED_COUNT,
             "rumble": True,
             "malformed_reports": self.malformed_reports,
+            # The `controller` stream's layout: core buttons, Nunchuk Z C, then the Classic's.
+            "controller": {"axes": list(CONTROLLER_AXES), "buttons": list(CONTROLLER_BUTTONS)},
         }
         if conn is not None:
             caps.update(
@@ -349,22 +361,36 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         elif isinstance(message, Led):
             if message.index >= LED_COUNT:
                 raise InvalidArgument(f"data.index: {message.index} is not an LED of a Wii Remote (0-3, or -1 for all)")
-            on = max(message.rgb) >= 0.5
-            for index in range(LED_COUNT) if message.index < 0 else (message.index,):
+            on = max(message.rgb) >= ON_THRESHOLD
+            chosen = range(LED_COUNT) if message.index < 0 else (message.index,)
+            for index in chosen:
                 self._bank.set(index, on)
+            numbers = ", ".join(str(index + 1) for index in chosen)
+            applied = (
+                f"LED {numbers} {'on' if on else 'off'}: a Wii Remote LED is on or off, on when the brightest "
+                f"channel is at least {ON_THRESHOLD} (got {max(message.rgb):g})"
+            )
         elif isinstance(message, Rumble):
             if 0 < message.duration_s < MIN_PULSE_S:
                 raise InvalidArgument(
                     f"data.duration_s: {message.duration_s:g} s is below the minimum rumble of {MIN_PULSE_S:g} s "
                     "(0 stops)"
                 )
-            on = max(message.low, message.high) >= 0.5 and message.duration_s > 0
+            strongest = max(message.low, message.high)
+            on = strongest >= ON_THRESHOLD and message.duration_s > 0
             pulse = TimedSwitch(TimedSwitch.REPEAT, 1, (message.duration_s,)) if on else TimedSwitch(TimedSwitch.OFF)
             self._bank.apply(RUMBLE, pulse, now)
             self._rumble_owner = command.client_id
+            applied = (
+                f"rumble {f'on for {message.duration_s:g} s' if on else 'off'}: one motor, on or off, on when "
+                f"max(low, high) is at least {ON_THRESHOLD} (got {strongest:g}) and duration_s > 0"
+            )
         self._push_outputs()
         leds, rumble = self._outputs()
-        return {"leds": [bool(leds >> i & 1) for i in range(LED_COUNT)], "rumble": rumble}
+        result: dict[str, Any] = {"leds": [bool(leds >> i & 1) for i in range(LED_COUNT)], "rumble": rumble}
+        if isinstance(message, Led | Rumble):
+            result["applied"] = applied
+        return result
 
     def _push_outputs(self) -> None:
         if self.connection is not None:

@@ -92,6 +92,13 @@ PRO_ORDER = (
     ext.ProButton.RIGHT,
     ext.ProButton.DOWN,
 )
+#: Names of the `controller` stream's axes and buttons, in its order (for clients such as the dashboard).
+CONTROLLER_AXES = ("stick x", "stick y", "right x", "right y", "L", "R")
+CONTROLLER_BUTTONS = (
+    *("1", "2", "A", "B", "+", "−", "◀", "▶", "▲", "▼", "Home"),
+    *("Z", "C"),
+    *("X", "Y", "A", "B", "+", "−", "◀", "▶", "▲", "▼", "Home", "L", "R", "ZL", "ZR"),
+)
 BATTERY_FULL = 208
 NO_GYRO_COVARIANCE = (-1.0,) + (0.0,) * 8
 _INVALID_IR = IrSourceInfo(State.INVALID_FLOAT, State.INVALID_FLOAT, State.INVALID)

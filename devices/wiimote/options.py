@@ -60,6 +60,12 @@ class WiimoteOptions:
         if self.timeout_s <= self.status_interval_s:
             raise ValueError("timeout_s must exceed status_interval_s, or a quiet remote counts as lost")
 
+    def exclusive_resource(self) -> str | None:
+        """The remote this device takes (two devices cannot share one); None when any free one will do."""
+        if self.transport == "sim" or not self.address:
+            return None
+        return f"Wii Remote {self.address.lower()}"
+
     def settings(self) -> ConnectionSettings:
         """The protocol state machine's settings."""
         return ConnectionSettings(

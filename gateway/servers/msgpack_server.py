@@ -29,6 +29,7 @@ _PARTIAL_REASON = "a request begun {:g} s ago is still unfinished (server.read_t
 _IDLE_REASON = "nothing received for {:g} s (server.idle_timeout_s; send ping to stay connected)"
 _TIMEOUTS = RateLimitedLog("msgpack clients timed out", 10.0, logging.INFO)
 _BUDGET_REASON = "too many unfinished requests on the gateway (server.max_partial_bytes); try again later"
+BIN_KEYS = "request keys must be msgpack str, not bin (pack text as str: use_bin_type=True with str keys)"
 
 
 class StreamTransport(SocketTransport):
@@ -195,7 +196,12 @@ class MsgpackServer:
             try:
                 async with asyncio.timeout_at(_loop_time(auth_deadline) if waiting_for_auth else None):
                     while (message := decoder.next_message()) is not None:
-                        await session.receive(*message)
+                        value, size = message
+                        if isinstance(value, dict) and not all(isinstance(key, str) for key in value):
+                            # Else a map packed with bin keys would read as one without an "id".
+                            await session.reject(BIN_KEYS)
+                            continue
+                        await session.receive(value, size)
             except TimeoutError:
                 await session.close(ErrorCode.TIMEOUT, AUTH_TIMEOUT_REASON.format(server.auth_timeout_s))
                 return

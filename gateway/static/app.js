@@ -20,7 +20,12 @@ const ui = {
   estopResult: document.getElementById("estop-result"),
   devices: document.getElementById("devices"),
   empty: document.getElementById("empty"),
+  filter: document.getElementById("filter"),
+  collapseAll: document.getElementById("collapse-all"),
+  expandAll: document.getElementById("expand-all"),
+  shown: document.getElementById("shown"),
 };
+const COLLAPSED_KEY = "hwgateway.collapsed";
 
 /** Described types by name (filled by `describe`), kept across reconnections. */
 const known = new Map();
@@ -49,7 +54,11 @@ function onStatus(status, detail) {
   if (status === "waiting") {
     setConnection("closed", `disconnected: ${detail}`);
     subscription = null; // subscriptions end with the session
-    for (const device of devices.values()) device.card.classList.add("stale");
+    // Without the gateway nobody knows how a device is doing: say so instead of showing the last status.
+    for (const device of devices.values()) {
+      device.card.classList.add("stale");
+      showStatus(device, "unknown", "", "no connection to the gateway");
+    }
   }
 }
 
@@ -126,37 +135,159 @@ async function renderDevices(list) {
   devices = new Map(list.map((info) => [info.id, buildDevice(info)]));
   ui.devices.replaceChildren(...[...devices.values()].map((device) => device.card));
   ui.empty.hidden = list.length > 0;
+  applyFilter();
 }
 
 function buildDevice(info) {
   const status = h("span", { class: "status" });
   const detail = h("p", { class: "detail" });
   const streamsEl = h("div", { class: "streams" });
+  const readback = info.accepts.includes("thymio_msgs/Led") ? thymioReadback(info.id) : null;
   const controls = info.accepts.map((type) =>
     createControl({
       device: info,
       type,
       described: known.get(type),
-      send: (t, data, timeout_s) => command(info.id, t, data, timeout_s),
+      send: async (t, data, timeout_s) => {
+        const result = await command(info.id, t, data, timeout_s);
+        // What the robot now holds, read from it: the command's own result only says it was sent.
+        if (readback && t !== GET_VARIABLE) readback.refresh();
+        return result;
+      },
     }),
   );
+  const toggle = h("button", { class: "toggle", type: "button", "aria-expanded": "true", title: "collapse" }, "▾");
+  const reason = h("p", { class: "disabled-reason", hidden: true });
+  const fieldset = h("fieldset", {}, controls);
   const card = h(
     "section",
-    { class: "device", dataset: { device: info.id } },
-    h("header", {}, h("h2", {}, info.id), h("span", { class: "kind" }, info.kind), status),
+    { class: "device", dataset: { device: info.id, kind: info.kind } },
+    h("header", {}, toggle, h("h2", {}, info.id), h("span", { class: "kind" }, info.kind), status),
     detail,
-    capabilities(info.capabilities),
-    streamsEl,
-    controls.length ? h("div", { class: "controls" }, h("h3", {}, "Commands"), controls) : null,
+    h(
+      "div",
+      { class: "body" },
+      capabilities(info.capabilities),
+      streamsEl,
+      readback?.el,
+      controls.length ? h("div", { class: "controls" }, h("h3", {}, "Commands"), reason, fieldset) : null,
+    ),
   );
-  const device = { info, card, status, detail, streamsEl, streams: new Map() };
+  const device = { info, card, status, detail, streamsEl, streams: new Map(), toggle, reason, fieldset };
+  toggle.addEventListener("click", () => setCollapsed(device, !card.classList.contains("collapsed"), true));
+  setCollapsed(device, collapsedIds().has(info.id), false);
   setStatus(device, info.status, info.detail);
+  if (readback && info.status === "connected") readback.refresh();
   return device;
 }
 
+// -- a Thymio's outputs, read back from the robot ------------------------------------------------------
+
+const GET_VARIABLE = "asebaros_msgs/GetVariable";
+/** Variables where the gateway's Thymio program keeps the last command of each kind. */
+const THYMIO_READBACK = [
+  ["gw.led_top", "top LED", "rgb"],
+  ["gw.led_bottom_left", "bottom left LED", "rgb"],
+  ["gw.led_bottom_right", "bottom right LED", "rgb"],
+  ["gw.sound", "last tone", "tone"],
+  ["gw.system_sound", "system sound", "number"],
+];
+/** Thymio LED intensities run 0..32; tone durations are in 1/60 s. */
+const THYMIO_LED_MAX = 32;
+const SOUND_TICKS_PER_S = 60;
+
+function thymioReadback(deviceId) {
+  const rows = THYMIO_READBACK.map(([variable, label, kind]) => {
+    const swatch = kind === "rgb" ? h("span", { class: "swatch-big" }) : null;
+    const text = h("span", { class: "text" }, "–");
+    const el = h(
+      "div",
+      { class: "field", dataset: { readback: variable } },
+      h("span", { class: "key" }, label),
+      h("span", { class: "value" }, swatch, text),
+    );
+    return { variable, kind, swatch, text, el };
+  });
+  const el = h(
+    "div",
+    { class: "stream readback" },
+    h("h3", {}, "On the robot", h("small", {}, "read back with GetVariable")),
+    h("div", { class: "fields" }, rows.map((row) => row.el)),
+  );
+  let pending = null;
+  async function refresh() {
+    for (const row of rows) {
+      const result = await command(deviceId, GET_VARIABLE, { variable: row.variable });
+      if (!result.ok) {
+        row.text.textContent = `– (${result.error.code})`;
+        continue;
+      }
+      const words = result.data.data || [];
+      if (row.kind === "rgb") {
+        row.swatch.style.background = `rgb(${words.map((w) => Math.round((255 * w) / THYMIO_LED_MAX)).join(", ")})`;
+        row.text.textContent = `${words.join(", ")} of ${THYMIO_LED_MAX}`;
+      } else if (row.kind === "tone") {
+        const [frequency, ticks] = words;
+        row.text.textContent = `${frequency} Hz for ${(ticks / SOUND_TICKS_PER_S).toFixed(2)} s`;
+      } else {
+        row.text.textContent = words.join(", ");
+      }
+    }
+  }
+  return {
+    el,
+    refresh() {
+      // One read at a time; a command during a read asks for one more read afterwards.
+      pending = (pending || Promise.resolve()).then(refresh).finally(() => (pending = null));
+    },
+  };
+}
+
+// -- collapsing and filtering (remembered in this browser) -------------------------------------------
+
+function collapsedIds() {
+  try {
+    return new Set(JSON.parse(localStorage.getItem(COLLAPSED_KEY) || "[]"));
+  } catch {
+    return new Set();
+  }
+}
+
+function setCollapsed(device, collapsed, remember) {
+  device.card.classList.toggle("collapsed", collapsed);
+  device.toggle.textContent = collapsed ? "▸" : "▾";
+  device.toggle.setAttribute("aria-expanded", String(!collapsed));
+  device.toggle.title = collapsed ? "expand" : "collapse";
+  if (!remember) return;
+  const ids = collapsedIds();
+  if (collapsed) ids.add(device.info.id);
+  else ids.delete(device.info.id);
+  localStorage.setItem(COLLAPSED_KEY, JSON.stringify([...ids]));
+}
+
+function applyFilter() {
+  const words = ui.filter.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+  let shown = 0;
+  for (const device of devices.values()) {
+    const text = `${device.info.id} ${device.info.kind}`.toLowerCase();
+    const visible = words.every((word) => text.includes(word));
+    device.card.hidden = !visible;
+    shown += visible ? 1 : 0;
+  }
+  ui.shown.textContent = words.length ? `${shown} of ${devices.size} devices` : `${devices.size} devices`;
+}
+
+ui.filter.addEventListener("input", applyFilter);
+ui.collapseAll.addEventListener("click", () => {
+  for (const device of devices.values()) if (!device.card.hidden) setCollapsed(device, true, true);
+});
+ui.expandAll.addEventListener("click", () => {
+  for (const device of devices.values()) if (!device.card.hidden) setCollapsed(device, false, true);
+});
+
 function capabilities(caps) {
   const parts = Object.entries(caps || {})
-    .filter(([, value]) => value !== false)
+    .filter(([name, value]) => value !== false && name !== "controller") // names for the widgets, not for reading
     .map(([name, value]) =>
       value === true ? name : `${name} ${typeof value === "object" ? JSON.stringify(value) : value}`,
     );
@@ -164,11 +295,21 @@ function capabilities(caps) {
 }
 
 function setStatus(device, status, detail) {
+  device.card.classList.remove("stale");
+  showStatus(device, status, detail, status === "connected" ? "" : `the device is ${status}`);
+}
+
+/** The badge, the detail line (red only when the device failed) and whether its controls can be used. */
+function showStatus(device, status, detail, disabledBecause) {
   device.status.textContent = status;
   device.status.dataset.status = status;
   device.card.dataset.status = status;
   device.detail.textContent = detail || "";
   device.detail.hidden = !detail;
+  device.detail.dataset.severity = status === "disconnected" ? "error" : "info";
+  device.fieldset.disabled = Boolean(disabledBecause);
+  device.reason.hidden = !disabledBecause;
+  device.reason.textContent = disabledBecause ? `Commands are off: ${disabledBecause}.` : "";
 }
 
 function command(device, type, data, timeout_s) {
@@ -211,7 +352,7 @@ function onState(message) {
 }
 
 function createStream(device, message) {
-  const widget = createWidget(message.type, known.get(message.type));
+  const widget = createWidget(message.type, known.get(message.type), device.info);
   const meta = h("span", { class: "meta" });
   const el = h(
     "div",

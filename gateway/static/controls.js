@@ -245,7 +245,38 @@ function timedSwitchControl({ described, run }) {
   );
 }
 
+/** hwgateway/WiimoteLeds: one choice per LED, numbered 1–4 as printed on the remote. */
+function wiimoteLedsControl({ run }) {
+  // wiimote/TimedSwitch's constants (hwgateway/WiimoteLeds nests them, so describe lists none here).
+  const switches = {
+    leave: { switch_mode: -2, num_cycles: 0, pulse_pattern: [] },
+    on: { switch_mode: 1, num_cycles: 0, pulse_pattern: [] },
+    off: { switch_mode: 0, num_cycles: 0, pulse_pattern: [] },
+    blink: { switch_mode: -1, num_cycles: -1, pulse_pattern: [0.25, 0.25] },
+  };
+  const choices = [1, 2, 3, 4].map((number) =>
+    h(
+      "select",
+      { "aria-label": `LED ${number}`, dataset: { led: String(number) } },
+      Object.keys(switches).map((name) => h("option", { value: name }, name)),
+    ),
+  );
+  const all = (name) => run({ leds: choices.map(() => switches[name]) });
+  return h(
+    "div",
+    {},
+    h(
+      "div",
+      { class: "row leds-row" },
+      choices.map((select, index) => labelled(`LED ${index + 1}`, select)),
+      button("Send", () => run({ leds: choices.map((select) => switches[select.value]) })),
+    ),
+    h("div", { class: "row" }, button("All on", () => all("on")), button("All off", () => all("off"))),
+  );
+}
+
 const FRIENDLY = {
+  "hwgateway/WiimoteLeds": wiimoteLedsControl,
   led: ledControl,
   sound: soundControl,
   rumble: rumbleControl,

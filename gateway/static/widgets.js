@@ -250,7 +250,9 @@ const GAMEPAD_BUTTONS = [
   "▼",
 ];
 
-function controllerWidget(described) {
+function controllerWidget(described, device) {
+  // The device names its own axes and buttons (a Wii Remote's, a Thymio's); else the gamepad order.
+  const names = device?.capabilities?.controller || {};
   const time = timeView();
   const axesSlot = h("div");
   const buttonsSlot = h("div", { class: "pills" });
@@ -269,15 +271,25 @@ function controllerWidget(described) {
       const axes = data.axes || [];
       // Controllers with only buttons (a Thymio's) get no axes plot.
       if (axes.length && (!plot || plot.labels.length !== axes.length)) {
-        const labels = axes.length === GAMEPAD_AXES.length ? GAMEPAD_AXES : axes.map((_, i) => `a${i}`);
+        const labels =
+          names.axes?.length === axes.length
+            ? names.axes
+            : axes.length === GAMEPAD_AXES.length
+              ? GAMEPAD_AXES
+              : axes.map((_, i) => `a${i}`);
         plot = new TimePlot({ title: "axes", labels, range: [-1, 1] });
         axesSlot.replaceChildren(plot.el);
       }
       if (plot) plot.push(axes);
       const buttons = data.buttons || [];
       if (pills.length !== buttons.length) {
-        const names = buttons.length === GAMEPAD_BUTTONS.length ? GAMEPAD_BUTTONS : buttons.map((_, i) => `b${i}`);
-        pills = names.map((name) => h("span", { class: "pill" }, name));
+        const labels =
+          names.buttons?.length === buttons.length
+            ? names.buttons
+            : buttons.length === GAMEPAD_BUTTONS.length
+              ? GAMEPAD_BUTTONS
+              : buttons.map((_, i) => `b${i}`);
+        pills = labels.map((name) => h("span", { class: "pill" }, name));
         buttonsSlot.replaceChildren(...pills);
       }
       // ButtonState: 1 pressed, 2 long press; -1/0/1 for 3-way switches.
@@ -320,6 +332,7 @@ function wiimoteWidget(described) {
       { class: "row" },
       h("span", { class: "key" }, "battery"),
       battery.el,
+      h("small", {}, "%"),
       h("span", { class: "key" }, "LEDs"),
       leds.map((led) => led.el),
       rumble.el,
@@ -454,16 +467,193 @@ function kortexFeedbackWidget(described) {
   };
 }
 
+/** kortex/BaseCyclic/Actuators: a joint × quantity table, and one plot per quantity (every joint a line). */
+const ACTUATOR_QUANTITIES = [
+  ["position", "position", "°"],
+  ["velocity", "velocity", "°/s"],
+  ["torque", "torque", "N·m"],
+  ["current_motor", "current", "A"],
+];
+
+function kortexActuatorsWidget(described) {
+  const head = h(
+    "tr",
+    {},
+    h("th", {}, "joint"),
+    ACTUATOR_QUANTITIES.map(([, title, unit]) => h("th", {}, title, " ", h("small", {}, unit))),
+  );
+  const body = h("tbody");
+  const plotsEl = h("div", { class: "plot-grid" });
+  const fields = allFields(described);
+  const el = h(
+    "div",
+    { class: "widget actuators" },
+    h("div", { class: "table-scroll" }, h("table", { class: "joints" }, h("thead", {}, head), body)),
+    plotsEl,
+    fields.el,
+  );
+  let rows = [];
+  let plots = [];
+  return {
+    el,
+    update(data) {
+      const joints = data.actuators || [];
+      if (rows.length !== joints.length) {
+        rows = joints.map(() => ACTUATOR_QUANTITIES.map(() => h("td", { class: "num" }, "–")));
+        const row = (cells, index) => h("tr", { dataset: { joint: String(index + 1) } }, h("th", {}, index + 1), cells);
+        body.replaceChildren(...rows.map(row));
+        const labels = joints.map((_, index) => `J${index + 1}`);
+        plots = ACTUATOR_QUANTITIES.map(([, title, unit]) => new TimePlot({ title, unit, labels }));
+        plotsEl.replaceChildren(...plots.map((plot) => plot.el));
+      }
+      joints.forEach((joint, index) => {
+        ACTUATOR_QUANTITIES.forEach(([key], column) => {
+          rows[index][column].textContent = formatNumber(joint[key]);
+        });
+      });
+      ACTUATOR_QUANTITIES.forEach(([key], column) => plots[column].push(joints.map((joint) => joint[key])));
+      fields.set(data);
+    },
+  };
+}
+
+/** hwgateway/ThymioState: proximity and ground sensors as named bars, buttons by name, SI units. */
+const THYMIO_PROX = [
+  "front left",
+  "front left-centre",
+  "front centre",
+  "front right-centre",
+  "front right",
+  "back left",
+  "back right",
+];
+const THYMIO_GROUND = ["ground left", "ground right"];
+const THYMIO_BUTTONS = ["backward", "left", "center", "forward", "right"];
+/** A proximity sensor reads about 4500 when touching, the ground sensors up to about 1023. */
+const PROX_MAX = 4500;
+const GROUND_MAX = 1023;
+
+function namedBars(names, maximum) {
+  const rows = names.map((name) => {
+    const fill = h("span", { class: "meter-fill" });
+    const value = h("span", { class: "num" }, "–");
+    const el = h(
+      "div",
+      { class: "named-bar", dataset: { sensor: name } },
+      h("span", { class: "key" }, name),
+      h("span", { class: "meter wide" }, fill),
+      value,
+    );
+    return { el, fill, value };
+  });
+  return {
+    el: h("div", { class: "named-bars" }, rows.map((row) => row.el)),
+    set(values) {
+      rows.forEach((row, index) => {
+        const v = values?.[index];
+        row.value.textContent = formatNumber(v);
+        if (typeof v === "number") setLevel(row.fill, v, [0, maximum]);
+      });
+    },
+  };
+}
+
+function thymioStateWidget(described) {
+  const prox = namedBars(THYMIO_PROX, PROX_MAX);
+  const ground = namedBars(THYMIO_GROUND, GROUND_MAX);
+  const pills = THYMIO_BUTTONS.map((name) => h("span", { class: "pill" }, name));
+  const temperature = h("span", { class: "num" }, "–");
+  const motors = new TimePlot({
+    title: "wheel speeds",
+    unit: "Thymio units (500 ≈ 20 cm/s)",
+    labels: ["left", "right"],
+    range: [-500, 500],
+  });
+  const accel = new TimePlot({ title: "acceleration", unit: "m/s²", labels: ["x", "y", "z"] });
+  const fields = allFields(described);
+  const el = h(
+    "div",
+    { class: "widget thymio" },
+    h("div", { class: "pills" }, pills),
+    h("div", { class: "row" }, h("span", { class: "key" }, "temperature"), temperature, h("small", {}, "°C")),
+    h(
+      "div",
+      { class: "split" },
+      h("div", {}, h("h4", {}, "proximity"), prox.el, h("h4", {}, "ground"), ground.el),
+      h("div", {}, motors.el, accel.el),
+    ),
+    fields.el,
+  );
+  return {
+    el,
+    update(data) {
+      prox.set(data.prox_horizontal);
+      ground.set(data.prox_ground_delta);
+      (data.buttons || []).forEach((on, index) => pills[index]?.classList.toggle("on", Boolean(on)));
+      temperature.textContent = formatNumber(data.temperature);
+      motors.push([data.motor_left_speed, data.motor_right_speed]);
+      const a = data.acceleration || {};
+      accel.push([a.x, a.y, a.z]);
+      fields.set(data);
+    },
+  };
+}
+
+/** kortex/WristCyclicC61/Command (what the gateway last sent the wrist): LED ring swatch, outputs as lamps. */
+function kortexWristCommandWidget(described) {
+  const ring = h("span", { class: "swatch-big", dataset: { value: "led_ring" } });
+  const blink = h("span", { class: "num" }, "–");
+  const outputs = [...Array(8).keys()].map((bit) => lampView(String(bit)));
+  const analog = ["a_channel_1", "a_channel_2", "b_channel_1", "b_channel_2"].map((channel) => ({
+    key: `analog_output_${channel}_value`,
+    el: h("span", { class: "num" }, "–"),
+    channel,
+  }));
+  const fields = allFields(described);
+  const el = h(
+    "div",
+    { class: "widget kortex-command" },
+    h(
+      "div",
+      { class: "row" },
+      h("span", { class: "key" }, "LED ring"),
+      ring,
+      h("span", { class: "key" }, "blink"),
+      blink,
+      h("small", {}, "Hz"),
+    ),
+    h("div", { class: "row" }, h("span", { class: "key" }, "digital outputs"), outputs.map((lamp) => lamp.el)),
+    h("div", { class: "row" }, analog.map((a) => [h("span", { class: "key" }, a.channel), a.el])),
+    fields.el,
+  );
+  return {
+    el,
+    update(data) {
+      const rgb = data.led_ring_rgb >>> 0;
+      ring.style.background = `rgb(${(rgb >> 16) & 255}, ${(rgb >> 8) & 255}, ${rgb & 255})`;
+      ring.title = `#${rgb.toString(16).padStart(6, "0")}`;
+      blink.textContent = formatNumber(data.led_ring_blink_frequency);
+      outputs.forEach((lamp, bit) => lamp.set((data.digital_outputs_state >>> bit) & 1));
+      for (const a of analog) a.el.textContent = formatNumber(data[a.key]);
+      fields.set(data);
+    },
+  };
+}
+
 const SPECIAL = {
+  "hwgateway/ThymioState": thymioStateWidget,
+  "kortex/WristCyclicC61/Command": kortexWristCommandWidget,
+  "kortex/BaseCyclic/Actuators": kortexActuatorsWidget,
   "creos_messages/ControllerState": controllerWidget,
   "wiimote/State": wiimoteWidget,
   "kortex/WristCyclicC61/Feedback": kortexFeedbackWidget,
 };
 
 /** The live view of one topic of type `type` (`described` is its describe result, or null). */
-export function createWidget(type, described) {
+/** A live view of `type`; `device` is its `list_devices` entry (names in `capabilities.controller`). */
+export function createWidget(type, described, device = null) {
   const make = SPECIAL[type];
-  if (make) return make(described);
+  if (make) return make(described, device);
   const slot = h("div", { class: "widget generic" });
   let view = null;
   return {

@@ -1,0 +1,210 @@
+"""Client commands of `hwgateway`: devices, sub, cmd, describe, estop (in the spirit of mosquitto_sub/_pub).
+
+Each connects with `hwgateway.client` to `--url` (or `HWGW_URL`, default the local WebSocket) with
+`--token` (or `HWGW_TOKEN`), and exits with a status that names the gateway's error code (`EXIT_CODES`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TextIO
+
+from hwgateway.client import ConnectionLost, ErrorCode, Gateway, GatewayError, Sample, connect
+
+DEFAULT_URL = "ws://127.0.0.1:8470/ws"
+#: Exit status of a command that failed with a result error, by `error.code`.
+EXIT_CODES: dict[ErrorCode, int] = {
+    ErrorCode.BAD_REQUEST: 10,
+    ErrorCode.UNKNOWN_OP: 11,
+    ErrorCode.UNKNOWN_DEVICE: 12,
+    ErrorCode.UNKNOWN_COMMAND: 13,
+    ErrorCode.INVALID_ARGUMENT: 14,
+    ErrorCode.UNAUTHORIZED: 15,
+    ErrorCode.TIMEOUT: 16,
+    ErrorCode.DEVICE_ERROR: 17,
+    ErrorCode.UNAVAILABLE: 18,
+    ErrorCode.RATE_LIMITED: 19,
+    ErrorCode.TOO_LARGE: 20,
+    ErrorCode.INTERNAL_ERROR: 21,
+    ErrorCode.GOING_AWAY: 22,
+    ErrorCode.LOCKED: 23,
+}
+#: The gateway cannot be reached, or the connection was lost.
+EXIT_CONNECTION = 3
+#: Bad command-line arguments (as argparse's own).
+EXIT_USAGE = 2
+#: `estop` reached the gateway but some device did not confirm its stop.
+EXIT_ESTOP_INCOMPLETE = 4
+
+COMMANDS = ("devices", "sub", "cmd", "describe", "estop")
+_TABLE_REFRESH_S = 0.2
+
+
+def add_commands(commands: Any) -> None:
+    """Add the client commands to the `hwgateway` argparse sub-parsers."""
+
+    def common(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        sub.add_argument(
+            "--url",
+            default=os.environ.get("HWGW_URL", DEFAULT_URL),
+            help="ws://host:port/ws, tcp://host:port or unix:/path (default $HWGW_URL or %(default)s)",
+        )
+        sub.add_argument("--token", default=os.environ.get("HWGW_TOKEN"), help="auth token (default $HWGW_TOKEN)")
+        sub.add_argument("--json", action="store_true", help="print JSON (one object per line for sub)")
+        return sub
+
+    common(commands.add_parser("devices", help="list the gateway's devices"))
+    sub = common(commands.add_parser("sub", help="print samples of topics matching patterns"))
+    sub.add_argument("patterns", nargs="+", metavar="PATTERN", help="topic pattern (* one segment, ** any)")
+    sub.add_argument("--rate", type=float, metavar="HZ", help="at most HZ samples per second per topic")
+    sub.add_argument("--count", type=int, metavar="N", help="exit after N samples")
+    cmd = common(commands.add_parser("cmd", help="send a command to a device and print its result"))
+    cmd.add_argument("device")
+    cmd.add_argument("type", help="message type or generic command (led, sound, rumble)")
+    cmd.add_argument("data", nargs="?", default="{}", help="the command's data as a JSON object (default {})")
+    cmd.add_argument("--timeout", type=float, metavar="S", help="deadline in seconds (default the gateway's)")
+    describe = common(commands.add_parser("describe", help="print a type's schema, or every type"))
+    describe.add_argument("type", nargs="?")
+    common(commands.add_parser("estop", help="stop every device's actuators"))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one client command; return the exit status."""
+    try:
+        return asyncio.run(_run(args))
+    except KeyboardInterrupt:
+        return 0
+
+
+async def _run(args: argparse.Namespace) -> int:
+    actions: dict[str, Callable[[Gateway, argparse.Namespace], Awaitable[int]]] = {
+        "devices": _devices,
+        "sub": _sub,
+        "cmd": _cmd,
+        "describe": _describe,
+        "estop": _estop,
+    }
+    if args.command == "cmd":
+        try:
+            args.data = json.loads(args.data)
+        except ValueError as error:
+            return _fail(f"DATA is not JSON: {error}", EXIT_USAGE)
+        if not isinstance(args.data, dict):
+            return _fail("DATA must be a JSON object, e.g. '{\"rgb\": [1, 0, 0]}'", EXIT_USAGE)
+    try:
+        # A command-line tool reports a lost connection instead of waiting for the gateway to come back.
+        async with connect(args.url, token=args.token, reconnect=args.command == "sub") as gw:
+            return await actions[args.command](gw, args)
+    except ValueError as error:
+        return _fail(str(error), EXIT_USAGE)
+    except ConnectionLost as error:
+        return _fail(str(error), EXIT_CONNECTION)
+    except GatewayError as error:
+        return _fail(f"{error.code.value}: {error.message}", EXIT_CODES.get(error.code, 1))
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"hwgateway: {message}", file=sys.stderr)
+    return status
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, ensure_ascii=False), flush=True)
+
+
+def _table(rows: list[list[str]], out: TextIO) -> None:
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    for row in rows:
+        out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() + "\n")
+
+
+async def _devices(gw: Gateway, args: argparse.Namespace) -> int:
+    devices = await gw.devices()
+    if args.json:
+        _print_json([dict(device.raw) for device in devices])
+        return 0
+    rows = [["ID", "KIND", "STATUS", "DETAIL"]]  # what each accepts and publishes: --json, or `describe`
+    rows += [[d.id, d.kind, d.status, d.detail] for d in devices]
+    _table(rows, sys.stdout)
+    return 0
+
+
+async def _cmd(gw: Gateway, args: argparse.Namespace) -> int:
+    result = await gw.command(args.device, args.type, args.data, timeout_s=args.timeout)
+    _print_json(result)
+    return 0
+
+
+async def _describe(gw: Gateway, args: argparse.Namespace) -> int:
+    data = await gw.describe(args.type)
+    if args.json or args.type is not None:
+        print(json.dumps(data, indent=None if args.json else 2, ensure_ascii=False))
+        return 0
+    _table([["TYPE", "KIND"], *([entry["type"], entry["kind"]] for entry in data.get("types", ()))], sys.stdout)
+    return 0
+
+
+async def _estop(gw: Gateway, args: argparse.Namespace) -> int:
+    outcomes = await gw.estop()
+    if args.json:
+        _print_json([{"device": o.device, "ok": o.ok, "error": o.error} for o in outcomes])
+    else:
+        _table([["DEVICE", "STOPPED"], *([o.device, "ok" if o.ok else o.error] for o in outcomes)], sys.stdout)
+    return 0 if all(outcome.ok for outcome in outcomes) else EXIT_ESTOP_INCOMPLETE
+
+
+def _sample_line(sample: Sample, as_json: bool) -> str:
+    if as_json:
+        plain = {"topic": sample.topic, "type": sample.type, "seq": sample.seq, "stamp": sample.stamp}
+        return json.dumps({**plain, "recv_stamp": sample.recv_stamp, "data": sample.data}, ensure_ascii=False)
+    return f"{sample.topic} {sample.type} seq={sample.seq} {json.dumps(sample.data, separators=(',', ':'))}"
+
+
+async def _sub(gw: Gateway, args: argparse.Namespace) -> int:
+    if args.count is not None and args.count < 1:
+        raise ValueError("--count must be at least 1")
+    live_table = sys.stdout.isatty() and not args.json
+    latest: dict[str, Sample] = {}
+    received = 0
+    drawn = 0.0
+    async with gw.subscribe(*args.patterns, max_rate_hz=args.rate) as subscription:
+        with contextlib.suppress(StopAsyncIteration):
+            async for sample in subscription:
+                received += 1
+                if live_table:
+                    latest[sample.topic] = sample
+                    if time.monotonic() - drawn >= _TABLE_REFRESH_S:
+                        drawn = time.monotonic()
+                        _draw(latest, received)
+                else:
+                    print(_sample_line(sample, args.json), flush=True)
+                if args.count is not None and received >= args.count:
+                    break
+    if live_table:
+        _draw(latest, received)
+    return 0
+
+
+def _draw(latest: dict[str, Sample], received: int) -> None:
+    """Redraw the table of every topic's latest sample (a TTY)."""
+    now = time.time()
+    width = os.get_terminal_size().columns if sys.stdout.isatty() else 120
+    rows = [["TOPIC", "TYPE", "SEQ", "AGE", "DATA"]]
+    for topic in sorted(latest):
+        sample = latest[topic]
+        data = json.dumps(sample.data, separators=(",", ":"))
+        rows.append([topic, sample.type, str(sample.seq), f"{now - sample.recv_stamp:.1f}s", data])
+    sys.stdout.write("\x1b[H\x1b[2J")
+    sys.stdout.write(f"{received} samples, {len(latest)} topics (Ctrl-C to stop)\n")
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    for row in rows:
+        line = "  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths, strict=True)) + "  " + row[4]
+        sys.stdout.write(line[:width] + "\n")
+    sys.stdout.flush()

@@ -1,0 +1,130 @@
+"""`hwgateway devices|sub|cmd|describe|estop` as processes against the real daemon, on WebSocket and msgpack."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from hwgateway.cli import EXIT_CODES, EXIT_CONNECTION, EXIT_USAGE
+from hwgateway.client import ErrorCode
+from tests.harness import SIM_DEVICE, RunningGateway, free_port, gateway_config, start_gateway
+from tests.test_client import fixed_port_config, url_of
+
+LATE_DEVICE = """
+[devices.late]
+kind = "sim"
+connect_delay_s = 600.0
+"""
+
+
+async def hwgateway(*args: str, env: dict[str, str] | None = None, timeout: float = 20) -> tuple[int, str, str]:
+    """Run `hwgateway ARGS` to its end; its status, stdout and stderr."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout)
+    assert process.returncode is not None
+    return process.returncode, stdout.decode(), stderr.decode()
+
+
+@pytest.fixture
+async def rig(tmp_path: Path) -> AsyncIterator[RunningGateway]:
+    running = await start_gateway(tmp_path, gateway_config(tmp_path, SIM_DEVICE + LATE_DEVICE))
+    yield running
+    assert await running.stop() == 0
+
+
+async def test_each_command_and_its_exit_status(rig: RunningGateway) -> None:
+    url = ["--url", url_of(rig, "ws")]
+    status, out, _ = await hwgateway("devices", *url)
+    assert status == 0
+    assert out.splitlines()[0].split() == ["ID", "KIND", "STATUS", "DETAIL"]
+    assert out.splitlines()[1].split()[:3] == ["sim-1", "sim", "connected"]
+    status, out, _ = await hwgateway("devices", "--json", *url)
+    assert [device["id"] for device in json.loads(out)] == ["sim-1", "late"]
+
+    assert await hwgateway("cmd", "sim-1", "led", '{"rgb": [1, 0, 0]}', *url) == (0, '{"outputs": "led"}\n', "")
+    status, _, err = await hwgateway("cmd", "sim-1", "led", '{"index": 7}', *url)
+    assert (status, err.split(":")[:2]) == (EXIT_CODES[ErrorCode.INVALID_ARGUMENT], ["hwgateway", " invalid_argument"])
+    assert (await hwgateway("cmd", "nope", "led", *url))[0] == EXIT_CODES[ErrorCode.UNKNOWN_DEVICE]
+    assert (await hwgateway("cmd", "sim-1", "wiimote/TimedSwitch", *url))[0] == EXIT_CODES[ErrorCode.UNKNOWN_COMMAND]
+    assert (await hwgateway("cmd", "late", "led", *url))[0] == EXIT_CODES[ErrorCode.UNAVAILABLE]
+    assert (await hwgateway("cmd", "sim-1", "led", "{not json", *url))[0] == EXIT_USAGE
+
+    status, out, _ = await hwgateway("describe", "led", *url)
+    assert (status, json.loads(out)["kind"]) == (0, "command")
+    assert (await hwgateway("describe", "no/Such", *url))[0] == EXIT_CODES[ErrorCode.INVALID_ARGUMENT]
+    status, out, _ = await hwgateway("estop", *url)
+    assert status == 0
+    assert {line.split()[0] for line in out.splitlines()[1:]} == {"sim-1", "late"}
+
+
+@pytest.mark.parametrize("transport", ["ws", "tcp"])
+async def test_sub_prints_one_line_per_sample_and_cmd_answers(rig: RunningGateway, transport: str) -> None:
+    url = ["--url", url_of(rig, transport)]
+    status, out, _ = await hwgateway("sub", "sim-1/state", "--rate", "20", "--count", "3", "--json", *url)
+    assert status == 0
+    samples = [json.loads(line) for line in out.splitlines()]
+    assert [sample["topic"] for sample in samples] == ["sim-1/state"] * 3
+    assert samples[0]["type"] == "creos_messages/ControllerState"
+    assert len(samples[0]["data"]["axes"]) == 6
+    assert samples[0]["seq"] < samples[1]["seq"] < samples[2]["seq"]
+    status, out, _ = await hwgateway("sub", "sim-1/**", "--count", "2", *url)
+    assert status == 0
+    assert all(line.startswith("sim-1/") and " seq=" in line for line in out.splitlines())
+    assert await hwgateway("cmd", "sim-1", "rumble", '{"low": 1}', *url) == (0, '{"outputs": "rumble"}\n', "")
+    assert (await hwgateway("cmd", "sim-1", "rumble", '{"low": 2}', *url))[0] == EXIT_CODES[ErrorCode.INVALID_ARGUMENT]
+
+
+async def test_url_and_token_from_the_environment(tmp_path: Path) -> None:
+    running = await start_gateway(tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret"]\n'))
+    try:
+        env = {"HWGW_URL": f"unix:{running.unix_socket}"}
+        status, _, err = await hwgateway("devices", env=env)
+        assert status == EXIT_CODES[ErrorCode.UNAUTHORIZED]
+        assert "token" in err
+        assert (await hwgateway("devices", env={**env, "HWGW_TOKEN": "wrong"}))[0] == EXIT_CODES[ErrorCode.UNAUTHORIZED]
+        status, out, _ = await hwgateway("devices", "--json", env={**env, "HWGW_TOKEN": "s3cret"})
+        assert [device["id"] for device in json.loads(out)] == ["sim-1"]
+    finally:
+        assert await running.stop() == 0
+    status, _, err = await hwgateway("devices", "--url", f"tcp://127.0.0.1:{free_port()}")
+    assert status == EXIT_CONNECTION
+    assert "cannot connect" in err
+    assert (await hwgateway("devices", "--url", "ftp://x"))[0] == EXIT_USAGE
+
+
+@pytest.mark.parametrize("transport", ["ws", "unix"])
+async def test_sub_goes_on_after_the_gateway_restarts(tmp_path: Path, transport: str) -> None:
+    config = fixed_port_config(tmp_path, free_port(), free_port())
+    running = await start_gateway(tmp_path, config)
+    sub = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway", "sub", "sim-1/state", "--json", "--rate", "10",
+        "--url", url_of(running, transport), stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert sub.stdout is not None
+    try:
+        first = json.loads(await asyncio.wait_for(sub.stdout.readline(), 10))
+        assert first["topic"] == "sim-1/state"
+        assert await running.stop() == 0
+        restarted = time.time()
+        running = await start_gateway(tmp_path, config)
+        async with asyncio.timeout(10):
+            while json.loads(await sub.stdout.readline())["recv_stamp"] < restarted:
+                pass
+        sub.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(sub.wait(), 5) == 0
+    finally:
+        if sub.returncode is None:
+            sub.kill()
+            await sub.wait()
+        assert await running.stop() == 0
