@@ -32,6 +32,7 @@ from gateway.messages.wiimote import IrSourceInfo, State
 from gateway.servers.http import STATIC_DIR
 from tests.conftest import require_peer
 from tests.harness import RunningGateway, connect, gateway_config, start_demo, start_gateway
+from tests.test_readme import DEMO_DEVICES
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 # Root in a container: no sandbox; and nothing that would try to reach the network or update itself.
@@ -595,12 +596,12 @@ async def test_dashboard_reads_well_on_a_desktop_and_a_phone(tmp_path: Path, bro
         await expect(lamps.nth(1)).to_have_class("lamp on")
         await expect(lamps.nth(0)).to_have_class("lamp")
 
-        # A filter and collapsible cards keep six devices from being a page of thousands of pixels.
+        # A filter and collapsible cards keep the demo's devices from being a page of thousands of pixels.
         await page.locator("#filter").fill("thymio")
         await expect(page.locator("section.device:visible")).to_have_count(1)
-        await expect(page.locator("#shown")).to_have_text("1 of 6 devices")
+        await expect(page.locator("#shown")).to_have_text(f"1 of {DEMO_DEVICES} devices")
         await page.locator("#filter").fill("")
-        await expect(page.locator("section.device:visible")).to_have_count(6)
+        await expect(page.locator("section.device:visible")).to_have_count(DEMO_DEVICES)
         await page.get_by_role("button", name="Collapse all").click()
         await expect(page.locator("section.device .body:visible")).to_have_count(0)
         assert await page.evaluate("document.documentElement.scrollHeight") < 1000

@@ -7,6 +7,7 @@ import re
 import sys
 from pathlib import Path
 
+from gateway.config import loads
 from hwgateway.client import connect
 from tests.harness import start_demo
 
@@ -14,6 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 CLIENT_DOC = ROOT / "docs" / "client.md"
 PROTOCOL_DOC = ROOT / "docs" / "protocol.md"
+DEMO_IDS = [device.id for device in loads((ROOT / "gateway" / "demo.toml").read_text(encoding="utf-8")).devices]
+DEMO_DEVICES = len(DEMO_IDS)
 
 
 def python_examples(path: Path) -> list[str]:
@@ -47,7 +50,7 @@ async def test_readme_first_example_prints_devices_a_result_and_samples(tmp_path
             # A newcomer types the example seconds after `make demo`: by then every device is up.
             events = gw.device_events()
             statuses = gw.device_status
-            while len(statuses) < 6 or any(status.status != "connected" for status in statuses.values()):
+            while len(statuses) < DEMO_DEVICES or any(status.status != "connected" for status in statuses.values()):
                 await anext(events)
         status, lines, stderr = await run_example(example)
         # docs/client.md's complete programs (the quick start and the synchronous one), on the same demo.
@@ -62,7 +65,7 @@ async def test_readme_first_example_prints_devices_a_result_and_samples(tmp_path
     assert len(raw_runs) == 2
     (ws_status, ws_lines, ws_stderr), (mp_status, mp_lines, mp_stderr) = raw_runs
     assert (ws_status, mp_status) == (0, 0), ws_stderr + mp_stderr
-    assert sum(" connected accepts " in line for line in ws_lines) == 6  # the demo's six devices
+    assert sum(" connected accepts " in line for line in ws_lines) == DEMO_DEVICES
     skipped = [int(line.split("skipped ")[1].split()[0]) for line in ws_lines if " skipped " in line][1:]
     assert skipped, ws_lines
     assert sorted(skipped)[len(skipped) // 2] == 19  # as the doc says: 19 of every 20 at 5 Hz out of 100 Hz
@@ -70,14 +73,11 @@ async def test_readme_first_example_prints_devices_a_result_and_samples(tmp_path
     for doc_status, doc_lines, doc_stderr in doc_runs:
         assert doc_status == 0, doc_stderr
         assert any("outputs" in line for line in doc_lines), doc_lines
-    assert lines[:6] == [
-        f"{device} connected"
-        for device in ("sim-pad", "sim-lamp", "gamepad-demo", "arm-demo", "thymio-demo", "wiimote-demo")
-    ]
-    assert lines[6] == "{'outputs': 'led'}"
-    assert len(lines) == 10
+    assert lines[:DEMO_DEVICES] == [f"{device} connected" for device in DEMO_IDS]
+    assert lines[DEMO_DEVICES] == "{'outputs': 'led'}"
+    assert len(lines) == DEMO_DEVICES + 4
     seqs = []
-    for line in lines[7:]:
+    for line in lines[DEMO_DEVICES + 1 :]:
         match = re.fullmatch(r"sim-pad/state (\d+) axes \[(-?[0-9.]+), (-?[0-9.]+)\]", line)
         assert match is not None, line
         seqs.append(int(match.group(1)))
