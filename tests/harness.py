@@ -20,7 +20,12 @@ from typing import Any, Literal
 import msgpack
 import websockets
 
+from gateway.config import load
+
 TransportName = Literal["ws", "tcp", "unix"]
+#: The ids of `hwgateway demo`'s devices, in config order.
+DEMO_IDS = [device.id for device in load(Path(__file__).resolve().parent.parent / "gateway" / "demo.toml").devices]
+DEMO_DEVICES = len(DEMO_IDS)
 TRANSPORTS: tuple[TransportName, ...] = ("ws", "tcp", "unix")
 START_TIMEOUT_S = 15.0
 

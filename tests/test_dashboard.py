@@ -31,8 +31,7 @@ from gateway.messages.thymio import Comm
 from gateway.messages.wiimote import IrSourceInfo, State
 from gateway.servers.http import STATIC_DIR
 from tests.conftest import require_peer
-from tests.harness import RunningGateway, connect, gateway_config, start_demo, start_gateway
-from tests.test_readme import DEMO_DEVICES
+from tests.harness import DEMO_DEVICES, RunningGateway, connect, gateway_config, start_demo, start_gateway
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 # Root in a container: no sandbox; and nothing that would try to reach the network or update itself.

@@ -7,16 +7,13 @@ import re
 import sys
 from pathlib import Path
 
-from gateway.config import loads
 from hwgateway.client import connect
-from tests.harness import start_demo
+from tests.harness import DEMO_DEVICES, DEMO_IDS, start_demo
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 CLIENT_DOC = ROOT / "docs" / "client.md"
 PROTOCOL_DOC = ROOT / "docs" / "protocol.md"
-DEMO_IDS = [device.id for device in loads((ROOT / "gateway" / "demo.toml").read_text(encoding="utf-8")).devices]
-DEMO_DEVICES = len(DEMO_IDS)
 
 
 def python_examples(path: Path) -> list[str]:
