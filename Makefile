@@ -5,10 +5,14 @@ BIN := $(VENV)/bin
 # Debian packages the tests use: unshare (util-linux) and ip (iproute2) for the loopback-only namespace,
 # systemd-analyze (systemd) for the unit, chromium for the dashboard, aseba (asebaplayground, asebaswitch)
 # and socat (serial pty bridge) for the Aseba / Thymio tests, locales (localedef's en_US source, which
-# Debian's Aseba compiler needs) for the compiler's reference test.
-DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales
+# Debian's Aseba compiler needs) for the compiler's reference test, nodejs and npm for the roslib
+# (roslibjs) client tests of the rosbridge face (npm only where no npm is installed: NodeSource's nodejs
+# ships its own and conflicts with Debian's).
+DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales nodejs
+# Node test clients, each with a committed package-lock.json that `npm ci` installs as it is.
+NODE_TEST_DIRS := tests/node/rosbridge
 
-.PHONY: demo test lint typecheck pytest fuzz deb-deps bench install check-install clean
+.PHONY: demo test lint typecheck pytest fuzz deb-deps node-deps bench install check-install clean
 
 $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,10 +27,14 @@ $(VENV)/.test: pyproject.toml $(VENV)/.runtime
 demo: $(VENV)/.runtime
 	$(BIN)/hwgateway demo
 
-test: deb-deps $(VENV)/.test lint typecheck pytest check-install
+test: deb-deps $(VENV)/.test node-deps lint typecheck pytest check-install
 
 deb-deps:
 	@scripts/install-deb-deps.sh $(DEB_PACKAGES)
+
+node-deps: deb-deps
+	@command -v npm >/dev/null || scripts/install-deb-deps.sh npm
+	@for dir in $(NODE_TEST_DIRS); do (cd $$dir && npm ci --no-audit --no-fund --loglevel=error) || exit 1; done
 
 lint: $(VENV)/.test
 	$(BIN)/ruff check .

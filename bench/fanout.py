@@ -8,6 +8,10 @@ both alike. Each server is its own process, so psutil measures its CPU and RSS a
 holds all N client connections. Results are medians (min-max) over the repeats, and gateway/baseline
 ratios.
 
+With `--transports rosbridge` the pair is two gateway processes with the rosbridge face enabled:
+N rosbridge clients (`subscribe` on /bench_1/state, JSON `publish` frames) against N clients of the
+gateway's own WebSocket (/ws), so the ratios are the face's cost over the native protocol.
+
 Run:  scripts/loopback-only.sh .venv/bin/python bench/fanout.py [--clients 50] [--rate 1000] ...
 """
 
@@ -41,9 +45,19 @@ import msgpack
 import orjson
 import psutil
 
-Transport = Literal["ws", "msgpack"]
+Transport = Literal["ws", "msgpack", "rosbridge"]
 ServerKind = Literal["gateway", "baseline"]
-TRANSPORTS: tuple[Transport, ...] = ("ws", "msgpack")
+TRANSPORTS: tuple[Transport, ...] = ("ws", "msgpack", "rosbridge")
+DEFAULT_TRANSPORTS: tuple[Transport, ...] = ("ws", "msgpack")
+ROS_TOPIC = "/bench_1/state"
+
+
+def side_name(transport: Transport, kind: ServerKind) -> str:
+    """How a side is shown: for rosbridge, the baseline is the gateway's native WebSocket."""
+    if transport == "rosbridge":
+        return "rosbridge" if kind == "gateway" else "native-ws"
+    return kind
+
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
@@ -115,18 +129,19 @@ async def stop_process(proc: asyncio.subprocess.Process) -> int | None:
     return proc.returncode
 
 
-def gateway_config(rate: float) -> str:
-    """Free ports, no Unix socket, one sim device: the only publisher, at `rate` Hz."""
+def gateway_config(rate: float, rosbridge: bool = False) -> str:
+    """Free ports, no Unix socket, one sim device: the only publisher, at `rate` Hz (and rosbridge on)."""
     return (
         f'[server]\nhost = "{HOST}"\nhttp_port = 0\nmsgpack_port = 0\nunix_socket = ""\n\n'
-        f'[devices.{DEVICE_ID}]\nkind = "sim"\nrate_hz = {float(rate)!r}\nleds = 1\n'
+        + ("[rosbridge]\nenabled = true\nport = 0\n\n" if rosbridge else "")
+        + f'[devices.{DEVICE_ID}]\nkind = "sim"\nrate_hz = {float(rate)!r}\nleds = 1\n'
     )
 
 
 def server_argv(kind: ServerKind, transport: Transport, rate: float, workdir: Path) -> list[str]:
-    if kind == "gateway":
+    if kind == "gateway" or transport == "rosbridge":
         config = workdir / "gateway.toml"
-        config.write_text(gateway_config(rate))
+        config.write_text(gateway_config(rate, rosbridge=transport == "rosbridge"))
         return [sys.executable, "-m", "gateway", "run", "--config", str(config), "--log-format", "json"]
     return [sys.executable, str(BASELINE_SERVER), "--transport", transport, "--rate", repr(float(rate))]
 
@@ -138,10 +153,14 @@ def _port_of(url: str) -> int:
 
 def ports_from_listening(kind: ServerKind, transport: Transport, line: dict[str, Any]) -> tuple[int, int | None]:
     """(port for `transport`, HTTP port for /metrics or None) from a server's `listening` line."""
-    if kind == "baseline":
+    if kind == "baseline" and transport != "rosbridge":
         return int(line["port"]), None
     http_port = _port_of(line["http"])
-    if transport == "ws":
+    if transport == "rosbridge" and kind == "gateway":
+        if not line.get("rosbridge"):
+            raise RuntimeError(f"the gateway does not listen for rosbridge: {line}")
+        return _port_of(line["rosbridge"]), http_port
+    if transport in ("ws", "rosbridge"):
         return http_port, http_port
     if not line.get("msgpack"):
         raise RuntimeError(f"the gateway does not listen on msgpack/TCP: {line}")
@@ -253,6 +272,17 @@ class Tally:
             self.first_seq = seq
         self.final_seq = seq
 
+    def record_publish(self, message: Any, now: float) -> None:
+        """Count one rosbridge `publish` (no seq: what was skipped comes from the gateway's counters)."""
+        if message.get("op") != "publish":
+            return
+        window = self.window
+        if not window.start <= now < window.end:
+            return
+        self.received += 1
+        stamp = message["msg"]["timestamp"]  # the sim device's time.time() at publication
+        self.latencies.append(now - (stamp["sec"] + stamp["nanosec"] * 1e-9))
+
 
 class Connection(abc.ABC):
     """One client: read `hello`, subscribe to the topic, then `pump` pushes into its tally."""
@@ -326,6 +356,53 @@ class WsConnection(Connection):
             await asyncio.wait_for(self._ws.close(), CLOSE_TIMEOUT_S)
 
 
+class RosbridgeConnection(Connection):
+    """aiohttp client WebSocket speaking rosbridge v2 (what roslibjs sends), JSON text frames."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse, tally: Tally) -> None:
+        super().__init__(tally)
+        self._ws = ws
+
+    @classmethod
+    async def open(cls, session: aiohttp.ClientSession, port: int, tally: Tally) -> RosbridgeConnection:
+        ws = await session.ws_connect(f"ws://{HOST}:{port}/", compress=0, max_msg_size=0)
+        return cls(ws, tally)
+
+    async def receive_message(self) -> Any:
+        message = await self._ws.receive(timeout=REQUEST_TIMEOUT_S)
+        if message.type != aiohttp.WSMsgType.TEXT:
+            raise ConnectionError(f"expected a text frame, got {message.type.name}: {message.data!r}")
+        return orjson.loads(message.data)
+
+    async def send_message(self, message: dict[str, Any]) -> None:
+        await self._ws.send_str(orjson.dumps(message).decode())
+
+    async def subscribe(self, topic: str) -> None:
+        # rosbridge answers a good subscribe with nothing: the first publish confirms it.
+        del topic
+        request = {"op": "subscribe", "id": f"subscribe:{ROS_TOPIC}:1", "topic": ROS_TOPIC}
+        await self.send_message({**request, "type": "creos_messages/ControllerState", "compression": "none"})
+        while True:
+            message = await self.receive_message()
+            if message.get("op") == "status":
+                raise RuntimeError(f"subscribe refused: {message}")
+            if message.get("op") == "publish":
+                return
+
+    async def pump(self) -> None:
+        record, loads, clock = self.tally.record_publish, orjson.loads, time.time
+        async for message in self._ws:
+            if message.type == aiohttp.WSMsgType.TEXT:
+                now = clock()
+                record(loads(message.data), now)
+            elif message.type == aiohttp.WSMsgType.ERROR:
+                return
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._ws.close(), CLOSE_TIMEOUT_S)
+
+
 class MsgpackConnection(Connection):
     """asyncio TCP stream carrying concatenated msgpack maps."""
 
@@ -387,16 +464,22 @@ class Fleet:
 
 
 @contextlib.asynccontextmanager
-async def client_fleet(transport: Transport, port: int, count: int, window: Window) -> AsyncIterator[Fleet]:
+async def client_fleet(
+    transport: Transport, port: int, count: int, window: Window, kind: ServerKind = "gateway"
+) -> AsyncIterator[Fleet]:
     """Connect and subscribe `count` clients concurrently; close them all on the way out."""
     # limit=0: the default connector stalls connection 101 (perf-baselines.md, finding 5).
-    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) if transport == "ws" else None
+    websocket = transport in ("ws", "rosbridge")
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) if websocket else None
+    rosbridge = transport == "rosbridge" and kind == "gateway"
     fleet = Fleet([], [])
 
     async def open_one() -> None:
         tally = Tally(window)
         connection: Connection
-        if session is not None:
+        if session is not None and rosbridge:
+            connection = await RosbridgeConnection.open(session, port, tally)
+        elif session is not None:
             connection = await WsConnection.open(session, port, tally)
         else:
             connection = await MsgpackConnection.open(port, tally)
@@ -630,7 +713,7 @@ async def drive_clients(
     server: ServerProcess, transport: Transport, repeat: int, args: argparse.Namespace
 ) -> RunResult:
     window = Window()
-    async with client_fleet(transport, server.port, args.clients, window) as fleet:
+    async with client_fleet(transport, server.port, args.clients, window, server.kind) as fleet:
         await asyncio.sleep(args.warmup)
         # The scrapes bracket the window closely; their span is measured, so the rates are per second.
         before, scraped_at = await gateway_counters(server), time.monotonic()
@@ -638,6 +721,12 @@ async def drive_clients(
         after, span = await gateway_counters(server), time.monotonic() - scraped_at
         result = summarize(server.kind, transport, repeat, args, fleet, usage)
     result.gateway = gateway_rates(before, after, span)
+    if transport == "rosbridge" and server.kind == "gateway" and result.gateway is not None:
+        # rosbridge messages carry no seq: take what was published from the gateway's own counter.
+        result.published_per_s = result.gateway["published_per_s"]
+        expected = result.published_per_s * result.window_s * result.clients
+        result.skipped = max(0, round(expected - result.received))
+        result.skipped_fraction = result.skipped / expected if expected else math.nan
     return result
 
 
@@ -691,7 +780,7 @@ async def run_all(args: argparse.Namespace, results: list[RunResult], failures: 
     plan = schedule(args.transports, args.repeats)
     with tempfile.TemporaryDirectory(prefix="hwgw-bench-") as tmp:
         for index, (repeat, transport, kind) in enumerate(plan, 1):
-            label = f"[{index}/{len(plan)}] {transport} {kind}"
+            label = f"[{index}/{len(plan)}] {transport} {side_name(transport, kind)}"
             try:
                 result = await measured_run(kind, transport, repeat, args, Path(tmp), label)
             except Exception as error:  # a failed run is reported; the others still count
@@ -793,7 +882,8 @@ def table(summary: Summary, args: argparse.Namespace) -> str:
     for transport, servers in summary.items():
         for kind, stats in servers.items():
             cells = [_cell(stats[metric], fmt, scale) for _, metric, fmt, scale in TABLE_COLUMNS]
-            lines.append(f"| {transport} | {kind} | {stats['runs'].median:.0f} | " + " | ".join(cells) + " |")
+            side = side_name(transport, kind)
+            lines.append(f"| {transport} | {side} | {stats['runs'].median:.0f} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -819,7 +909,7 @@ def ratios(servers: dict[ServerKind, dict[str, Stat]]) -> dict[str, float]:
 
 def summary_line(transport: Transport, servers: dict[ServerKind, dict[str, Stat]]) -> str:
     """`ws: gateway … | baseline … | ratio cpu 1.2x p99 1.1x delivered 1.00x` (or the sides it has)."""
-    sides = [_side(kind, servers[kind]) for kind in ("gateway", "baseline") if kind in servers]
+    sides = [_side(side_name(transport, kind), servers[kind]) for kind in ("gateway", "baseline") if kind in servers]
     if len(sides) == 2:
         ratio = ratios(servers)
         sides.append(f"ratio cpu {ratio['cpu']:.1f}x p99 {ratio['p99']:.1f}x delivered {ratio['delivered']:.2f}x")
@@ -944,7 +1034,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=_positive(float), default=5.0, help="measurement window (default 5)")
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds before the window (default 1)")
     parser.add_argument("--repeats", type=_positive(int), default=3, help="interleaved pairs (default 3)")
-    parser.add_argument("--transports", type=_transports, default=list(TRANSPORTS), help="default ws,msgpack")
+    parser.add_argument(
+        "--transports",
+        type=_transports,
+        default=list(DEFAULT_TRANSPORTS),
+        help="default ws,msgpack; rosbridge: rosbridge clients vs the gateway's native /ws",
+    )
     parser.add_argument(
         "--quiet-below",
         type=float,

@@ -26,10 +26,13 @@ from gateway.commands import CommandRouter
 from gateway.config import Config
 from gateway.core.client import Hub
 from gateway.errors import ErrorCode
+from gateway.faces.rosbridge import names as ros_names
+from gateway.faces.rosbridge.server import RosbridgeServer
+from gateway.faces.rosbridge.server import handler as rosbridge_handler
 from gateway.metrics import Metrics
 from gateway.sdnotify import Notifier
 from gateway.servers.http import build_app
-from gateway.servers.http_guard import GuardedHttpProtocol, guarded_factory
+from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded
 from gateway.servers.limits import ConnectionLimits, RateLimitedLog, raise_open_file_limit
 from gateway.servers.msgpack_server import MsgpackServer
 from gateway.servers.tls import server_context
@@ -96,6 +99,8 @@ class Gateway:
         self._guards: dict[asyncio.BaseTransport, GuardedHttpProtocol] = {}
         self.limits = ConnectionLimits(config.server, raise_open_file_limit())
         self._msgpack = MsgpackServer(self.hub, self.limits)
+        self._ros_names = ros_names.RosNames(ros_names.namings_of(config.devices)) if config.rosbridge.enabled else None
+        self._rosbridge = RosbridgeServer(self.hub, self._ros_names) if self._ros_names is not None else None
         self.http_port: int | None = None
         self.started = time.time()
 
@@ -107,42 +112,32 @@ class Gateway:
         """The bound msgpack TCP port (None when disabled)."""
         return self._msgpack.tcp_port
 
+    def face_urls(self) -> dict[str, str]:
+        """The URL of each other face's own listener (rosbridge, ...), by face name, once listening."""
+        scheme = "wss" if self.config.server.tls_cert else "ws"
+        host = self.config.server.host
+        urls = {}
+        if self._rosbridge is not None and self._rosbridge.port is not None:
+            urls["rosbridge"] = f"{scheme}://{host}:{self._rosbridge.port}/"
+        return urls
+
     async def start(self) -> None:
         """Start adapters, then listen; raise `OSError` when an address cannot be bound."""
         server = self.config.server
         self.monitor.start()
         self.supervisor.start()
         app = build_app(self.hub, self.health, self.metrics.render, self._guards)
-        self._runner = web.AppRunner(
-            app,
-            handle_signals=False,
-            access_log=None,
-            shutdown_timeout=1.0,
-            max_headers=server.http_max_headers,
-            max_field_size=server.http_max_field_bytes,
-            max_line_size=server.http_max_field_bytes,
-        )
-        await self._runner.setup()
+        if self._ros_names is not None:
+            app.router.add_get("/rosbridge", rosbridge_handler(self.hub, self._ros_names))
         tls = server_context(server)
-        assert self._runner.server is not None
-        factory = guarded_factory(
-            self._runner.server, self.limits, server.http_header_timeout_s, server.read_timeout_s, self._guards
+        self._runner, self._http_server = await listen_guarded(
+            app, "HTTP", server.host, server.http_port, tls, server, self.limits, self._guards
         )
-        try:
-            self._http_server = await asyncio.get_running_loop().create_server(
-                factory,
-                server.host,
-                server.http_port,
-                reuse_address=True,
-                ssl=tls,
-                # A TLS handshake is part of the request headers' time.
-                ssl_handshake_timeout=server.http_header_timeout_s if tls else None,
-            )
-        except OSError as error:
-            raise OSError(error.errno, f"HTTP {server.host}:{server.http_port}: {error.strerror or error}") from None
         self.http_port = self._http_server.sockets[0].getsockname()[1]
         await self._msgpack.start(server.host, server.msgpack_port, server.unix_socket, tls)
         http, websocket, stream = ("https", "wss", "tls") if tls else ("http", "ws", "tcp")
+        if self._rosbridge is not None:
+            await self._rosbridge.start(server.host, self.config.rosbridge.port, tls, self.limits, self._guards)
         log.info(
             "listening",
             extra={
@@ -150,6 +145,7 @@ class Gateway:
                 "websocket": f"{websocket}://{server.host}:{self.http_port}/ws",
                 "msgpack": f"{stream}://{server.host}:{self.msgpack_port}" if self.msgpack_port else None,
                 "unix": server.unix_socket or None,
+                "rosbridge": f"{websocket}://{server.host}:{self._rosbridge.port}/" if self._rosbridge else None,
                 "devices": sorted(self.supervisor.devices),
                 "max_clients": self.limits.max_clients,
             },
@@ -161,6 +157,8 @@ class Gateway:
         self._msgpack.stop_listening()
         if self._http_server is not None:
             self._http_server.close()
+        if self._rosbridge is not None:
+            await self._rosbridge.stop_listening()
         devices = asyncio.create_task(self.supervisor.stop(), name="devices-safe-state")
         try:
             async with asyncio.timeout(STOP_DEADLINE_S):
@@ -187,6 +185,8 @@ class Gateway:
         await self._msgpack.end_connections()  # refused or half-open ones that never had a session
         if self._runner is not None:
             await self._runner.cleanup()
+        if self._rosbridge is not None:
+            await self._rosbridge.cleanup()
 
     def _abort_http_connections(self) -> None:
         for transport in list(self._guards):

@@ -53,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--http-port", type=int, help="HTTP/WebSocket port (default 8470)")
     demo.add_argument("--msgpack-port", type=int, help="msgpack TCP port (default 8471)")
     demo.add_argument("--unix-socket", help="msgpack Unix socket path (default: a per-user temporary path)")
+    demo.add_argument("--rosbridge-port", type=int, help="rosbridge v2 WebSocket port (default 9090)")
     logging_options(demo)
 
     check = commands.add_parser("check-config", help="validate a configuration file, report every error, exit")
@@ -86,7 +87,10 @@ def _demo_config(args: argparse.Namespace) -> Config:
         http_port=config.server.http_port if args.http_port is None else args.http_port,
         msgpack_port=config.server.msgpack_port if args.msgpack_port is None else args.msgpack_port,
     )
-    return dataclasses.replace(config, server=server)
+    rosbridge = config.rosbridge
+    if args.rosbridge_port is not None:
+        rosbridge = dataclasses.replace(rosbridge, port=args.rosbridge_port)
+    return dataclasses.replace(config, server=server, rosbridge=rosbridge)
 
 
 def _print_demo_banner(gateway: Gateway) -> None:
@@ -102,7 +106,8 @@ def _print_demo_banner(gateway: Gateway) -> None:
         f"  health      http://{base}/healthz\n"
         f"  metrics     http://{base}/metrics\n"
         f"  msgpack     {msgpack}{unix}\n"
-        "Press Ctrl-C to stop.",
+        + "".join(f"  {name:<11} {url}\n" for name, url in gateway.face_urls().items())
+        + "Press Ctrl-C to stop.",
         flush=True,
     )
 

@@ -6,7 +6,8 @@ Layout::
     [auth]        tokens: plain, or [auth.tokens.<name>] with a hash, a role and devices (none: no auth)
     [logging]     level and format
     [supervisor]  restart backoff of failed adapters
-    [devices.<id>]  kind = "...", enabled = true, then the kind's own options
+    [rosbridge]   the rosbridge v2 listener (off unless enabled)
+    [devices.<id>]  kind = "...", enabled = true, ros_namespace = "", then the kind's own options
 """
 
 from __future__ import annotations
@@ -140,13 +141,29 @@ class SupervisorConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RosbridgeConfig:
+    """The rosbridge v2 endpoint (docs/rosbridge.md) for roslibjs / roslibpy clients.
+
+    When `enabled`, it listens on `server.host`:`port` at path `/` (0 picks a free port) and also
+    at `/rosbridge` on the HTTP port; it shares the server's limits, Origin rules and tokens.
+    """
+
+    enabled: bool = False
+    port: int = field(default=9090, metadata=_range(0, 65535))
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceConfig:
-    """One configured device: its stable `id`, adapter `kind` and the kind's `options`."""
+    """One configured device: its stable `id`, adapter `kind` and the kind's `options`.
+
+    `ros_namespace` replaces the ROS namespace the rosbridge face derives from the id ("": derive it).
+    """
 
     id: str
     kind: str
     enabled: bool
     options: Any
+    ros_namespace: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +174,7 @@ class Config:
     auth: AuthConfig = AuthConfig()
     logging: LoggingConfig = LoggingConfig()
     supervisor: SupervisorConfig = SupervisorConfig()
+    rosbridge: RosbridgeConfig = RosbridgeConfig()
     devices: tuple[DeviceConfig, ...] = ()
 
 
@@ -246,6 +264,7 @@ def build(cls: type[T], table: object, path: str, skip: tuple[str, ...] = ()) ->
 
 def _build_device(device_id: str, device_table: object) -> DeviceConfig:
     from devices.registry import kinds, options_class  # devices depend on the gateway, not the reverse
+    from gateway.faces.rosbridge.names import check_ros_namespace
 
     path = f"devices.{device_id}"
     try:
@@ -267,13 +286,22 @@ def _build_device(device_id: str, device_table: object) -> DeviceConfig:
         enabled = _convert(device_table.get("enabled", True), bool, f"{path}.enabled")
     except ConfigError as error:
         problems.append(error)
+    namespace = ""
     try:
-        options = build(options_cls, device_table, path, skip=("kind", "enabled"))
+        namespace = _convert(device_table.get("ros_namespace", ""), str, f"{path}.ros_namespace")
+        if namespace:
+            check_ros_namespace(namespace)
+    except ConfigError as error:
+        problems.append(error)
+    except ValueError as error:
+        problems.append(ConfigError(f"{path}.ros_namespace", str(error)))
+    try:
+        options = build(options_cls, device_table, path, skip=("kind", "enabled", "ros_namespace"))
     except ConfigError as error:
         problems.append(error)
     if problems:
         raise ConfigError.combine(problems)
-    return DeviceConfig(device_id, kind, enabled, options)
+    return DeviceConfig(device_id, kind, enabled, options, namespace)
 
 
 def _exclusive_resources(devices: tuple[DeviceConfig, ...]) -> list[ConfigError]:
@@ -363,6 +391,7 @@ def parse(document: dict[str, Any]) -> Config:
         "auth": _build_auth,
         "logging": lambda table: build(LoggingConfig, table, "logging"),
         "supervisor": lambda table: build(SupervisorConfig, table, "supervisor"),
+        "rosbridge": lambda table: build(RosbridgeConfig, table, "rosbridge"),
         "devices": _build_devices,
     }
     built: dict[str, Any] = {}
@@ -384,6 +413,14 @@ def parse(document: dict[str, Any]) -> Config:
         problems.append(ConfigError("server.max_clients_per_peer", "must be at most server.max_clients"))
     if server is not None and server.max_partial_bytes < server.max_frame_bytes:
         problems.append(ConfigError("server.max_partial_bytes", "must be at least server.max_frame_bytes"))
+    rosbridge, devices = built.get("rosbridge"), built.get("devices")
+    if rosbridge is not None and rosbridge.enabled and devices is not None:
+        from gateway.faces.rosbridge.names import NameCollision, RosNames, namings_of
+
+        try:
+            RosNames(namings_of(devices))
+        except NameCollision as error:
+            problems.append(ConfigError("devices", str(error)))
     if problems:
         raise ConfigError.combine(problems)
     return Config(**built)

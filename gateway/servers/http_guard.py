@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
 
+from aiohttp import web
+
+from gateway.config import ServerConfig
 from gateway.servers.limits import HTTP_RESERVE, ConnectionLimits, RateLimitedLog, Refused, Ticket
 from gateway.servers.socket_transport import close_or_abort
 from protocols.errors import ProtocolError
@@ -298,3 +302,47 @@ def guarded_factory(
 ) -> Callable[[], GuardedHttpProtocol]:
     """A protocol factory for `loop.create_server`."""
     return lambda: GuardedHttpProtocol(inner_factory, limits, header_timeout_s, read_timeout_s, registry)
+
+
+async def listen_guarded(
+    app: web.Application,
+    name: str,
+    host: str,
+    port: int,
+    tls: ssl.SSLContext | None,
+    server: ServerConfig,
+    limits: ConnectionLimits,
+    registry: dict[asyncio.BaseTransport, GuardedHttpProtocol],
+) -> tuple[web.AppRunner, asyncio.Server]:
+    """Serve `app` on `host:port` behind the connection limits and header/read deadlines of `server`.
+
+    Every HTTP listener of the gateway (the main port and each face's own) is started this way, so the
+    same caps, slowloris guard and shutdown abort (through `registry`) hold on all of them. Raises
+    `OSError` naming the listener (`name`) when the address cannot be bound.
+    """
+    runner = web.AppRunner(
+        app,
+        handle_signals=False,
+        access_log=None,
+        shutdown_timeout=1.0,
+        max_headers=server.http_max_headers,
+        max_field_size=server.http_max_field_bytes,
+        max_line_size=server.http_max_field_bytes,
+    )
+    await runner.setup()
+    assert runner.server is not None
+    factory = guarded_factory(runner.server, limits, server.http_header_timeout_s, server.read_timeout_s, registry)
+    try:
+        listener = await asyncio.get_running_loop().create_server(
+            factory,
+            host,
+            port,
+            reuse_address=True,
+            ssl=tls,
+            # A TLS handshake is part of the request headers' time.
+            ssl_handshake_timeout=server.http_header_timeout_s if tls else None,
+        )
+    except OSError as error:
+        await runner.cleanup()
+        raise OSError(error.errno, f"{name} {host}:{port}: {error.strerror or error}") from None
+    return runner, listener
