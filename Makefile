@@ -5,8 +5,9 @@ BIN := $(VENV)/bin
 # Debian packages the tests use: unshare (util-linux) and ip (iproute2) for the loopback-only namespace,
 # systemd-analyze (systemd) for the unit, chromium for the dashboard, aseba (asebaplayground, asebaswitch)
 # and socat (serial pty bridge) for the Aseba / Thymio tests, locales (localedef's en_US source, which
-# Debian's Aseba compiler needs) for the compiler's reference test.
-DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales
+# Debian's Aseba compiler needs) for the compiler's reference test, mosquitto (the broker) and
+# mosquitto-clients (mosquitto_sub/pub) for the MQTT bridge tests.
+DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales mosquitto mosquitto-clients
 
 .PHONY: demo test lint typecheck pytest fuzz deb-deps bench install check-install clean
 
