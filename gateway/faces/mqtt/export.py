@@ -105,9 +105,8 @@ class Exporter:
             if item.topic not in self._seen:
                 self._seen.add(item.topic)
                 self._on_new_topic(item)
-            await self._link.publish(
-                self._topics.state(self._topics.own, item.topic), item.frame("json"), qos=0, retain=True
-            )
+            payload = item.encoded("mqtt", lambda: orjson.dumps(item.envelope()))  # once for every face
+            await self._link.publish(self._topics.state(self._topics.own, item.topic), payload, qos=0, retain=True)
         elif isinstance(item, DeviceEvent):
             if not self._is_local(item.device):
                 return
