@@ -73,6 +73,15 @@ async def round_trips(client: Any, device: str, count: int) -> list[float]:
     return times
 
 
+async def wait_imported(client: Any, count: int) -> None:
+    async with asyncio.timeout(20):
+        while True:
+            devices = (await client.ok("list_devices"))["devices"]
+            if len([d for d in devices if d["status"] == "connected"]) >= count:
+                return
+            await asyncio.sleep(0.1)
+
+
 def cpu(process: psutil.Process) -> float:
     times = process.cpu_times()
     return float(times.user + times.system)
@@ -91,9 +100,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         try:
             via_b = await connect(b, "ws")
             direct = await connect(a, "ws")
-            async with asyncio.timeout(20):
-                while len([d for d in (await via_b.ok("list_devices"))["devices"] if d["status"] == "connected"]) < args.topics:
-                    await asyncio.sleep(0.1)  # noqa: ASYNC110 - polled over the protocol
+            await wait_imported(via_b, args.topics)
             await via_b.ok("subscribe", topics=["*/state"])
             await direct.ok("subscribe", topics=["*/state"])
             processes = {
@@ -106,7 +113,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             via_latency: list[float] = []
             direct_latency: list[float] = []
             receivers = asyncio.gather(
-                receive(via_b, via_latency, stop_at, warmup_until), receive(direct, direct_latency, stop_at, warmup_until)
+                receive(via_b, via_latency, stop_at, warmup_until),
+                receive(direct, direct_latency, stop_at, warmup_until),
             )
             await asyncio.sleep(1.0)
             before = {name: cpu(p) for name, p in processes.items()}
