@@ -25,6 +25,7 @@ from paho.mqtt.properties import Properties
 
 from devices.base import Adapter, Command, DeviceContext
 from gateway.bus import DeviceStatus
+from gateway.commands import MIN_COMMAND_TIMEOUT_S
 from gateway.config import DeviceConfig
 from gateway.errors import DeviceUnavailable, ErrorCode, GatewayError, RequestTimeout
 from gateway.faces.mqtt.commands import CLIENT_PROPERTY, PEER_PROPERTY
@@ -226,7 +227,7 @@ class Importer:
         if remote is None or not remote.online or not self._link.connected:
             raise DeviceUnavailable(f"gateway {options.gateway!r} is not reachable")
         remaining = command.deadline - time.monotonic()
-        if remaining <= 0:
+        if remaining < MIN_COMMAND_TIMEOUT_S:  # the remote would refuse a shorter deadline
             raise RequestTimeout("the command's deadline passed before it was sent")
         correlation = f"{self._topics.own}/{next(self._ids)}".encode()
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
