@@ -22,6 +22,7 @@ from urllib.parse import unquote, urlsplit
 
 import aiomqtt
 import orjson
+import paho.mqtt.client as mqtt
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -102,6 +103,32 @@ class MqttBridge:
         if client is None:
             raise aiomqtt.MqttError("not connected to the MQTT broker")
         await client.publish(topic, payload, qos=qos, retain=retain, properties=properties)
+
+    def publish_now(self, messages: list[tuple[str, bytes]]) -> None:
+        """Queue retained QoS 0 messages (states) at once and let the kernel send them as few segments.
+
+        With TCP_NODELAY every small write is its own segment, and on a busy host each such send
+        cost about 1 ms; corking the socket around a batch keeps NODELAY's low command latency
+        while a batch of states goes out together. aiomqtt's `publish` would wait for each write.
+        """
+        client = self._client
+        if client is None:
+            raise aiomqtt.MqttError("not connected to the MQTT broker")
+        paho = client._client  # aiomqtt exposes no batch or non-waiting publish
+        sock = paho.socket()
+        cork = sock is not None and hasattr(socket, "TCP_CORK") and len(messages) > 1
+        if cork:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)  # type: ignore[union-attr]
+        try:
+            for topic, payload in messages:
+                info = paho.publish(topic, payload, 0, True)
+                if info.rc != mqtt.MQTT_ERR_SUCCESS:
+                    raise aiomqtt.MqttCodeError(info.rc, "could not publish")
+            if cork:
+                paho.loop_write()  # write what paho queued while corked (what it cannot write, it keeps)
+        finally:
+            if cork:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)  # type: ignore[union-attr]
 
     # -- lifecycle ---------------------------------------------------------------------------
 

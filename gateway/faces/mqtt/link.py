@@ -18,3 +18,6 @@ class Link(Protocol):
         self, topic: str, payload: bytes, qos: int = 0, retain: bool = False, properties: Properties | None = None
     ) -> None:
         """Publish one message; raise `aiomqtt.MqttError` when the connection is down."""
+
+    def publish_now(self, messages: list[tuple[str, bytes]]) -> None:
+        """Queue retained QoS 0 messages without waiting, written out together; raise when disconnected."""
