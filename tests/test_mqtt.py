@@ -4,6 +4,7 @@ documented topics and retained values, MQTT 3.1.1 `transaction` commands, bad in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import signal
@@ -111,6 +112,35 @@ async def test_gateway_b_shows_and_commands_gateway_a_devices(tmp_path: Path, mo
         assert await a.stop() == 0
 
 
+async def test_leases_end_when_the_remote_client_or_gateway_goes(tmp_path: Path, mosquitto: Broker) -> None:
+    a = await start_a(tmp_path, mosquitto)
+    b = await start_b(tmp_path, mosquitto)
+    holder = await connect(b, "ws")
+    watcher = await connect(a, "ws")  # watches the real device on A
+    try:
+        await holder.wait_for(is_device("lab-a:sim-1", "connected"), timeout=10)
+        await watcher.ok("subscribe", topics=["sim-1/outputs"])
+
+        def rumbling(on: bool):
+            return lambda m: m["op"] == "state" and (m["data"]["rumble_low"] > 0) == on
+
+        rumble = {"low": 0.5, "high": 0.5, "duration_s": 30.0}
+        assert (await holder.request("command", device="lab-a:sim-1", type="rumble", data=rumble))["ok"]
+        await watcher.wait_for(rumbling(True))
+        await holder.close()  # B's client leaves: its lease on A's device ends
+        await watcher.wait_for(rumbling(False), timeout=3)
+        holder = await connect(b, "ws")
+        assert (await holder.request("command", device="lab-a:sim-1", type="rumble", data=rumble))["ok"]
+        await watcher.wait_for(rumbling(True))
+        b.proc.send_signal(signal.SIGKILL)  # B's last will: A ends the leases of B's clients
+        await watcher.wait_for(rumbling(False), timeout=3)
+    finally:
+        await holder.close()
+        await watcher.close()
+        await b.stop()
+        assert await a.stop() == 0
+
+
 async def test_broker_restart_is_survived(tmp_path: Path, mosquitto: Broker) -> None:
     a = await start_a(tmp_path, mosquitto)
     b = await start_b(tmp_path, mosquitto)
@@ -147,7 +177,7 @@ async def test_documented_topics_commands_bad_input_and_discovery(tmp_path: Path
         sub = shutil.which("mosquitto_sub")
         assert sub is not None, "mosquitto-clients is not installed (make test installs it)"
         proc = await asyncio.create_subprocess_exec(
-            sub, "-h", "127.0.0.1", "-p", str(mosquitto.port), "-t", "hwgw/lab-a/#", "--retained-only", "-W", "1",
+            sub, "-h", "127.0.0.1", "-p", str(mosquitto.port), "-t", "hwgw/lab-a/#", "--retained-only", "-W", "3",
             "-v", "-V", "mqttv311", stdout=asyncio.subprocess.PIPE,
         )  # fmt: skip
         out, _ = await proc.communicate()
@@ -217,12 +247,13 @@ async def test_documented_topics_commands_bad_input_and_discovery(tmp_path: Path
             for _ in range(300):
                 await v5.publish("hwgw/lab-a/sim-1/set", b'{"type": "sound", "data": {}}', qos=0, properties=properties)
             codes: list[str] = []
-            async with asyncio.timeout(10):
-                async for message in v5.messages:
-                    answer = json.loads(message.payload)
-                    codes.append("ok" if answer["ok"] else answer["error"]["code"])
-                    if len(codes) == 300:
-                        break
+            with contextlib.suppress(TimeoutError):  # QoS 0 requests may be dropped on a busy host
+                async with asyncio.timeout(15):
+                    async for message in v5.messages:
+                        answer = json.loads(message.payload)
+                        codes.append("ok" if answer["ok"] else answer["error"]["code"])
+                        if len(codes) == 300:
+                            break
             assert "rate_limited" in codes
             assert "ok" in codes
             estop = await ask("hwgw/lab-a/estop", b"", b"stop")
@@ -261,7 +292,7 @@ async def retained_documents(broker: Broker, pattern: str) -> dict[str, dict[str
     async with mqtt_client(broker) as client:
         await client.subscribe(pattern)
         try:
-            async with asyncio.timeout(1.0):
+            async with asyncio.timeout(2.0):
                 async for message in client.messages:
                     documents[str(message.topic)] = json.loads(message.payload)
         except TimeoutError:
