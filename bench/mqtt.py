@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import sys
@@ -137,8 +138,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await via_b.close()
             await direct.close()
         finally:
-            await b.stop()
-            await a.stop()
+            for gateway in (b, a):
+                with contextlib.suppress(TimeoutError):
+                    await gateway.stop(timeout=30.0)
             await broker.stop()
     expected = int(args.rate * args.duration)
     return {

@@ -147,7 +147,10 @@ class MqttBridge:
                     await client.publish(self.topics.gateway(self.topics.own, "status"), b"offline", qos=1, retain=True)
         if self._task is not None:
             self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+            # aiomqtt waits for the broker to see the DISCONNECT; a stopping gateway waits at most 2 s.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(2.0):
+                    await asyncio.gather(self._task, return_exceptions=True)
         for task in self._tasks:
             task.cancel()
         self.exporter.stop()
