@@ -153,7 +153,7 @@ async def test_broker_restart_is_survived(tmp_path: Path, mosquitto: Broker) -> 
         async with asyncio.timeout(5):
             while (health := await healthz(b))["mqtt"]["state"] == "connected":  # noqa: ASYNC110 - polled over HTTP
                 await asyncio.sleep(0.05)
-        assert health["status"] == "ok"
+        assert health["status"] != "unhealthy"  # degraded: an imported device is away, the process is fine
         assert health["mqtt"]["state"] in ("connecting", "disconnected")
         # Local devices keep working while the broker is away.
         assert (await client.request("command", device="lamp", type="led", data={}))["ok"]
