@@ -26,6 +26,7 @@ from gateway.commands import CommandRouter
 from gateway.config import Config
 from gateway.core.client import Hub
 from gateway.errors import ErrorCode
+from gateway.faces.mqtt.bridge import MqttBridge
 from gateway.faces.rosbridge import names as ros_names
 from gateway.faces.rosbridge.server import RosbridgeServer
 from gateway.faces.rosbridge.server import handler as rosbridge_handler
@@ -101,6 +102,9 @@ class Gateway:
         self._msgpack = MsgpackServer(self.hub, self.limits)
         self._ros_names = ros_names.RosNames(ros_names.namings_of(config.devices)) if config.rosbridge.enabled else None
         self._rosbridge = RosbridgeServer(self.hub, self._ros_names) if self._ros_names is not None else None
+        self.mqtt = MqttBridge(config.mqtt, self.hub) if config.mqtt.enabled else None
+        if self.mqtt is not None:
+            self.metrics.registry.register(self.mqtt.collector())
         self.http_port: int | None = None
         self.started = time.time()
 
@@ -126,6 +130,8 @@ class Gateway:
         server = self.config.server
         self.monitor.start()
         self.supervisor.start()
+        if self.mqtt is not None:
+            self.mqtt.start()
         app = build_app(self.hub, self.health, self.metrics.render, self._guards)
         if self._ros_names is not None:
             app.router.add_get("/rosbridge", rosbridge_handler(self.hub, self._ros_names))
@@ -155,6 +161,8 @@ class Gateway:
         """Stop listening; put devices in their safe state while clients are closed; bounded in time."""
         log.info("stopping")
         self._msgpack.stop_listening()
+        if self.mqtt is not None:
+            await self.mqtt.stop()  # says `offline` first; bounded (about 3 s at most)
         if self._http_server is not None:
             self._http_server.close()
         if self._rosbridge is not None:
@@ -221,7 +229,7 @@ class Gateway:
             reasons.insert(0, f"event loop lag {lag_ms:.0f} ms over {UNHEALTHY_LAG_S * 1000:.0f} ms")
         if not tasks_alive:
             reasons.insert(0, "a device task died")
-        body = {
+        body: dict[str, Any] = {
             "status": "unhealthy" if not healthy else "degraded" if down else "ok",
             "reasons": reasons,
             "version": __version__,
@@ -235,6 +243,8 @@ class Gateway:
                 for h in self.supervisor.devices.values()
             ],
         }
+        if self.mqtt is not None:
+            body["mqtt"] = self.mqtt.health()  # a broker outage leaves local devices working: still healthy
         return (200 if healthy else 503), body
 
 

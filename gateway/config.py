@@ -7,6 +7,7 @@ Layout::
     [logging]     level and format
     [supervisor]  restart backoff of failed adapters
     [rosbridge]   the rosbridge v2 listener (off unless enabled)
+    [mqtt]        the MQTT bridge: broker, export, federation, Home Assistant discovery (off unless set)
     [devices.<id>]  kind = "...", enabled = true, ros_namespace = "", then the kind's own options
 """
 
@@ -153,6 +154,40 @@ class RosbridgeConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class MqttConfig:
+    """`[mqtt]`: the bridge to an MQTT broker (docs/mqtt.md); off while `url` is empty.
+
+    `url` is `mqtt://[user:password@]host[:port]` or `mqtts://...` (TLS; `ca_file` pins the broker's
+    CA, `cert_file`/`key_file` give a client certificate). `gateway` names this gateway in topics
+    (default: the host name); `base` is the topic root. Each exported topic is sent at most
+    `publish_rate_hz` times a second (latest value wins); `topics` are the bus patterns exported.
+    `import` shows other gateways' devices here; `ha_discovery` publishes Home Assistant discovery
+    under `ha_prefix`. Times are in seconds.
+    """
+
+    url: str = ""
+    gateway: str = ""
+    base: str = "hwgw"
+    publish_rate_hz: float = field(default=50.0, metadata=_range(0.01, 10000))
+    topics: tuple[str, ...] = ("**",)
+    import_: bool = False  # the TOML key is `import`, a Python keyword
+    ha_discovery: bool = False
+    ha_prefix: str = "homeassistant"
+    keepalive_s: int = field(default=5, metadata=_range(1, 3600))
+    reconnect_initial_s: float = field(default=0.2, metadata=_range(0.01, 3600))
+    reconnect_max_s: float = field(default=10.0, metadata=_range(0.01, 3600))
+    max_payload_bytes: int = field(default=65536, metadata=_range(256, 16 * 1024 * 1024))
+    ca_file: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+
+    @property
+    def enabled(self) -> bool:
+        """True when a broker is configured."""
+        return bool(self.url)
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceConfig:
     """One configured device: its stable `id`, adapter `kind` and the kind's `options`.
 
@@ -175,6 +210,7 @@ class Config:
     logging: LoggingConfig = LoggingConfig()
     supervisor: SupervisorConfig = SupervisorConfig()
     rosbridge: RosbridgeConfig = RosbridgeConfig()
+    mqtt: MqttConfig = MqttConfig()
     devices: tuple[DeviceConfig, ...] = ()
 
 
@@ -378,6 +414,52 @@ def _build_credential(name: str, token_table: object) -> Credential:
     return Credential(name, digest, token.role, token.devices)
 
 
+_MQTT_SCHEMES = {"mqtt": 1883, "mqtts": 8883}
+
+
+def _build_mqtt(table: object) -> MqttConfig:
+    if isinstance(table, dict) and "import" in table:
+        table = {("import_" if key == "import" else key): value for key, value in table.items()}
+    mqtt = build(MqttConfig, table, "mqtt")
+    if not mqtt.url:
+        return mqtt
+    from urllib.parse import urlsplit
+
+    try:
+        url = urlsplit(mqtt.url)
+        port = url.port
+    except ValueError as error:
+        raise ConfigError("mqtt.url", f"not a valid URL: {error}") from None
+    if url.scheme not in _MQTT_SCHEMES or not url.hostname:
+        raise ConfigError("mqtt.url", f"expected mqtt://host[:port] or mqtts://host[:port], got {mqtt.url!r}")
+    if url.path not in ("", "/") or url.query or url.fragment:
+        raise ConfigError("mqtt.url", "a broker URL has no path, query or fragment")
+    del port
+    for key, value in (("gateway", mqtt.gateway), ("base", mqtt.base)):
+        if value:
+            try:
+                check_device_id(value)
+            except ValueError:
+                raise ConfigError(f"mqtt.{key}", f"{value!r} must be 1-128 letters, digits and _ . : -") from None
+    if not mqtt.base:
+        raise ConfigError("mqtt.base", "must not be empty")
+    from gateway.errors import InvalidArgument
+    from gateway.topics import parse_pattern
+
+    for index, pattern in enumerate(mqtt.topics):
+        try:
+            parse_pattern(pattern)
+        except InvalidArgument as error:
+            raise ConfigError(f"mqtt.topics[{index}]", error.message) from None
+    if bool(mqtt.cert_file) != bool(mqtt.key_file):
+        raise ConfigError("mqtt.key_file" if mqtt.cert_file else "mqtt.cert_file", "set both cert_file and key_file")
+    if (mqtt.ca_file or mqtt.cert_file) and url.scheme != "mqtts":
+        raise ConfigError("mqtt.url", "ca_file and cert_file need an mqtts:// URL")
+    if mqtt.reconnect_max_s < mqtt.reconnect_initial_s:
+        raise ConfigError("mqtt.reconnect_max_s", "must be at least mqtt.reconnect_initial_s")
+    return mqtt
+
+
 def parse(document: dict[str, Any]) -> Config:
     """Build a `Config` from a parsed TOML document; raise one `ConfigError` listing every problem."""
     sections = {f.name for f in dataclasses.fields(Config)}
@@ -392,6 +474,7 @@ def parse(document: dict[str, Any]) -> Config:
         "logging": lambda table: build(LoggingConfig, table, "logging"),
         "supervisor": lambda table: build(SupervisorConfig, table, "supervisor"),
         "rosbridge": lambda table: build(RosbridgeConfig, table, "rosbridge"),
+        "mqtt": _build_mqtt,
         "devices": _build_devices,
     }
     built: dict[str, Any] = {}

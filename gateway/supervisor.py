@@ -10,7 +10,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from devices.base import Adapter, DeviceContext
@@ -18,6 +18,9 @@ from devices.registry import adapter_class
 from gateway.bus import Bus, DeviceEvent, DeviceStatus
 from gateway.config import DeviceConfig, SupervisorConfig
 from gateway.errors import ConfigError
+
+#: Builds an adapter from its context and options (default: the registry's class of the config's kind).
+AdapterFactory = Callable[[DeviceContext, Any], Adapter[Any]]
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +34,7 @@ SAFE_STATE_SETTLE_S = 0.05
 class DeviceHandle:
     """One configured device: its adapter, availability and restart count."""
 
-    def __init__(self, config: DeviceConfig, bus: Bus) -> None:
+    def __init__(self, config: DeviceConfig, bus: Bus, factory: AdapterFactory | None = None) -> None:
         self.config = config
         self.id = config.id
         self.kind = config.kind
@@ -43,7 +46,7 @@ class DeviceHandle:
         self.locked_by: str | None = None
         self._bus = bus
         context = DeviceContext(config.id, bus, self.set_status)
-        self.adapter: Adapter[Any] = adapter_class(config.kind)(context, config.options)
+        self.adapter: Adapter[Any] = (factory or adapter_class(config.kind))(context, config.options)
         self.task: asyncio.Task[None] | None = None
 
     def set_status(self, status: DeviceStatus, detail: str = "") -> None:
@@ -77,14 +80,26 @@ class Supervisor:
 
     def __init__(self, bus: Bus, config: SupervisorConfig, devices: Iterable[DeviceConfig]) -> None:
         self._config = config
+        self._bus = bus
+        self._started = False
         self.devices: dict[str, DeviceHandle] = {
             device.id: DeviceHandle(device, bus) for device in devices if device.enabled
         }
 
     def start(self) -> None:
         """Start one supervised task per enabled device."""
+        self._started = True
         for handle in self.devices.values():
             handle.task = asyncio.create_task(self._supervise(handle), name=f"device:{handle.id}")
+
+    def add(self, config: DeviceConfig, factory: AdapterFactory) -> DeviceHandle:
+        """Add a device at run time (the MQTT bridge's imported devices) and start it if the rest runs."""
+        if config.id in self.devices:
+            raise ValueError(f"device {config.id!r} exists already")
+        handle = self.devices[config.id] = DeviceHandle(config, self._bus, factory)
+        if self._started:
+            handle.task = asyncio.create_task(self._supervise(handle), name=f"device:{handle.id}")
+        return handle
 
     def tasks_alive(self) -> bool:
         """True while every device task is running (it never ends on its own)."""

@@ -1,0 +1,253 @@
+"""Commands over MQTT: `<device>/set`, `estop` and `release` requests run through clients of the core.
+
+A command's payload is JSON `{"type", "data", "timeout_s"?, "transaction"?}`. It is answered with our
+`result` envelope on the MQTT 5 Response Topic with its Correlation Data, or, for MQTT 3.1.1 clients
+that name a `transaction`, on `<device>/response` with `id` = the transaction (Zigbee2MQTT style).
+Each requesting peer (the `hwgw-peer` user property or the payload's `peer`, plus `hwgw-client`) gets
+its own client of the core, so its leases are its own; they end when the peer's `status` goes
+`offline` or it publishes `release`. Bad input is answered where an answer topic exists, counted in
+`rejected`, and never stops the bridge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from gateway.core.client import Client, Hub
+from gateway.credentials import OPEN_ACCESS
+from gateway.errors import BadRequest, GatewayError, InternalError, InvalidArgument, RateLimited, TooLarge
+from gateway.faces.mqtt.link import Link
+from gateway.faces.mqtt.topics import TopicMap
+
+log = logging.getLogger(__name__)
+
+#: Distinct peers' clients kept at once; past this, commands from new peers are refused.
+MAX_PEERS = 1024
+MAX_NAME_LENGTH = 128
+PEER_PROPERTY = "hwgw-peer"
+CLIENT_PROPERTY = "hwgw-client"
+_COMMAND_FIELDS = frozenset({"type", "data", "timeout_s", "transaction", "peer", "client"})
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One request as it came off the broker."""
+
+    payload: bytes
+    response_topic: str | None
+    correlation: bytes | None
+    user: Mapping[str, str]
+
+
+def request_of(payload: bytes, properties: Properties | None) -> Request:
+    """Read the MQTT 5 properties the bridge uses (all absent for MQTT 3.1.1 publishers)."""
+    response_topic = getattr(properties, "ResponseTopic", None) if properties is not None else None
+    correlation = getattr(properties, "CorrelationData", None) if properties is not None else None
+    pairs = getattr(properties, "UserProperty", None) if properties is not None else None
+    user = {str(k): str(v) for k, v in pairs} if isinstance(pairs, list) else {}
+    return Request(payload, response_topic or None, correlation, user)
+
+
+def _name(value: object, what: str) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_NAME_LENGTH:
+        raise BadRequest(f"{what}: expected a string of 1-{MAX_NAME_LENGTH} characters")
+    return value
+
+
+class CommandService:
+    """Runs MQTT requests on clients of the core, one per requesting peer and client."""
+
+    def __init__(self, hub: Hub, topics: TopicMap, link: Link, max_payload_bytes: int) -> None:
+        self._hub = hub
+        self._topics = topics
+        self._link = link
+        self._max_payload = max_payload_bytes
+        self._peers: dict[tuple[str, str], Client] = {}
+        self._answers: set[asyncio.Task[None]] = set()
+        #: Refused requests by error code (shown in /metrics).
+        self.rejected: Counter[str] = Counter()
+        self.accepted = 0
+
+    @property
+    def peers(self) -> int:
+        """Peers' clients held now."""
+        return len(self._peers)
+
+    # -- peers -------------------------------------------------------------------------------
+
+    def _client(self, peer: str, client: str) -> Client:
+        key = (peer, client)
+        found = self._peers.get(key)
+        if found is None:
+            if len(self._peers) >= MAX_PEERS:
+                raise RateLimited(f"more than {MAX_PEERS} MQTT peers at once")
+            found = Client(self._hub, f"mqtt:{peer}", "json")
+            found.credential = OPEN_ACCESS  # the broker's ACLs guard who may publish on our topics
+            found.join()
+            self._peers[key] = found
+        return found
+
+    def peer_gone(self, peer: str, client: str | None = None) -> None:
+        """End the leases of `peer` (all its clients, or just `client`): it went offline or left."""
+        for key in [k for k in self._peers if k[0] == peer and (client is None or k[1] == client)]:
+            log.info("MQTT peer %s client %s is gone; ending its leases", key[0], key[1] or "-")
+            self._peers.pop(key).leave()
+
+    def close(self) -> None:
+        """Forget every peer."""
+        for client in self._peers.values():
+            client.leave()
+        self._peers.clear()
+        for task in self._answers:
+            task.cancel()
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def command(self, device: str, request: Request) -> None:
+        """Start a command for `device` (`<device>/set`); its answer goes out when it completes."""
+        transaction: object = None
+        try:
+            body = self._decode(request)
+            transaction = body.get("transaction")
+            unknown = sorted(set(body) - _COMMAND_FIELDS)
+            if unknown:
+                raise BadRequest(
+                    f"command: unknown field {unknown[0]!r} (fields: {', '.join(sorted(_COMMAND_FIELDS))})"
+                )
+            type_name = _name(body.get("type"), "command.type")
+            timeout = body.get("timeout_s")
+            if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
+                raise InvalidArgument("command.timeout_s: expected a number of seconds")  # the core checks its range
+            client = self._requester(request, body)
+            client.admit()
+            task = client.command(device, type_name, body.get("data", {}), None if timeout is None else float(timeout))
+        except GatewayError as error:
+            self._answer(request, transaction, device, error=error)
+            return
+        self.accepted += 1
+        task.add_done_callback(lambda done: self._command_done(request, transaction, device, done))
+
+    def estop(self, request: Request) -> None:
+        """Stop every local device (`estop`); answered with each device's outcome where asked."""
+        try:
+            body = self._decode(request, allow_empty=True)
+        except GatewayError as error:
+            self._answer(request, None, None, error=error)
+            body = {}  # an emergency stop goes ahead even when its payload is unreadable
+        transaction = body.get("transaction")
+        try:
+            runner = self._requester(request, body)
+        except GatewayError:
+            runner = self._client("mqtt", "")
+
+        async def run() -> None:
+            outcome = await runner.estop()
+            self._answer(request, transaction, None, data={"devices": outcome})
+
+        self._spawn(run())
+
+    def release(self, request: Request) -> None:
+        """A peer's client left (`release` with `{"peer", "client"}`): end that client's leases here."""
+        try:
+            body = self._decode(request)
+            peer = _name(body.get("peer"), "release.peer")
+            client = _name(body.get("client"), "release.client")
+        except GatewayError as error:
+            self.rejected[error.code.value] += 1
+            return
+        self.peer_gone(peer, client)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _decode(self, request: Request, allow_empty: bool = False) -> dict[str, Any]:
+        if len(request.payload) > self._max_payload:
+            raise TooLarge(f"payload of {len(request.payload)} bytes exceeds the {self._max_payload}-byte limit")
+        if allow_empty and not request.payload.strip():
+            return {}
+        try:
+            body = orjson.loads(request.payload)
+        except orjson.JSONDecodeError:
+            raise BadRequest("payload: not JSON") from None
+        if not isinstance(body, dict):
+            raise BadRequest(f"payload: expected a JSON object, got {type(body).__name__}")
+        return body
+
+    def _requester(self, request: Request, body: Mapping[str, Any]) -> Client:
+        peer = request.user.get(PEER_PROPERTY) or body.get("peer") or "mqtt"
+        client = request.user.get(CLIENT_PROPERTY) or body.get("client") or ""
+        return self._client(_name(peer, "peer"), _name(client, "client") if client else "")
+
+    def _command_done(
+        self, request: Request, transaction: object, device: str, task: asyncio.Task[dict[str, Any]]
+    ) -> None:
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is None:
+            self._answer(request, transaction, device, data=task.result())
+        else:
+            self._answer(
+                request,
+                transaction,
+                device,
+                error=error
+                if isinstance(error, GatewayError)
+                else InternalError("internal error; see the gateway's log"),
+            )
+
+    def _answer(
+        self,
+        request: Request,
+        transaction: object,
+        device: str | None,
+        data: dict[str, Any] | None = None,
+        error: GatewayError | None = None,
+    ) -> None:
+        if error is not None:
+            self.rejected[error.code.value] += 1
+        if isinstance(transaction, bool) or not isinstance(transaction, int | float | str | type(None)):
+            transaction = None
+        if isinstance(transaction, str) and len(transaction) > MAX_NAME_LENGTH:
+            transaction = None
+        result: dict[str, Any] = {"op": "result", "id": transaction, "ok": error is None}
+        if error is None:
+            result["data"] = data or {}
+        else:
+            result["error"] = error.to_dict()
+        properties: Properties | None = None
+        if request.response_topic is not None:
+            topic = request.response_topic
+            if request.correlation is not None:
+                properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+                properties.CorrelationData = request.correlation
+        elif transaction is not None:
+            topic = (
+                self._topics.device(self._topics.own, device, "response")
+                if device is not None
+                else self._topics.gateway(self._topics.own, "estop") + "/response"
+            )
+        else:
+            return
+        if "#" in topic or "+" in topic or len(topic) > 1024:
+            return  # a response topic must be a topic name, not a filter
+        self._spawn(self._link.publish(topic, orjson.dumps(result), qos=1, properties=properties))
+
+    def _spawn(self, coroutine: Any) -> None:
+        async def guarded() -> None:
+            try:
+                await coroutine
+            except Exception as error:  # the broker went away: the requester's answer is lost, nothing else
+                log.warning("MQTT answer not sent: %s", error)
+
+        task = asyncio.create_task(guarded())
+        self._answers.add(task)
+        task.add_done_callback(self._answers.discard)

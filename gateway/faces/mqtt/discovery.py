@@ -1,0 +1,153 @@
+"""Home Assistant MQTT discovery: retained `<prefix>/<component>/<node id>/<object id>/config` documents.
+
+Entities come from the message types a device publishes: battery and temperatures as `sensor`s,
+buttons as `binary_sensor`s, and a device's `led` command as an on/off `light` (template schema, so
+Home Assistant sends our own command JSON). Every entity is available while both this gateway's
+`status` is `online` and its device's `availability` says `online` (availability_mode `all`).
+Fields follow Home Assistant's MQTT sensor, binary sensor and light (template schema) documentation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from gateway import __version__
+from gateway.faces.mqtt.topics import TopicMap
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@dataclass(frozen=True, slots=True)
+class _Sensor:
+    field: str
+    name: str
+    device_class: str
+    unit: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Button:
+    index: int
+    name: str
+    pressed: str  # Jinja test on the element: "" (truthy) or "== 1"
+
+
+#: Numeric sensors per published message type.
+SENSORS: dict[str, tuple[_Sensor, ...]] = {
+    "wiimote/State": (_Sensor("percent_battery", "Battery", "battery", "%"),),
+    "hwgateway/ThymioState": (_Sensor("temperature", "Temperature", "temperature", "°C"),),
+    "kortex/BaseCyclic/BaseFeedback": (
+        _Sensor("temperature_cpu", "CPU temperature", "temperature", "°C"),
+        _Sensor("temperature_ambient", "Ambient temperature", "temperature", "°C"),
+    ),
+    "kortex/WristCyclicC61/Feedback": (_Sensor("temperature_core", "Wrist temperature", "temperature", "°C"),),
+}
+
+#: Buttons per published message type (index in the message's `buttons`).
+BUTTONS: dict[str, tuple[_Button, ...]] = {
+    "wiimote/State": tuple(
+        _Button(index, f"Button {name}", "")
+        for index, name in ((2, "A"), (3, "B"), (0, "1"), (1, "2"), (4, "+"), (5, "-"), (10, "Home"))
+    ),
+    "hwgateway/ThymioState": tuple(
+        _Button(index, f"Button {name}", "")
+        for index, name in enumerate(("backward", "left", "center", "forward", "right"))
+    ),
+    "creos_messages/ControllerState": tuple(_Button(index, f"Button {index}", "== 1") for index in range(4)),
+}
+
+
+def _safe(text: str) -> str:
+    return _UNSAFE.sub("_", text)
+
+
+class Discovery:
+    """Builds the discovery documents of this gateway's devices."""
+
+    def __init__(self, topics: TopicMap, prefix: str) -> None:
+        self._topics = topics
+        self._prefix = prefix
+        self._node = _safe(f"hwgw_{topics.own}")
+
+    def _common(self, device: str, kind: str, key: str, name: str) -> dict[str, Any]:
+        own = self._topics.own
+        unique = _safe(f"hwgw_{own}_{device}_{key}")
+        return {
+            "name": name,
+            "unique_id": unique,
+            "object_id": unique,
+            "device": {
+                "identifiers": [_safe(f"hwgw_{own}_{device}")],
+                "name": f"{device} ({own})",
+                "manufacturer": "hwgateway",
+                "model": kind,
+                "sw_version": __version__,
+            },
+            "availability": [
+                {
+                    "topic": self._topics.gateway(own, "status"),
+                    "payload_available": "online",
+                    "payload_not_available": "offline",
+                },
+                {
+                    "topic": self._topics.device(own, device, "availability"),
+                    "value_template": "{{ value_json.state }}",
+                    "payload_available": "online",
+                    "payload_not_available": "offline",
+                },
+            ],
+            "availability_mode": "all",
+        }
+
+    def _topic(self, component: str, unique: str) -> str:
+        return f"{self._prefix}/{component}/{self._node}/{unique}/config"
+
+    def for_topic(self, device: str, kind: str, bus_topic: str, type_name: str) -> list[tuple[str, dict[str, Any]]]:
+        """The documents for the samples of `type_name` on `bus_topic` (none for most types)."""
+        state_topic = self._topics.state(self._topics.own, bus_topic)
+        stream = bus_topic.split("/", 1)[1]
+        documents: list[tuple[str, dict[str, Any]]] = []
+        for sensor in SENSORS.get(type_name, ()):
+            document = self._common(device, kind, f"{stream}_{sensor.field}", sensor.name)
+            document.update(
+                {
+                    "state_topic": state_topic,
+                    "value_template": f"{{{{ value_json.data.{sensor.field} }}}}",
+                    "device_class": sensor.device_class,
+                    "unit_of_measurement": sensor.unit,
+                    "state_class": "measurement",
+                }
+            )
+            documents.append((self._topic("sensor", document["unique_id"]), document))
+        for button in BUTTONS.get(type_name, ()):
+            document = self._common(device, kind, f"{stream}_button_{button.index}", button.name)
+            test = f"value_json.data.buttons[{button.index}] {button.pressed}".rstrip()
+            document.update(
+                {
+                    "state_topic": state_topic,
+                    "value_template": f"{{{{ 'ON' if {test} else 'OFF' }}}}",
+                    "payload_on": "ON",
+                    "payload_off": "OFF",
+                }
+            )
+            documents.append((self._topic("binary_sensor", document["unique_id"]), document))
+        return documents
+
+    def for_device(self, device: str, kind: str, accepts: tuple[str, ...]) -> list[tuple[str, dict[str, Any]]]:
+        """The documents of the device itself: an on/off light when it takes `led` commands."""
+        if "led" not in accepts:
+            return []
+        document = self._common(device, kind, "led", "LED")
+        document.update(
+            {
+                "schema": "template",
+                "command_topic": self._topics.device(self._topics.own, device, "set"),
+                "command_on_template": '{"type": "led", "data": {"index": -1, "rgb": [1.0, 1.0, 1.0]}}',
+                "command_off_template": '{"type": "led", "data": {"index": -1, "rgb": [0.0, 0.0, 0.0]}}',
+                "optimistic": True,
+                "qos": 1,
+            }
+        )
+        return [(self._topic("light", document["unique_id"]), document)]

@@ -1,0 +1,393 @@
+"""Federation: other gateways' devices shown here as `<gateway>:<device>`, their commands sent over MQTT.
+
+Each imported device is a `RemoteDevice` adapter added to the supervisor at run time, so every face
+(WebSocket, msgpack, dashboard, ...) sees it like a local one. Its samples come from the remote
+gateway's retained topics and are checked against their message types before they reach the bus; its
+availability follows the remote's `availability` topic and its gateway's `status` (last will
+`offline`: every device of that gateway turns `disconnected`). A command goes to the remote's
+`<device>/set` with our reply topic, the command's remaining deadline and the commanding client's id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import orjson
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from devices.base import Adapter, Command, DeviceContext
+from gateway.bus import DeviceStatus
+from gateway.commands import MIN_COMMAND_TIMEOUT_S
+from gateway.config import DeviceConfig
+from gateway.errors import DeviceUnavailable, ErrorCode, GatewayError, RequestTimeout
+from gateway.faces.mqtt.commands import CLIENT_PROPERTY, PEER_PROPERTY
+from gateway.faces.mqtt.link import Link
+from gateway.faces.mqtt.topics import TopicMap, imported_id
+from gateway.messages import REGISTRY, from_plain, to_plain
+from gateway.supervisor import Supervisor
+from gateway.topics import check_device_id, check_topic
+
+log = logging.getLogger(__name__)
+
+_STATUSES: frozenset[str] = frozenset({"connecting", "connected", "disconnected", "stopped"})
+#: Imported devices and gateways kept at most (a hostile broker cannot grow them without bound).
+MAX_IMPORTED_DEVICES = 1024
+#: Estops forwarded to one gateway within this many seconds are sent once.
+ESTOP_DEDUP_S = 0.2
+#: Samples of not yet listed devices kept until their device list arrives.
+MAX_EARLY_SAMPLES = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteOptions:
+    """Where an imported device lives: its gateway and its id there."""
+
+    gateway: str
+    device: str
+
+
+@dataclass
+class _Remote:
+    """What is known of one other gateway."""
+
+    online: bool = False
+    devices: set[str] = field(default_factory=set)
+    last_estop: float = 0.0
+
+
+class RemoteDevice(Adapter[RemoteOptions]):
+    """A device of another gateway; its message types are set per device (`Importer` subclasses it)."""
+
+    kind: ClassVar[str] = "remote"
+    options_class: ClassVar[type[Any]] = RemoteOptions
+    importer: ClassVar[Importer]
+    remote_capabilities: ClassVar[dict[str, Any]] = {}
+
+    def capabilities(self) -> Mapping[str, Any]:
+        """The remote's capabilities, plus where the device lives."""
+        return {**self.remote_capabilities, "gateway": self.options.gateway}
+
+    async def run(self) -> None:
+        """Mirror the remote's availability (the importer sets it) until cancelled."""
+        self.importer.refresh(self.options.gateway, self.options.device)
+        await asyncio.Event().wait()
+
+    async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
+        """Send the command to the remote gateway and wait for its result."""
+        return await self.importer.forward(self.options, command)
+
+    async def estop(self) -> None:
+        """Ask the remote gateway for an emergency stop."""
+        await self.importer.forward_estop(self.options.gateway)
+
+    def release(self, client_id: str) -> None:
+        """Tell the remote gateway that one of our clients left, so its leases there end."""
+        self.importer.forward_release(self.options.gateway, client_id)
+
+
+class Importer:
+    """Keeps imported devices in step with what other gateways publish."""
+
+    def __init__(self, supervisor: Supervisor, topics: TopicMap, link: Link) -> None:
+        self._supervisor = supervisor
+        self._topics = topics
+        self._link = link
+        self._remotes: dict[str, _Remote] = {}
+        self._status: dict[tuple[str, str], tuple[DeviceStatus, str]] = {}
+        self._pending: dict[bytes, asyncio.Future[dict[str, Any]]] = {}
+        self._pending_gateway: dict[bytes, str] = {}
+        self._commanded: set[tuple[str, str]] = set()
+        self._ids = itertools.count(1)
+        self._early: dict[tuple[str, str], tuple[str, bytes]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: Imported messages refused by reason (shown in /metrics).
+        self.rejected: Counter[str] = Counter()
+        self.imported = 0
+
+    # -- what the broker says ----------------------------------------------------------------
+
+    def on_status(self, gateway: str, payload: bytes) -> bool | None:
+        """A gateway's `status` (`online`/`offline`); returns whether it is online (None: unreadable).
+
+        Going `offline` fails its pending commands and turns its devices `disconnected`.
+        """
+        text = payload.decode(errors="replace").strip()
+        if text.startswith("{"):
+            try:
+                text = str(orjson.loads(text).get("state", ""))
+            except (orjson.JSONDecodeError, AttributeError):
+                text = ""
+        if text not in ("online", "offline"):
+            self.rejected["bad_status"] += 1
+            return None
+        remote = self._remote(gateway)
+        if remote is None:
+            return None
+        remote.online = text == "online"
+        if not remote.online:
+            self._fail_pending(gateway, f"gateway {gateway!r} went offline")
+        for device in remote.devices:
+            self.refresh(gateway, device)
+        return remote.online
+
+    def on_devices(self, gateway: str, payload: bytes) -> None:
+        """A gateway's retained device list: add the devices not imported yet."""
+        try:
+            listing = orjson.loads(payload)
+            devices = listing["devices"]
+            if not isinstance(devices, list):
+                raise TypeError("devices is not a list")
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            self.rejected["bad_devices"] += 1
+            return
+        remote = self._remote(gateway)
+        if remote is None:
+            return
+        for entry in devices:
+            try:
+                self._add(gateway, remote, entry)
+            except (KeyError, TypeError, ValueError) as error:
+                log.warning("gateway %s lists a device this gateway cannot import: %s", gateway, error)
+                self.rejected["bad_devices"] += 1
+
+    def on_availability(self, gateway: str, device: str, payload: bytes) -> None:
+        """A remote device's retained availability (our `device` message)."""
+        try:
+            event = orjson.loads(payload)
+            status, detail = event["status"], event.get("detail", "")
+            if status not in _STATUSES or not isinstance(detail, str):
+                raise ValueError(status)
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            self.rejected["bad_availability"] += 1
+            return
+        self._status[(gateway, device)] = (status, detail[:256])
+        self.refresh(gateway, device)
+
+    def on_state(self, gateway: str, device: str, bus_topic: str, payload: bytes) -> None:
+        """A remote sample: checked against its type, then published on our bus as `<gateway>:<topic>`."""
+        handle = self._supervisor.devices.get(imported_id(gateway, device))
+        if handle is None or not isinstance(handle.adapter, RemoteDevice):
+            # Retained samples may arrive before the device list: keep the newest until it does.
+            if len(self._early) < MAX_EARLY_SAMPLES or (gateway, bus_topic) in self._early:
+                self._early[(gateway, bus_topic)] = (device, payload)
+            else:
+                self.rejected["unknown_device"] += 1
+            return
+        try:
+            envelope = orjson.loads(payload)
+            info = REGISTRY[envelope["type"]]
+            message = from_plain(info.cls, envelope["data"])
+            stamp = envelope.get("stamp")
+            stamp = float(stamp) if isinstance(stamp, int | float) and not isinstance(stamp, bool) else None
+            stream = bus_topic.split("/", 1)[1]
+            check_topic(f"{handle.id}/{stream}")
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, IndexError, GatewayError):
+            self.rejected["bad_state"] += 1
+            return
+        handle.adapter.ctx.publish(stream, message, stamp)
+        self.imported += 1
+
+    def on_reply(self, properties: Properties | None, payload: bytes) -> None:
+        """The answer to one of our forwarded commands (matched by Correlation Data)."""
+        correlation = getattr(properties, "CorrelationData", None) if properties is not None else None
+        future = self._pending.get(correlation) if isinstance(correlation, bytes) else None
+        if future is None or future.done():
+            self.rejected["unmatched_reply"] += 1
+            return
+        try:
+            result = orjson.loads(payload)
+            if not isinstance(result, dict):
+                raise TypeError("not an object")
+        except (orjson.JSONDecodeError, TypeError):
+            future.set_exception(DeviceUnavailable("the remote gateway's answer was not JSON"))
+            return
+        future.set_result(result)
+
+    def broker_lost(self) -> None:
+        """The broker connection dropped: every imported device is unreachable until it is back."""
+        for name, remote in self._remotes.items():
+            remote.online = False
+            self._fail_pending(name, "the MQTT broker is unreachable")
+            for device in remote.devices:
+                self.refresh(name, device, "the MQTT broker is unreachable")
+
+    # -- what our clients ask ----------------------------------------------------------------
+
+    async def forward(self, options: RemoteOptions, command: Command) -> dict[str, Any]:
+        """Send `command` to the remote device and return its result data, or raise its error."""
+        remote = self._remotes.get(options.gateway)
+        if remote is None or not remote.online or not self._link.connected:
+            raise DeviceUnavailable(f"gateway {options.gateway!r} is not reachable")
+        remaining = command.deadline - time.monotonic()
+        if remaining < MIN_COMMAND_TIMEOUT_S:  # the remote would refuse a shorter deadline
+            raise RequestTimeout("the command's deadline passed before it was sent")
+        correlation = f"{self._topics.own}/{next(self._ids)}".encode()
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[correlation] = future
+        self._pending_gateway[correlation] = options.gateway
+        self._commanded.add((options.gateway, command.client_id))
+        properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+        properties.ResponseTopic = self._topics.gateway(self._topics.own, "reply")
+        properties.CorrelationData = correlation
+        properties.UserProperty = [(PEER_PROPERTY, self._topics.own), (CLIENT_PROPERTY, command.client_id)]
+        body = {"type": command.type, "data": to_plain(command.message), "timeout_s": round(remaining, 6)}
+        try:
+            await self._link.publish(
+                self._topics.device(options.gateway, options.device, "set"),
+                orjson.dumps(body),
+                qos=1,
+                properties=properties,
+            )
+            result = await future  # the router's deadline bounds the wait
+        finally:
+            self._pending.pop(correlation, None)
+            self._pending_gateway.pop(correlation, None)
+        if result.get("ok") is True:
+            data = result.get("data")
+            return dict(data) if isinstance(data, dict) else {}
+        raise _remote_error(result.get("error"))
+
+    async def forward_estop(self, gateway: str) -> None:
+        """Ask `gateway` for an emergency stop (once for all of its devices)."""
+        remote = self._remotes.get(gateway)
+        if remote is None or not self._link.connected:
+            return
+        now = time.monotonic()
+        if now - remote.last_estop < ESTOP_DEDUP_S:
+            return
+        remote.last_estop = now
+        await self._link.publish(
+            self._topics.gateway(gateway, "estop"), orjson.dumps({"peer": self._topics.own}), qos=1
+        )
+
+    def forward_release(self, gateway: str, client_id: str) -> None:
+        """Our client `client_id` left: if it commanded devices of `gateway`, its leases there end."""
+        if (gateway, client_id) not in self._commanded or not self._link.connected:
+            return
+        self._commanded.discard((gateway, client_id))
+        payload = orjson.dumps({"peer": self._topics.own, "client": client_id})
+        task = asyncio.create_task(self._quiet_publish(self._topics.gateway(gateway, "release"), payload))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    async def _quiet_publish(self, topic: str, payload: bytes) -> None:
+        try:
+            await self._link.publish(topic, payload, qos=1)
+        except Exception as error:
+            log.warning("MQTT publish to %s failed: %s", topic, error)
+
+    def refresh(self, gateway: str, device: str, why: str = "") -> None:
+        """Set an imported device's availability from its gateway's status and its own."""
+        handle = self._supervisor.devices.get(imported_id(gateway, device))
+        remote = self._remotes.get(gateway)
+        if handle is None or remote is None or handle.task is None:
+            return
+        if not self._link.connected:
+            handle.set_status("disconnected", why or "the MQTT broker is unreachable")
+        elif not remote.online:
+            handle.set_status("disconnected", f"gateway {gateway!r} is offline")
+        else:
+            status, detail = self._status.get((gateway, device), ("connecting", "waiting for its availability"))
+            handle.set_status(status, f"on {gateway}: {detail}" if detail else f"on {gateway}")
+
+    def _remote(self, gateway: str) -> _Remote | None:
+        remote = self._remotes.get(gateway)
+        if remote is None:
+            try:
+                check_device_id(gateway)
+            except ValueError:
+                self.rejected["bad_gateway_name"] += 1
+                return None
+            if len(self._remotes) >= MAX_IMPORTED_DEVICES:
+                self.rejected["too_many_gateways"] += 1
+                return None
+            remote = self._remotes[gateway] = _Remote()
+        return remote
+
+    def _add(self, gateway: str, remote: _Remote, entry: Any) -> None:
+        device = check_device_id(str(entry["id"]))
+        local_id = imported_id(gateway, device)
+        check_device_id(local_id)
+        publishes = tuple(str(t) for t in entry.get("publishes", ()))
+        accepts = tuple(str(t) for t in entry.get("accepts", ()) if t in REGISTRY)
+        capabilities = entry.get("capabilities", {})
+        handle = self._supervisor.devices.get(local_id)
+        if handle is not None:
+            cls = type(handle.adapter)
+            if issubclass(cls, RemoteDevice):  # the remote's types may change with its version
+                cls.publishes, cls.accepts = publishes, accepts
+                cls.remote_capabilities = dict(capabilities) if isinstance(capabilities, dict) else {}
+            return
+        if len(self._supervisor.devices) >= MAX_IMPORTED_DEVICES:
+            raise ValueError("too many devices")
+        kind = str(entry.get("kind", "remote"))[:64]
+        adapter_cls = type(
+            "RemoteDevice",
+            (RemoteDevice,),
+            {
+                "publishes": publishes,
+                "accepts": accepts,
+                "importer": self,
+                "remote_capabilities": dict(capabilities) if isinstance(capabilities, dict) else {},
+            },
+        )
+
+        def build(ctx: DeviceContext, options: Any) -> Adapter[Any]:
+            adapter: Adapter[Any] = adapter_cls(ctx, options)
+            return adapter
+
+        self._supervisor.add(DeviceConfig(local_id, kind, True, RemoteOptions(gateway, device)), build)
+        remote.devices.add(device)
+        log.info("imported device %s from gateway %s", local_id, gateway)
+        for key in [k for k, v in self._early.items() if k[0] == gateway and v[0] == device]:
+            self.on_state(gateway, device, key[1], self._early.pop(key)[1])
+
+    def _fail_pending(self, gateway: str, reason: str) -> None:
+        for correlation, name in list(self._pending_gateway.items()):
+            future = self._pending.get(correlation)
+            if name == gateway and future is not None and not future.done():
+                future.set_exception(DeviceUnavailable(reason))
+
+    def close(self) -> None:
+        """Fail every pending command and stop background publishes."""
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(DeviceUnavailable("the gateway is stopping"))
+        for task in self._tasks:
+            task.cancel()
+
+
+def _remote_error(error: object) -> GatewayError:
+    """The remote's `result` error as the same `GatewayError` here."""
+    code, message = "device_error", "the remote gateway refused the command"
+    if isinstance(error, dict):
+        code = str(error.get("code", code))
+        message = str(error.get("message", message))[:1024]
+    try:
+        error_code = ErrorCode(code)
+    except ValueError:
+        error_code = ErrorCode.DEVICE_ERROR
+    for cls in _error_classes():
+        if cls.code == error_code:
+            return cls(message)
+    return DeviceUnavailable(message)
+
+
+def _error_classes() -> list[type[GatewayError]]:
+    classes: list[type[GatewayError]] = []
+    pending: list[type[GatewayError]] = [GatewayError]
+    while pending:
+        cls = pending.pop()
+        classes.append(cls)
+        pending.extend(cls.__subclasses__())
+    return classes
