@@ -26,6 +26,7 @@ from gateway.commands import CommandRouter
 from gateway.config import Config
 from gateway.core.client import Hub
 from gateway.errors import ErrorCode
+from gateway.faces.tdm.server import TdmServer
 from gateway.metrics import Metrics
 from gateway.sdnotify import Notifier
 from gateway.servers.http import build_app
@@ -96,6 +97,7 @@ class Gateway:
         self._guards: dict[asyncio.BaseTransport, GuardedHttpProtocol] = {}
         self.limits = ConnectionLimits(config.server, raise_open_file_limit())
         self._msgpack = MsgpackServer(self.hub, self.limits)
+        self.tdm = TdmServer(self.hub, config.tdm) if config.tdm.enabled else None
         self.http_port: int | None = None
         self.started = time.time()
 
@@ -142,6 +144,8 @@ class Gateway:
             raise OSError(error.errno, f"HTTP {server.host}:{server.http_port}: {error.strerror or error}") from None
         self.http_port = self._http_server.sockets[0].getsockname()[1]
         await self._msgpack.start(server.host, server.msgpack_port, server.unix_socket, tls)
+        if self.tdm is not None:
+            await self.tdm.start()
         http, websocket, stream = ("https", "wss", "tls") if tls else ("http", "ws", "tcp")
         log.info(
             "listening",
@@ -161,6 +165,8 @@ class Gateway:
         self._msgpack.stop_listening()
         if self._http_server is not None:
             self._http_server.close()
+        if self.tdm is not None:
+            await self.tdm.stop()
         devices = asyncio.create_task(self.supervisor.stop(), name="devices-safe-state")
         try:
             async with asyncio.timeout(STOP_DEADLINE_S):
@@ -168,6 +174,8 @@ class Gateway:
         except TimeoutError:
             log.error("shutdown took over %.1f s; aborting what is left", STOP_DEADLINE_S)
             self._abort_http_connections()
+        if self.tdm is not None:
+            await self.tdm.cleanup()
         self.monitor.stop()
         log.info("stopped")
 

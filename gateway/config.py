@@ -6,6 +6,7 @@ Layout::
     [auth]        tokens: plain, or [auth.tokens.<name>] with a hash, a role and devices (none: no auth)
     [logging]     level and format
     [supervisor]  restart backoff of failed adapters
+    [tdm]         the Thymio Device Manager face (Thymio Suite, tdmclient): off unless enabled
     [devices.<id>]  kind = "...", enabled = true, then the kind's own options
 """
 
@@ -140,6 +141,22 @@ class SupervisorConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class TdmConfig:
+    """`[tdm]`: the Thymio Device Manager face, for Thymio Suite and tdmclient (off unless `enabled`).
+
+    TCP (4-byte little-endian length + one flatbuffer) on `tcp_port` and WebSocket (one binary
+    message per flatbuffer) on `ws_port`; the defaults are the real TDM's ports, so both cannot run
+    on one machine. Ports 0 pick free ones (tests). `host` is loopback by default; with tokens in
+    `[auth]`, a client gives its token as the handshake's password.
+    """
+
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    tcp_port: int = field(default=8596, metadata=_range(0, 65535))
+    ws_port: int = field(default=8597, metadata=_range(0, 65535))
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceConfig:
     """One configured device: its stable `id`, adapter `kind` and the kind's `options`."""
 
@@ -157,6 +174,7 @@ class Config:
     auth: AuthConfig = AuthConfig()
     logging: LoggingConfig = LoggingConfig()
     supervisor: SupervisorConfig = SupervisorConfig()
+    tdm: TdmConfig = TdmConfig()
     devices: tuple[DeviceConfig, ...] = ()
 
 
@@ -363,6 +381,7 @@ def parse(document: dict[str, Any]) -> Config:
         "auth": _build_auth,
         "logging": lambda table: build(LoggingConfig, table, "logging"),
         "supervisor": lambda table: build(SupervisorConfig, table, "supervisor"),
+        "tdm": lambda table: build(TdmConfig, table, "tdm"),
         "devices": _build_devices,
     }
     built: dict[str, Any] = {}
@@ -384,6 +403,9 @@ def parse(document: dict[str, Any]) -> Config:
         problems.append(ConfigError("server.max_clients_per_peer", "must be at most server.max_clients"))
     if server is not None and server.max_partial_bytes < server.max_frame_bytes:
         problems.append(ConfigError("server.max_partial_bytes", "must be at least server.max_frame_bytes"))
+    tdm = built.get("tdm")
+    if tdm is not None and tdm.enabled and tdm.tcp_port and tdm.tcp_port == tdm.ws_port:
+        problems.append(ConfigError("tdm.ws_port", "must differ from tdm.tcp_port"))
     if problems:
         raise ConfigError.combine(problems)
     return Config(**built)
