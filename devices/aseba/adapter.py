@@ -33,6 +33,10 @@ Motors: setting `motor.left.target` / `motor.right.target` to non-zero takes a l
 commanding client (`motor_lease_ms`, renewed by each setting); both targets return to 0 when it
 runs out, when the client disconnects, on estop and before the link closes.
 
+Programming from source (the TDM face uses these): `hwgateway/AsebaVMDescription`, `hwgateway/AsebaCompile`
+(Aseba source and global events, compiled against the live description; loaded like a script, left
+reset), `hwgateway/AsebaVMControl` (run, stop, pause, step, reset) and `hwgateway/AsebaVariables`.
+
 The services address the node `node_id` of the config (0: the lowest id on the link), because a
 gateway command names a device, not a node: configure one device per node to address several.
 """
