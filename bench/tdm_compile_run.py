@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from devices.sim.thymio import SimulatedThymio  # noqa: E402
-from protocols.aseba.compiler import EventSpec, compile_script  # noqa: E402
-from tests import tdm_programs  # noqa: E402
-from tests.harness import free_port, gateway_config, start_gateway  # noqa: E402
+from devices.sim.thymio import SimulatedThymio
+from protocols.aseba.compiler import EventSpec, compile_script
+from tests import tdm_programs
+from tests.harness import free_port, gateway_config, start_gateway
 
 PROGRAM = """var n = {k}
 leds.top = [0, 32, 0]
