@@ -158,10 +158,10 @@ class TdmSession:
         task.add_done_callback(self._tasks.discard)
 
     async def _ping(self) -> None:
-        frame = codec.ping()
+        ping = codec.ping()
         while True:
             await asyncio.sleep(PING_PERIOD_S)
-            self._outbox.push(frame)
+            self._push(ping)
 
     # -- input -------------------------------------------------------------------------------
 
