@@ -30,6 +30,7 @@ from gateway.faces.mqtt.bridge import MqttBridge
 from gateway.faces.rosbridge import names as ros_names
 from gateway.faces.rosbridge.server import RosbridgeServer
 from gateway.faces.rosbridge.server import handler as rosbridge_handler
+from gateway.faces.tdm.server import TdmServer
 from gateway.metrics import Metrics
 from gateway.sdnotify import Notifier
 from gateway.servers.http import build_app
@@ -105,6 +106,7 @@ class Gateway:
         self.mqtt = MqttBridge(config.mqtt, self.hub) if config.mqtt.enabled else None
         if self.mqtt is not None:
             self.metrics.registry.register(self.mqtt.collector())
+        self.tdm = TdmServer(self.hub, config.tdm) if config.tdm.enabled else None
         self.http_port: int | None = None
         self.started = time.time()
 
@@ -141,6 +143,8 @@ class Gateway:
         )
         self.http_port = self._http_server.sockets[0].getsockname()[1]
         await self._msgpack.start(server.host, server.msgpack_port, server.unix_socket, tls)
+        if self.tdm is not None:
+            await self.tdm.start()
         http, websocket, stream = ("https", "wss", "tls") if tls else ("http", "ws", "tcp")
         if self._rosbridge is not None:
             await self._rosbridge.start(server.host, self.config.rosbridge.port, tls, self.limits, self._guards)
@@ -167,6 +171,8 @@ class Gateway:
             self._http_server.close()
         if self._rosbridge is not None:
             await self._rosbridge.stop_listening()
+        if self.tdm is not None:
+            await self.tdm.stop()
         devices = asyncio.create_task(self.supervisor.stop(), name="devices-safe-state")
         try:
             async with asyncio.timeout(STOP_DEADLINE_S):
@@ -174,6 +180,8 @@ class Gateway:
         except TimeoutError:
             log.error("shutdown took over %.1f s; aborting what is left", STOP_DEADLINE_S)
             self._abort_http_connections()
+        if self.tdm is not None:
+            await self.tdm.cleanup()
         self.monitor.stop()
         log.info("stopped")
 

@@ -8,6 +8,7 @@ Layout::
     [supervisor]  restart backoff of failed adapters
     [rosbridge]   the rosbridge v2 listener (off unless enabled)
     [mqtt]        the MQTT bridge: broker, export, federation, Home Assistant discovery (off unless set)
+    [tdm]         the Thymio Device Manager face (Thymio Suite, tdmclient): off unless enabled
     [devices.<id>]  kind = "...", enabled = true, ros_namespace = "", then the kind's own options
 """
 
@@ -188,6 +189,22 @@ class MqttConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class TdmConfig:
+    """`[tdm]`: the Thymio Device Manager face, for Thymio Suite and tdmclient (off unless `enabled`).
+
+    TCP (4-byte little-endian length + one flatbuffer) on `tcp_port` and WebSocket (one binary
+    message per flatbuffer) on `ws_port`; the defaults are the real TDM's ports, so both cannot run
+    on one machine. Ports 0 pick free ones (tests). `host` is loopback by default; with tokens in
+    `[auth]`, a client gives its token as the handshake's password.
+    """
+
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    tcp_port: int = field(default=8596, metadata=_range(0, 65535))
+    ws_port: int = field(default=8597, metadata=_range(0, 65535))
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceConfig:
     """One configured device: its stable `id`, adapter `kind` and the kind's `options`.
 
@@ -211,6 +228,7 @@ class Config:
     supervisor: SupervisorConfig = SupervisorConfig()
     rosbridge: RosbridgeConfig = RosbridgeConfig()
     mqtt: MqttConfig = MqttConfig()
+    tdm: TdmConfig = TdmConfig()
     devices: tuple[DeviceConfig, ...] = ()
 
 
@@ -475,6 +493,7 @@ def parse(document: dict[str, Any]) -> Config:
         "supervisor": lambda table: build(SupervisorConfig, table, "supervisor"),
         "rosbridge": lambda table: build(RosbridgeConfig, table, "rosbridge"),
         "mqtt": _build_mqtt,
+        "tdm": lambda table: build(TdmConfig, table, "tdm"),
         "devices": _build_devices,
     }
     built: dict[str, Any] = {}
@@ -504,6 +523,9 @@ def parse(document: dict[str, Any]) -> Config:
             RosNames(namings_of(devices))
         except NameCollision as error:
             problems.append(ConfigError("devices", str(error)))
+    tdm = built.get("tdm")
+    if tdm is not None and tdm.enabled and tdm.tcp_port and tdm.tcp_port == tdm.ws_port:
+        problems.append(ConfigError("tdm.ws_port", "must differ from tdm.tcp_port"))
     if problems:
         raise ConfigError.combine(problems)
     return Config(**built)

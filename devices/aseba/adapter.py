@@ -33,6 +33,10 @@ Motors: setting `motor.left.target` / `motor.right.target` to non-zero takes a l
 commanding client (`motor_lease_ms`, renewed by each setting); both targets return to 0 when it
 runs out, when the client disconnects, on estop and before the link closes.
 
+Programming from source (the TDM face uses these): `hwgateway/AsebaVMDescription`, `hwgateway/AsebaCompile`
+(Aseba source and global events, compiled against the live description; loaded like a script, left
+reset), `hwgateway/AsebaVMControl` (run, stop, pause, step, reset) and `hwgateway/AsebaVariables`.
+
 The services address the node `node_id` of the config (0: the lowest id on the link), because a
 gateway command names a device, not a node: configure one device per node to address several.
 """
@@ -55,10 +59,10 @@ from devices.aseba.transport import Target, discover_usb, open_link, parse_targe
 from devices.base import Adapter, Command, DeviceContext
 from devices.sim.thymio import SimulatedThymio
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand
-from gateway.messages import asebaros, to_plain
+from gateway.messages import aseba_gateway, asebaros, to_plain
 from gateway.messages.common import Time
-from protocols.aseba.compiler import CompiledScript
-from protocols.aseba.messages import UserMessage
+from protocols.aseba.compiler import CompiledScript, CompileError, EventSpec, compile_script
+from protocols.aseba.messages import MessageType, UserMessage
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +74,18 @@ NAMED_EVENT = "hwgateway/AsebaEvent"
 MOTORS = "hwgateway/ThymioMotors"
 ANONYMOUS_EVENT = "asebaros_msgs/AnonymousEvent"
 LOAD_SCRIPT = "asebaros_msgs/LoadScript"
+VM_DESCRIPTION = "hwgateway/AsebaVMDescription"
+COMPILE = "hwgateway/AsebaCompile"
+VM_CONTROL = "hwgateway/AsebaVMControl"
+READ_VARIABLES = "hwgateway/AsebaVariables"
+#: The Aseba messages hwgateway/AsebaVMControl sends.
+VM_COMMANDS = {
+    "run": MessageType.RUN,
+    "stop": MessageType.STOP,
+    "pause": MessageType.PAUSE,
+    "step": MessageType.STEP,
+    "reset": MessageType.RESET,
+}
 #: Least time between closing the link and opening it again (s): the playground (and Dashel nodes)
 #: crash when a client reconnects within a few ms of leaving.
 RECONNECT_GAP_S = 0.5
@@ -113,6 +129,10 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         NAMED_EVENT,
         MOTORS,
         LOAD_SCRIPT,
+        VM_DESCRIPTION,
+        COMPILE,
+        VM_CONTROL,
+        READ_VARIABLES,
         *THYMIO_COMMANDS,
     )
 
@@ -328,10 +348,10 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         self._install_script(node, compiled)
         return True
 
-    def _install_script(self, node: NodeState, compiled: CompiledScript) -> None:
-        """Send `compiled` to `node` and run it; its events and variables become the node's."""
+    def _install_script(self, node: NodeState, compiled: CompiledScript, run: bool = True) -> None:
+        """Send `compiled` to `node` and run it (else leave it reset); its events and variables become the node's."""
         network = self._network()
-        network.set_bytecode(node.id, compiled.bytecode)
+        network.set_bytecode(node.id, compiled.bytecode, run)
         self.programs.pop(node.id, None)
         self.scripts[node.id] = compiled
         self.event_names[node.id] = tuple(event.name for event in compiled.events)
@@ -446,6 +466,8 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             self._lease_motors(node.id, command.client_id, bool(message.left or message.right))
             await network.drain()
             return None
+        if command.type in (VM_DESCRIPTION, COMPILE, VM_CONTROL, READ_VARIABLES):
+            return await self._program_service(command.type, node, message)
         if command.type == GET_DESCRIPTION:
             return asebaros.GetDescriptionResponse(description=self.description_of(node))
         if command.type == GET_VARIABLE:
@@ -478,6 +500,79 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             network.emit(event_id, words)
         await network.drain()
         return thymio.applied(command.type, events)
+
+    async def _program_service(self, type_name: str, node: NodeState, message: Any) -> object | None:
+        """The services that program a node from source (hwgateway/AsebaCompile and its companions)."""
+        description = node.description
+        assert description is not None
+        network = self._network()
+        if type_name == VM_DESCRIPTION:
+            return aseba_gateway.AsebaVMDescriptionResponse(
+                name=description.name,
+                bytecode_size=description.bytecode_size,
+                stack_size=description.stack_size,
+                variables_size=description.variables_size,
+                variables=tuple(
+                    aseba_gateway.AsebaNamedVariable(v.name, v.size) for v in description.variables.values()
+                ),
+                local_events=tuple(
+                    aseba_gateway.AsebaLocalEvent(e.name, e.description) for e in description.local_events
+                ),
+                natives=tuple(
+                    aseba_gateway.AsebaNative(
+                        n.name,
+                        n.description,
+                        tuple(aseba_gateway.AsebaNativeParameter(name, size) for size, name in n.parameters),
+                    )
+                    for n in description.natives
+                ),
+            )
+        if type_name == COMPILE:
+            events = [EventSpec(e.name, e.size) for e in message.events]
+            try:
+                compiled = await asyncio.to_thread(compile_script, message.source, description, events)
+            except CompileError as error:
+                return aseba_gateway.AsebaCompileResponse(
+                    ok=False, message=error.message, line=error.line, column=error.column
+                )
+            if message.load:
+                self._install_script(node, compiled, run=False)
+                self._on_node(node)
+                await network.drain()
+            own_words = sum(v.size for v in compiled.variables.values())
+            return aseba_gateway.AsebaCompileResponse(
+                ok=True,
+                bytecode_size=len(compiled.bytecode),
+                total_bytecode_size=description.bytecode_size,
+                variables_size=own_words,
+                total_variables_size=description.variables_size,
+            )
+        if type_name == VM_CONTROL:
+            aseba_command = VM_COMMANDS.get(message.command)
+            if aseba_command is None:
+                raise InvalidArgument(
+                    f"data.command: expected one of {', '.join(VM_COMMANDS)}, got {message.command!r}"
+                )
+            if aseba_command is MessageType.STOP:
+                self._stop_motors([node.id])
+            network.control(node.id, aseba_command)
+            await network.drain()
+            return None
+        variables = list(description.variables.values())
+        for extra in (self.programs.get(node.id), self.scripts.get(node.id)):
+            if extra is not None:
+                variables += list(extra.variables.values())
+        end = max((v.address + v.size for v in variables), default=0)
+        try:
+            words = await network.get_variables(node.id, 0, end) if end else ()
+        except NodeError as error:
+            raise DeviceError(str(error)) from None
+        return aseba_gateway.AsebaVariablesResponse(
+            variables=tuple(
+                aseba_gateway.AsebaVariableValue(v.name, tuple(words[v.address : v.address + v.size]))
+                for v in variables
+            )
+        )
 
     def _lease_motors(self, node_id: int, client_id: str, moving: bool) -> None:
         # Setting 0 takes no lease (and ends none: the other motor may still turn).

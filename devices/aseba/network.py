@@ -293,12 +293,16 @@ class AsebaNetwork:
         """Send user event `event_id` with `data` words from the host (source 0) to every node."""
         self.send(encode(UserMessage(HOST_SOURCE, event_id, data)))
 
-    def set_bytecode(self, node_id: int, bytecode: tuple[int, ...]) -> None:
-        """Load `bytecode` on node `node_id` (SetBytecode chunks of 256 words) and Run it."""
+    def set_bytecode(self, node_id: int, bytecode: tuple[int, ...], run: bool = True) -> None:
+        """Load `bytecode` on node `node_id` (SetBytecode chunks of 256 words) and Run it (else Reset it)."""
         for offset in range(0, len(bytecode), MAX_REQUEST_WORDS):
             chunk = bytecode[offset : offset + MAX_REQUEST_WORDS]
             self.send(command(MessageType.SET_BYTECODE, node_id, offset, *(w & 0xFFFF for w in chunk)))
-        self.send(command(MessageType.RUN, node_id))
+        self.send(command(MessageType.RUN if run else MessageType.RESET, node_id))
+
+    def control(self, node_id: int, message_type: MessageType) -> None:
+        """Send a VM command (Run, Stop, Pause, Step, Reset) to node `node_id`."""
+        self.send(command(message_type, node_id))
 
     async def drain(self) -> None:
         """Wait until the link has taken the queued frames."""

@@ -73,6 +73,11 @@ VARIABLES = (
     ("motor.left.pwm", 1),
     ("motor.right.pwm", 1),
     ("acc", 3),
+    # A real Thymio II (firmware 14) also names its LED buffers as variables (tdmclient writes them).
+    ("leds.top", 3),
+    ("leds.bottom.left", 3),
+    ("leds.bottom.right", 3),
+    ("leds.circle", 8),
     ("temperature", 1),
     ("rc5.address", 1),
     ("rc5.command", 1),

@@ -1,0 +1,169 @@
+"""The TDM face's listeners: TCP (length-prefixed flatbuffers) and WebSocket (one binary message each).
+
+The WebSocket listener is an aiohttp application behind the same Host guard as the gateway's own
+HTTP listener (DNS rebinding), at every path (Thymio Suite connects to `/`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from aiohttp import WSMsgType, web
+
+from gateway.config import TdmConfig
+from gateway.core.client import Hub
+from gateway.errors import ErrorCode
+from gateway.faces.tdm.session import TdmSession
+from gateway.servers.hosts import HostPolicy, host_guard
+from gateway.servers.socket_transport import SocketTransport
+from protocols.errors import ProtocolError
+from protocols.tdm.framing import MAX_MESSAGE_BYTES, FrameReader, frame
+
+log = logging.getLogger(__name__)
+
+_READ_BYTES = 65536
+
+
+class TcpTransport(SocketTransport):
+    """TDM frames over TCP: each message behind its 4-byte little-endian length."""
+
+    framing = "tcp"
+
+    def __init__(self, writer: asyncio.StreamWriter, send_buffer_bytes: int) -> None:
+        transport = writer.transport
+        assert isinstance(transport, asyncio.WriteTransport)
+        super().__init__(transport, send_buffer_bytes)
+        self._writer = writer
+
+    def frame(self, message: bytes) -> bytes:
+        """`message` with its length prefix."""
+        return frame(message)
+
+    async def close(self, code: ErrorCode, reason: str) -> None:
+        """Close the socket."""
+        self._writer.close()
+        with contextlib.suppress(ConnectionError, OSError):
+            await self._writer.wait_closed()
+
+
+class WebSocketTransport:
+    """TDM messages over WebSocket: one binary message each, sent by aiohttp's writer."""
+
+    framing = "ws"
+
+    def __init__(self, ws: web.WebSocketResponse, transport: asyncio.Transport | None) -> None:
+        self._ws = ws
+        self._transport = transport
+
+    def frame(self, message: bytes) -> bytes:
+        """A WebSocket message carries one flatbuffer as it is."""
+        return message
+
+    def try_write(self, frame: bytes) -> bool:
+        """Never write synchronously: the writer task sends (aiohttp's send is a coroutine)."""
+        return False
+
+    async def send(self, frames: list[bytes]) -> None:
+        """Send each frame as a binary message."""
+        for message in frames:
+            await self._ws.send_bytes(message)
+
+    def abort(self) -> None:
+        """Drop the connection at once."""
+        if self._transport is not None:
+            self._transport.abort()
+
+    async def close(self, code: ErrorCode, reason: str) -> None:
+        """Close the WebSocket with a reason."""
+        with contextlib.suppress(ConnectionError):
+            await self._ws.close(message=reason.encode()[:120])
+
+
+class TdmServer:
+    """Both listeners of the TDM face; `tcp_port` / `ws_port` are the bound ports once started."""
+
+    def __init__(self, hub: Hub, config: TdmConfig) -> None:
+        self.hub = hub
+        self.config = config
+        self.tcp_port: int | None = None
+        self.ws_port: int | None = None
+        self._tcp: asyncio.Server | None = None
+        self._runner: web.AppRunner | None = None
+        self._site: web.TCPSite | None = None
+
+    async def start(self) -> None:
+        """Listen on both ports; `OSError` (naming the address) when one cannot be bound."""
+        config = self.config
+        app = web.Application(middlewares=[host_guard(HostPolicy(self.hub.server.allowed_hosts))])
+        app.router.add_get("/{tail:.*}", self._websocket)
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        self._site = web.TCPSite(self._runner, config.host, config.ws_port, reuse_address=True)
+        try:
+            await self._site.start()
+        except OSError as error:
+            raise OSError(error.errno, f"TDM WebSocket {config.host}:{config.ws_port}: {error.strerror}") from None
+        self.ws_port = self._runner.addresses[0][1]
+        try:
+            self._tcp = await asyncio.start_server(self._serve_tcp, config.host, config.tcp_port, reuse_address=True)
+        except OSError as error:
+            raise OSError(error.errno, f"TDM TCP {config.host}:{config.tcp_port}: {error.strerror}") from None
+        self.tcp_port = self._tcp.sockets[0].getsockname()[1]
+        log.info("tdm face listening", extra={"tcp": self.tcp_port, "websocket": self.ws_port, "host": config.host})
+
+    async def stop(self) -> None:
+        """Stop listening (the gateway closes the sessions with every other face's)."""
+        if self._tcp is not None:
+            self._tcp.close()
+        if self._site is not None:
+            await self._site.stop()
+
+    async def cleanup(self) -> None:
+        """Release the WebSocket application once the sessions are closed."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _serve_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        transport = TcpTransport(writer, self.hub.server.send_buffer_bytes)
+        session = TdmSession(self.hub, transport, str(peer[0]) if peer else "unknown", self.ws_port or 0)
+        session.start()
+        frames = FrameReader(MAX_MESSAGE_BYTES)
+        try:
+            while True:
+                data = await reader.read(_READ_BYTES)
+                if not data:
+                    break
+                try:
+                    messages = frames.feed(data)
+                except ProtocolError as error:
+                    log.info("tdm client %s: %s", session.id, error)
+                    await session.close(ErrorCode.TOO_LARGE, str(error))
+                    break
+                for message in messages:
+                    await session.receive(message)
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            session.finish()
+            writer.close()
+
+    async def _websocket(self, request: web.Request) -> web.StreamResponse:
+        ws = web.WebSocketResponse(compress=False, max_msg_size=MAX_MESSAGE_BYTES + 1, heartbeat=None)
+        await ws.prepare(request)
+        session = TdmSession(
+            self.hub, WebSocketTransport(ws, request.transport), str(request.remote), self.ws_port or 0
+        )
+        session.start()
+        try:
+            async for message in ws:
+                if message.type == WSMsgType.BINARY:
+                    await session.receive(message.data)
+                elif message.type == WSMsgType.TEXT:
+                    await session.close(ErrorCode.BAD_REQUEST, "the TDM protocol sends binary messages")
+                    break
+        finally:
+            session.finish()
+        return ws

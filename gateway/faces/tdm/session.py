@@ -1,0 +1,450 @@
+"""One TDM client: its requests (decoded by `protocols.tdm`) mapped onto the client core.
+
+A TDM node is an `aseba` device (the node its commands address). The TDM's lock is the gateway's
+exclusive control lock (`Client.lock`), so a node locked here is locked for every face, and a
+client that leaves releases it. Programs are compiled by the gateway's own Aseba compiler against
+the node's live description and the events the client registered (`hwgateway/AsebaCompile`);
+watched variables are read with `hwgateway/AsebaVariables` every `VARIABLES_PERIOD_S`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, Protocol
+
+from gateway.bus import DeviceEvent, Outgoing, Sample
+from gateway.core.client import Client, Hub
+from gateway.errors import (
+    DeviceUnavailable,
+    ErrorCode,
+    GatewayError,
+    Locked,
+    RateLimited,
+    Unauthorized,
+    UnknownDevice,
+)
+from gateway.faces.outbox import Outbox
+from gateway.faces.outbox import Transport as FrameTransport
+from gateway.faces.tdm import nodes
+from protocols.errors import ProtocolError
+from protocols.tdm import codec
+from protocols.tdm.framing import MAX_MESSAGE_BYTES
+from protocols.tdm.messages import (
+    CompilationOptions,
+    CompileAndLoad,
+    ErrorType,
+    EventDefinition,
+    Handshake,
+    MessageType,
+    NamedValues,
+    NodeInfo,
+    NodeRequest,
+    NodeStatus,
+    NodeType,
+    ProgrammingLanguage,
+    RegisterEvents,
+    Request,
+    RequestListOfNodes,
+    SetVMExecutionState,
+    Unsupported,
+    VMDescription,
+    VMEvent,
+    VMExecutionState,
+    VMExecutionStateCommand,
+    VMFunction,
+    VMVariable,
+    WatchableInfo,
+    WatchNode,
+)
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = 1
+#: Seconds between two Pings (the real TDM's period; tdmclient's reader needs them to stop).
+PING_PERIOD_S = 2.5
+#: Seconds between two reads of a watched node's variables.
+VARIABLES_PERIOD_S = 0.1
+_VM_COMMANDS = {
+    VMExecutionStateCommand.RUN: ("run", VMExecutionState.RUNNING),
+    VMExecutionStateCommand.STOP: ("stop", VMExecutionState.STOPPED),
+    VMExecutionStateCommand.PAUSE: ("pause", VMExecutionState.PAUSED),
+    VMExecutionStateCommand.STEP: ("step", VMExecutionState.PAUSED),
+    VMExecutionStateCommand.RESET: ("reset", VMExecutionState.STOPPED),
+}
+
+
+class Transport(FrameTransport, Protocol):
+    """A TDM connection: `frame` wraps one flatbuffer for the wire (`framing` names how, for caching)."""
+
+    framing: str
+
+    def frame(self, message: bytes) -> bytes:
+        """The bytes that carry `message`."""
+
+
+class TdmError(Exception):
+    """A request to answer with the TDM's `Error` and `code`."""
+
+    def __init__(self, code: ErrorType, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _error_code(error: GatewayError) -> ErrorType:
+    if isinstance(error, Locked):
+        return ErrorType.NODE_BUSY
+    if isinstance(error, UnknownDevice | DeviceUnavailable):
+        return ErrorType.UNKNOWN_NODE
+    return ErrorType.UNKNOWN_ERROR
+
+
+class TdmSession:
+    """One connection speaking the TDM protocol (TCP or WebSocket: the transport frames it)."""
+
+    def __init__(self, hub: Hub, transport: Transport, peer: str, ws_port: int) -> None:
+        self.hub = hub
+        self.transport = transport
+        self.client = Client(hub, peer, "tdm")
+        self.id = self.client.id
+        self._ws_port = ws_port
+        self._outbox = Outbox(self.id, self.client.subscriber, transport, self._render)
+        self._handshaken = False
+        self._closed = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._watch: dict[str, int] = {}
+        self._pollers: dict[str, asyncio.Task[None]] = {}
+        self._events: dict[str, tuple[EventDefinition, ...]] = {}
+        self._vm_state: dict[str, VMExecutionState] = {}
+        self._shown: set[str] = set()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Register with the hub and start the writer; nothing is sent before the client's handshake."""
+        self.hub.sessions.add(self)
+        self._outbox.start()
+        log.info("tdm client %s connected from %s", self.id, self.client.peer)
+
+    async def close(self, code: ErrorCode, reason: str) -> None:
+        """Send what is queued, then close (the TDM protocol has no goodbye message)."""
+        if self._outbox.closing:
+            return
+        log.info("tdm client %s: closing: %s", self.id, reason)
+        await self._outbox.flush_and_close(code, reason, None)
+        self.finish()
+
+    def abort(self) -> None:
+        """Drop the connection at once and forget the client."""
+        self._outbox.abort()
+        self.finish()
+
+    def finish(self) -> None:
+        """Forget the client: stop its tasks, drop its subscriptions, release its locks and leases."""
+        if self._closed:
+            return
+        self._closed = True
+        self.hub.sessions.discard(self)
+        for task in [*self._tasks, *self._pollers.values()]:
+            task.cancel()
+        self._outbox.stop()
+        self.client.leave()
+        log.info("tdm client %s disconnected", self.id)
+
+    def _spawn(self, coroutine: Any, name: str) -> None:
+        task: asyncio.Task[None] = asyncio.create_task(coroutine, name=f"tdm:{self.id}:{name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _ping(self) -> None:
+        ping = codec.ping()
+        while True:
+            await asyncio.sleep(PING_PERIOD_S)
+            self._push(ping)
+
+    # -- input -------------------------------------------------------------------------------
+
+    async def receive(self, data: bytes) -> None:
+        """Handle one message (one flatbuffer); bad input gets an `Error` reply, the session goes on."""
+        await self._outbox.room()
+        try:
+            request = codec.decode(data)
+        except ProtocolError as error:
+            log.info("tdm client %s: bad message: %s", self.id, error)
+            if not self._handshaken:
+                await self.close(ErrorCode.BAD_REQUEST, f"the first message must be a handshake ({error})")
+                return
+            self._push(codec.error(0, ErrorType.UNKNOWN_ERROR))
+            return
+        if not self._handshaken:
+            await self._handshake(request)
+            return
+        request_id = getattr(request, "request_id", 0)
+        try:
+            self.client.admit()
+            await self._dispatch(request)
+        except TdmError as error:
+            log.info("tdm client %s: request %d refused: %s", self.id, request_id, error)
+            self._push(codec.error(request_id, error.code))
+        except RateLimited as error:
+            log.info("tdm client %s: %s", self.id, error)
+            self._push(codec.error(request_id, ErrorType.UNKNOWN_ERROR))
+        except GatewayError as error:
+            log.info("tdm client %s: request %d failed: %s", self.id, request_id, error)
+            self._push(codec.error(request_id, _error_code(error)))
+        except Exception:
+            log.exception("tdm client %s: request %d failed", self.id, request_id)
+            self._push(codec.error(request_id, ErrorType.UNKNOWN_ERROR))
+
+    async def reject_oversize(self, size: int) -> None:
+        """A frame longer than the TDM's limit: the stream cannot be resynchronised, so close."""
+        await self.close(ErrorCode.TOO_LARGE, f"a TDM message of {size} bytes exceeds {MAX_MESSAGE_BYTES}")
+
+    async def _handshake(self, request: Request) -> None:
+        if not isinstance(request, Handshake):
+            await self.close(ErrorCode.BAD_REQUEST, "the first message must be a ConnectionHandshake")
+            return
+        if request.min_protocol_version > PROTOCOL_VERSION:
+            self._push(codec.handshake(0, MAX_MESSAGE_BYTES, self._local, self._ws_port))
+            await self.close(ErrorCode.BAD_REQUEST, f"protocol {request.min_protocol_version} not supported")
+            return
+        if not self.client.authenticated:
+            try:
+                await self.client.authenticate(request.password)
+            except Unauthorized:
+                await self.close(ErrorCode.UNAUTHORIZED, "wrong or missing password (the gateway's token)")
+                return
+        self._handshaken = True
+        self._push(codec.handshake(PROTOCOL_VERSION, MAX_MESSAGE_BYTES, self._local, self._ws_port))
+        devices = [h.id for h in self.hub.supervisor.devices.values() if nodes.is_node(h)]
+        if devices:
+            self.client.subscribe([f"{device}/node/*/events/*" for device in devices], None)
+        self.client.join()  # every device's availability follows: NodesChanged for the TDM nodes
+        self._spawn(self._ping(), "ping")
+
+    @property
+    def _local(self) -> bool:
+        return self.client.peer in ("127.0.0.1", "::1", "unix") or self.client.peer.startswith("127.")
+
+    async def _dispatch(self, request: Request) -> None:
+        if isinstance(request, Handshake):
+            self._push(codec.handshake(PROTOCOL_VERSION, MAX_MESSAGE_BYTES, self._local, self._ws_port))
+        elif isinstance(request, RequestListOfNodes):
+            shown = [self._node_info(h.id, h.status, h.locked_by) for h in self._node_handles()]
+            self._push(codec.nodes_changed([info for info in shown if info is not None]))
+        elif isinstance(request, NodeRequest):
+            await self._node_request(request)
+        elif isinstance(request, NamedValues):
+            await self._named_values(request)
+        elif isinstance(request, WatchNode):
+            self._watch_node(request)
+        elif isinstance(request, RegisterEvents):
+            self._events[self._device(request.node_id)] = request.events
+            self._push(codec.request_completed(request.request_id))
+        elif isinstance(request, CompileAndLoad):
+            await self._compile(request)
+        elif isinstance(request, SetVMExecutionState):
+            await self._vm_command(request)
+        elif isinstance(request, Unsupported):
+            raise TdmError(ErrorType.UNKNOWN_ERROR, f"message {MessageType(request.type).name} is not supported")
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def _node_handles(self) -> list[Any]:
+        return [h for h in self.hub.supervisor.devices.values() if nodes.is_node(h)]
+
+    def _device(self, node_or_group: bytes) -> str:
+        """The device a node or group id names; `Error unknown_node` when none."""
+        for handle in self._node_handles():
+            if node_or_group in (nodes.node_id(handle.id), nodes.group_id(handle.id)):
+                if handle.status != "connected":
+                    raise TdmError(ErrorType.UNKNOWN_NODE, f"node {handle.id} is {handle.status}")
+                return str(handle.id)
+        raise TdmError(ErrorType.UNKNOWN_NODE, f"no node {node_or_group.hex()}")
+
+    def _locked_device(self, node_or_group: bytes) -> str:
+        """Like `_device`, for requests that need this client's lock (as the real TDM does)."""
+        device = self._device(node_or_group)
+        holder = self.hub.supervisor.devices[device].locked_by
+        if holder != self.client.id:
+            code = ErrorType.UNKNOWN_NODE if holder is None else ErrorType.NODE_BUSY
+            raise TdmError(code, f"node {device} is not locked by this client (lock it first)")
+        return device
+
+    async def _command(self, device: str, type_name: str, data: dict[str, Any]) -> dict[str, Any]:
+        return await self.client.command(device, type_name, data, None)
+
+    async def _node_request(self, request: NodeRequest) -> None:
+        device = self._device(request.node_id)
+        if request.type is MessageType.LOCK_NODE:
+            self.client.lock(device)
+            self._push(codec.request_completed(request.request_id))
+        elif request.type is MessageType.UNLOCK_NODE:
+            self.client.unlock(device)
+            self._push(codec.request_completed(request.request_id))
+        else:
+            self._push(codec.vm_description(await self._description(device, request.request_id)))
+
+    async def _description(self, device: str, request_id: int) -> VMDescription:
+        data = await self._command(device, "hwgateway/AsebaVMDescription", {})
+        return VMDescription(
+            request_id=request_id,
+            node_id=nodes.node_id(device),
+            bytecode_size=data["bytecode_size"],
+            data_size=data["variables_size"],
+            stack_size=data["stack_size"],
+            variables=tuple(VMVariable(i, v["name"], v["size"]) for i, v in enumerate(data["variables"])),
+            events=tuple(VMEvent(i, e["name"], e["description"]) for i, e in enumerate(data["local_events"])),
+            functions=tuple(
+                VMFunction(i, f["name"], f["description"], tuple((p["name"], p["size"]) for p in f["parameters"]))
+                for i, f in enumerate(data["natives"])
+            ),
+        )
+
+    async def _named_values(self, request: NamedValues) -> None:
+        if request.type is MessageType.SET_VARIABLES:
+            device = self._locked_device(request.node_id)
+            for name, words in request.values:
+                await self._command(device, "asebaros_msgs/SetVariable", {"variable": name, "data": list(words)})
+        else:
+            device = self._device(request.node_id)
+            for name, words in request.values:
+                await self._command(device, "hwgateway/AsebaEvent", {"name": name, "data": list(words)})
+        self._push(codec.request_completed(request.request_id))
+
+    def _watch_node(self, request: WatchNode) -> None:
+        device = self._device(request.node_id)
+        before = self._watch.get(device, 0)
+        self._watch[device] = request.flags
+        self._push(codec.request_completed(request.request_id))
+        watching = bool(request.flags & WatchableInfo.VARIABLES)
+        poller = self._pollers.pop(device, None)
+        if poller is not None and not watching:
+            poller.cancel()
+        elif watching:
+            self._pollers[device] = poller or asyncio.create_task(
+                self._poll_variables(device), name=f"tdm:{self.id}:variables:{device}"
+            )
+        if request.flags & WatchableInfo.VM_EXECUTION_STATE and not before & WatchableInfo.VM_EXECUTION_STATE:
+            self._push_vm_state(device)
+
+    async def _poll_variables(self, device: str) -> None:
+        """Send every variable once, then those that changed, while the client watches them."""
+        known: dict[str, tuple[int, ...]] = {}
+        node_id = nodes.node_id(device)
+        while True:
+            try:
+                data = await self._command(device, "hwgateway/AsebaVariables", {})
+            except GatewayError as error:  # locked by another client, or the node went away: try again later
+                log.debug("tdm client %s: cannot read %s's variables: %s", self.id, device, error)
+            else:
+                changed = []
+                for variable in data["variables"]:
+                    words = tuple(variable["data"])
+                    if known.get(variable["name"]) != words:
+                        known[variable["name"]] = words
+                        changed.append((variable["name"], words))
+                if changed:
+                    self._push(codec.variables_changed(node_id, changed, int(time.time() * 1000)))
+            await asyncio.sleep(VARIABLES_PERIOD_S)
+
+    async def _compile(self, request: CompileAndLoad) -> None:
+        device = self._locked_device(request.node_id)
+        if request.language != ProgrammingLanguage.ASEBA:
+            raise TdmError(ErrorType.UNKNOWN_ERROR, f"language {request.language} is not supported (only Aseba, 1)")
+        load = bool(request.options & CompilationOptions.LOAD_ON_TARGET)
+        events = [{"name": e.name, "size": e.size} for e in self._events.get(device, ())]
+        result = await self._command(
+            device, "hwgateway/AsebaCompile", {"source": request.program, "events": events, "load": load}
+        )
+        if not result["ok"]:
+            self._push(
+                codec.compilation_failure(request.request_id, result["message"], 0, result["line"], result["column"])
+            )
+            return
+        self._push(
+            codec.compilation_success(
+                request.request_id,
+                result["bytecode_size"],
+                result["total_bytecode_size"],
+                result["variables_size"],
+                result["total_variables_size"],
+            )
+        )
+        if load:
+            self._set_vm_state(device, VMExecutionState.STOPPED)
+
+    async def _vm_command(self, request: SetVMExecutionState) -> None:
+        device = self._locked_device(request.node_id)
+        try:
+            command, state = _VM_COMMANDS[VMExecutionStateCommand(request.command)]
+        except (KeyError, ValueError):
+            raise TdmError(ErrorType.UNKNOWN_ERROR, f"VM command {request.command} is not supported") from None
+        await self._command(device, "hwgateway/AsebaVMControl", {"command": command})
+        self._push(codec.request_completed(request.request_id))
+        self._set_vm_state(device, state)
+
+    def _set_vm_state(self, device: str, state: VMExecutionState) -> None:
+        self._vm_state[device] = state
+        if self._watch.get(device, 0) & WatchableInfo.VM_EXECUTION_STATE:
+            self._push_vm_state(device)
+
+    def _push_vm_state(self, device: str) -> None:
+        state = self._vm_state.get(device, VMExecutionState.RUNNING)
+        self._push(codec.vm_state_changed(nodes.node_id(device), state))
+
+    # -- output ------------------------------------------------------------------------------
+
+    def _node_info(self, device: str, status: str, locked_by: str | None) -> NodeInfo | None:
+        if status != "connected":
+            return None
+        if locked_by is None:
+            shown = NodeStatus.AVAILABLE
+        else:
+            shown = NodeStatus.READY if locked_by == self.client.id else NodeStatus.BUSY
+        return NodeInfo(nodes.node_id(device), nodes.group_id(device), shown, NodeType.THYMIO2, device)
+
+    def _render(self, item: Outgoing) -> bytes | None:
+        if isinstance(item, DeviceEvent):
+            return self._render_device(item)
+        if isinstance(item, Sample) and "/events/" in item.topic:
+            device = item.topic.split("/", 1)[0]
+            if not self._watch.get(device, 0) & WatchableInfo.EVENTS:
+                return None
+            name = item.topic.rsplit("/events/", 1)[1]
+            words = tuple(item.message.data)
+            return item.encoded(
+                f"tdm:{self.transport.framing}:events",
+                lambda: self._frame(
+                    codec.events_emitted(nodes.node_id(device), [(name, words)], int(item.stamp * 1000))
+                ),
+            )
+        return None
+
+    def _render_device(self, event: DeviceEvent) -> bytes | None:
+        handle = self.hub.supervisor.devices.get(event.device)
+        if handle is None or not nodes.is_node(handle):
+            return None
+        # Rendering must give the same bytes each time: an item the socket could not take is rendered again.
+        info = self._node_info(event.device, event.status, event.locked_by)
+        if info is None:
+            if event.device not in self._shown:
+                return None
+            info = NodeInfo(
+                nodes.node_id(event.device),
+                nodes.group_id(event.device),
+                NodeStatus.DISCONNECTED,
+                NodeType.THYMIO2,
+                event.device,
+            )
+        else:
+            self._shown.add(event.device)
+        key = f"tdm:{self.transport.framing}:nodes:{info.status.name}"
+        return event.encoded(key, lambda: self._frame(codec.nodes_changed([info])))
+
+    def _frame(self, message: bytes) -> bytes:
+        return self.transport.frame(message)
+
+    def _push(self, message: bytes) -> None:
+        self._outbox.push(self._frame(message))
