@@ -125,6 +125,10 @@ class Gateway:
         urls = {}
         if self._rosbridge is not None and self._rosbridge.port is not None:
             urls["rosbridge"] = f"{scheme}://{host}:{self._rosbridge.port}/"
+        if self.tdm is not None and self.tdm.tcp_port is not None:
+            urls["tdm"] = (
+                f"tcp://{self.config.tdm.host}:{self.tdm.tcp_port} and ws://{self.config.tdm.host}:{self.tdm.ws_port}"
+            )
         return urls
 
     async def start(self) -> None:
