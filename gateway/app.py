@@ -26,6 +26,7 @@ from gateway.commands import CommandRouter
 from gateway.config import Config
 from gateway.core.client import Hub
 from gateway.errors import ErrorCode
+from gateway.faces.foxglove.server import FoxgloveServer
 from gateway.metrics import Metrics
 from gateway.sdnotify import Notifier
 from gateway.servers.http import build_app
@@ -96,11 +97,17 @@ class Gateway:
         self._guards: dict[asyncio.BaseTransport, GuardedHttpProtocol] = {}
         self.limits = ConnectionLimits(config.server, raise_open_file_limit())
         self._msgpack = MsgpackServer(self.hub, self.limits)
+        self._foxglove = FoxgloveServer(self.hub, self.limits) if config.foxglove.enabled else None
         self.http_port: int | None = None
         self.started = time.time()
 
     def _observe_command(self, device: str, outcome: str, seconds: float) -> None:
         self.metrics.observe_command(device, outcome, seconds)
+
+    @property
+    def foxglove_port(self) -> int | None:
+        """The bound Foxglove WebSocket port (None when disabled)."""
+        return self._foxglove.port if self._foxglove is not None else None
 
     @property
     def msgpack_port(self) -> int | None:
@@ -143,6 +150,8 @@ class Gateway:
         self.http_port = self._http_server.sockets[0].getsockname()[1]
         await self._msgpack.start(server.host, server.msgpack_port, server.unix_socket, tls)
         http, websocket, stream = ("https", "wss", "tls") if tls else ("http", "ws", "tcp")
+        if self._foxglove is not None:
+            await self._foxglove.start(server.host, self.config.foxglove.port, tls)
         log.info(
             "listening",
             extra={
@@ -150,6 +159,7 @@ class Gateway:
                 "websocket": f"{websocket}://{server.host}:{self.http_port}/ws",
                 "msgpack": f"{stream}://{server.host}:{self.msgpack_port}" if self.msgpack_port else None,
                 "unix": server.unix_socket or None,
+                "foxglove": f"{websocket}://{server.host}:{self._foxglove.port}/" if self._foxglove else None,
                 "devices": sorted(self.supervisor.devices),
                 "max_clients": self.limits.max_clients,
             },
@@ -161,6 +171,8 @@ class Gateway:
         self._msgpack.stop_listening()
         if self._http_server is not None:
             self._http_server.close()
+        if self._foxglove is not None:
+            self._foxglove.stop_listening()
         devices = asyncio.create_task(self.supervisor.stop(), name="devices-safe-state")
         try:
             async with asyncio.timeout(STOP_DEADLINE_S):
@@ -187,11 +199,15 @@ class Gateway:
         await self._msgpack.end_connections()  # refused or half-open ones that never had a session
         if self._runner is not None:
             await self._runner.cleanup()
+        if self._foxglove is not None:
+            await self._foxglove.cleanup()
 
     def _abort_http_connections(self) -> None:
         for transport in list(self._guards):
             if isinstance(transport, asyncio.WriteTransport):
                 transport.abort()
+        if self._foxglove is not None:
+            self._foxglove.abort_connections()
 
     def healthy(self) -> bool:
         """True while the event loop keeps up and every adapter task is alive."""

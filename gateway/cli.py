@@ -53,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--http-port", type=int, help="HTTP/WebSocket port (default 8470)")
     demo.add_argument("--msgpack-port", type=int, help="msgpack TCP port (default 8471)")
     demo.add_argument("--unix-socket", help="msgpack Unix socket path (default: a per-user temporary path)")
+    demo.add_argument("--foxglove-port", type=int, help="Foxglove WebSocket port (default 8765)")
     logging_options(demo)
 
     check = commands.add_parser("check-config", help="validate a configuration file, report every error, exit")
@@ -86,7 +87,10 @@ def _demo_config(args: argparse.Namespace) -> Config:
         http_port=config.server.http_port if args.http_port is None else args.http_port,
         msgpack_port=config.server.msgpack_port if args.msgpack_port is None else args.msgpack_port,
     )
-    return dataclasses.replace(config, server=server)
+    foxglove = config.foxglove
+    if args.foxglove_port is not None:
+        foxglove = dataclasses.replace(foxglove, port=args.foxglove_port)
+    return dataclasses.replace(config, server=server, foxglove=foxglove)
 
 
 def _print_demo_banner(gateway: Gateway) -> None:
@@ -102,7 +106,8 @@ def _print_demo_banner(gateway: Gateway) -> None:
         f"  health      http://{base}/healthz\n"
         f"  metrics     http://{base}/metrics\n"
         f"  msgpack     {msgpack}{unix}\n"
-        "Press Ctrl-C to stop.",
+        + (f"  Foxglove    ws://{server.host}:{gateway.foxglove_port}/\n" if gateway.foxglove_port else "")
+        + "Press Ctrl-C to stop.",
         flush=True,
     )
 

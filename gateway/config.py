@@ -6,6 +6,7 @@ Layout::
     [auth]        tokens: plain, or [auth.tokens.<name>] with a hash, a role and devices (none: no auth)
     [logging]     level and format
     [supervisor]  restart backoff of failed adapters
+    [foxglove]    the Foxglove WebSocket listener (off unless enabled)
     [devices.<id>]  kind = "...", enabled = true, then the kind's own options
 """
 
@@ -140,6 +141,18 @@ class SupervisorConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class FoxgloveConfig:
+    """The Foxglove WebSocket endpoint (docs/foxglove.md) for the Foxglove and Lichtblick apps.
+
+    When `enabled`, it listens on `server.host`:`port` (0 picks a free port) and shares the server's
+    limits, TLS, Host and Origin rules and tokens (a token goes in the URL: `?token=`).
+    """
+
+    enabled: bool = False
+    port: int = field(default=8765, metadata=_range(0, 65535))
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceConfig:
     """One configured device: its stable `id`, adapter `kind` and the kind's `options`."""
 
@@ -157,6 +170,7 @@ class Config:
     auth: AuthConfig = AuthConfig()
     logging: LoggingConfig = LoggingConfig()
     supervisor: SupervisorConfig = SupervisorConfig()
+    foxglove: FoxgloveConfig = FoxgloveConfig()
     devices: tuple[DeviceConfig, ...] = ()
 
 
@@ -363,6 +377,7 @@ def parse(document: dict[str, Any]) -> Config:
         "auth": _build_auth,
         "logging": lambda table: build(LoggingConfig, table, "logging"),
         "supervisor": lambda table: build(SupervisorConfig, table, "supervisor"),
+        "foxglove": lambda table: build(FoxgloveConfig, table, "foxglove"),
         "devices": _build_devices,
     }
     built: dict[str, Any] = {}
@@ -384,6 +399,11 @@ def parse(document: dict[str, Any]) -> Config:
         problems.append(ConfigError("server.max_clients_per_peer", "must be at most server.max_clients"))
     if server is not None and server.max_partial_bytes < server.max_frame_bytes:
         problems.append(ConfigError("server.max_partial_bytes", "must be at least server.max_frame_bytes"))
+    foxglove = built.get("foxglove")
+    if server is not None and foxglove is not None and foxglove.enabled and foxglove.port == server.http_port != 0:
+        problems.append(
+            ConfigError("foxglove.port", f"{foxglove.port} is server.http_port; give Foxglove its own port")
+        )
     if problems:
         raise ConfigError.combine(problems)
     return Config(**built)

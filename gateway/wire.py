@@ -18,18 +18,28 @@ Encoding = Literal["json", "msgpack"]
 ENCODINGS: tuple[Encoding, ...] = ("json", "msgpack")
 
 _WS_FIN_TEXT = 0x81
+_WS_FIN_BINARY = 0x82
+
+
+def _websocket_frame(first_byte: int, payload: bytes) -> bytes:
+    length = len(payload)
+    if length < 126:
+        header = bytes((first_byte, length))
+    elif length < 1 << 16:
+        header = struct.pack("!BBH", first_byte, 126, length)
+    else:
+        header = struct.pack("!BBQ", first_byte, 127, length)
+    return header + payload
 
 
 def websocket_text_frame(payload: bytes) -> bytes:
     """An unmasked, unfragmented text frame, as a server sends it (RFC 6455 §5.2)."""
-    length = len(payload)
-    if length < 126:
-        header = bytes((_WS_FIN_TEXT, length))
-    elif length < 1 << 16:
-        header = struct.pack("!BBH", _WS_FIN_TEXT, 126, length)
-    else:
-        header = struct.pack("!BBQ", _WS_FIN_TEXT, 127, length)
-    return header + payload
+    return _websocket_frame(_WS_FIN_TEXT, payload)
+
+
+def websocket_binary_frame(payload: bytes) -> bytes:
+    """An unmasked, unfragmented binary frame, as a server sends it (RFC 6455 §5.2)."""
+    return _websocket_frame(_WS_FIN_BINARY, payload)
 
 
 def encode(message: Mapping[str, Any], encoding: Encoding) -> bytes:

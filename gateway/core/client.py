@@ -215,6 +215,16 @@ class Client:
             )
         return devices
 
+    def topics(self) -> list[tuple[str, str]]:
+        """Every known topic (published at least once) with the type of its latest sample."""
+        bus = self.hub.bus
+        known = []
+        for topic in bus.topics():
+            sample = bus.latest(topic)
+            if sample is not None:
+                known.append((topic, sample.type))
+        return known
+
     def describe(self, type_name: str | None) -> dict[str, Any]:
         """A message type's schema, constants and doc; every type's name and kind when `type_name` is None."""
         if type_name is None:
