@@ -5,10 +5,11 @@ BIN := $(VENV)/bin
 # Debian packages the tests use: unshare (util-linux) and ip (iproute2) for the loopback-only namespace,
 # systemd-analyze (systemd) for the unit, chromium for the dashboard, aseba (asebaplayground, asebaswitch)
 # and socat (serial pty bridge) for the Aseba / Thymio tests, locales (localedef's en_US source, which
-# Debian's Aseba compiler needs) for the compiler's reference test.
-DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales
+# Debian's Aseba compiler needs) for the compiler's reference test, nodejs for the npm Foxglove client
+# tests (npm only where no npm is installed: NodeSource's nodejs ships its own and conflicts with Debian's).
+DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales nodejs
 
-.PHONY: demo test lint typecheck pytest fuzz deb-deps bench install check-install clean
+.PHONY: demo test lint typecheck pytest fuzz deb-deps node-foxglove bench install check-install clean
 
 $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,10 +24,15 @@ $(VENV)/.test: pyproject.toml $(VENV)/.runtime
 demo: $(VENV)/.runtime
 	$(BIN)/hwgateway demo
 
-test: deb-deps $(VENV)/.test lint typecheck pytest check-install
+test: deb-deps $(VENV)/.test node-foxglove lint typecheck pytest check-install
 
 deb-deps:
 	@scripts/install-deb-deps.sh $(DEB_PACKAGES)
+
+# The npm Foxglove WebSocket client the Foxglove tests run, installed from its committed package-lock.json.
+node-foxglove: deb-deps
+	@command -v npm >/dev/null || scripts/install-deb-deps.sh npm
+	cd tests/node/foxglove && npm ci --no-audit --no-fund --loglevel=error
 
 lint: $(VENV)/.test
 	$(BIN)/ruff check .
