@@ -60,7 +60,7 @@ class FoxgloveServer:
             "name": f"hwgateway {__version__}",
             "capabilities": list(CAPABILITIES),
             "supportedEncodings": ["json"],
-            "metadata": {"server": "hwgateway", "version": __version__},
+            "metadata": {"fg-library": f"hwgateway/{__version__}", "server": "hwgateway", "version": __version__},
             "sessionId": self.session_id,
         }
 
