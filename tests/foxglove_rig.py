@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 import websockets
+from websockets.typing import Subprotocol
 
 from tests.harness import RunningGateway
 
@@ -52,7 +53,9 @@ async def run_node_client(url: str, subprotocol: str, plan: dict[str, Any], time
     """Run tests/node/foxglove/client.mjs (the npm client, unchanged) with `plan`; return its report."""
     node = shutil.which("node")
     if node is None or not (NODE_DIR / "node_modules" / "@foxglove" / "ws-protocol").is_dir():
-        pytest.fail("the Foxglove Node client is not installed: run `make node-foxglove` (npm ci in tests/node/foxglove)")
+        pytest.fail(
+            "the Foxglove Node client is not installed: run `make node-foxglove` (npm ci in tests/node/foxglove)"
+        )
     proc = await asyncio.create_subprocess_exec(
         node,
         str(NODE_DIR / "client.mjs"),
@@ -82,7 +85,7 @@ class RawFoxglove:
     @classmethod
     async def open(cls, url: str, subprotocol: str = "foxglove.sdk.v1", **options: Any) -> RawFoxglove:
         ws = await websockets.connect(
-            url, subprotocols=[subprotocol], max_size=None, max_queue=None, compression=None, **options
+            url, subprotocols=[Subprotocol(subprotocol)], max_size=None, max_queue=None, compression=None, **options
         )
         return cls(ws)
 
