@@ -1,7 +1,7 @@
 // The npm Foxglove WebSocket client (@foxglove/ws-protocol, unchanged) run through a plan; prints one
 // JSON report of everything the server sent, for the Python tests to check.
 //   node client.mjs <ws url> <subprotocol> '<plan JSON>'
-// plan: {subscribe: [topics], messages: n per topic, publish: [{topic, schemaName, data}],
+// plan: {subscribe: [topics], messages: n per topic (or {topic: n}), publish: [{topic, schemaName, data}],
 //        services: [{name, request}], getParameters: [names] | null, setParameters: [{name, value}] | null,
 //        raw: [base64 binary frames sent as they are], rawText: [strings sent as they are], timeoutMs}
 import pkg from "@foxglove/ws-protocol";
@@ -11,7 +11,7 @@ const { FoxgloveClient } = pkg;
 const [url, subprotocol, planText] = process.argv.slice(2);
 const plan = JSON.parse(planText);
 const timeoutMs = plan.timeoutMs ?? 8000;
-const wanted = plan.messages ?? 3;
+const wanted = (topic) => (typeof plan.messages === "object" ? plan.messages[topic] : plan.messages) ?? 3;
 const report = {
   subprotocol: null, serverInfo: null, channels: [], services: [], messages: {}, serviceResponses: [],
   serviceFailures: [], parameterValues: [], statuses: [], unadvertised: [], errors: [], closed: null,
@@ -75,10 +75,10 @@ client.on("message", ({ subscriptionId, timestamp, data }) => {
   const topic = subscriptions.get(subscriptionId);
   const received = report.messages[topic];
   if (received === undefined) { report.errors.push(`message for unknown subscription ${subscriptionId}`); return; }
-  if (received.length >= wanted) return;
+  if (received.length >= wanted(topic)) return;
   const text = decoder.decode(data);
   received.push({ subscriptionId, timestamp: timestamp.toString(), byteLength: data.byteLength, data: JSON.parse(text) });
-  if (received.length === wanted) done(`topic:${topic}`);
+  if (received.length === wanted(topic)) done(`topic:${topic}`);
 });
 
 const calls = new Map();
