@@ -20,7 +20,7 @@ from gateway.faces.foxglove import wire
 from gateway.faces.foxglove.catalog import command_topic
 from gateway.faces.foxglove.parameters import SERVER_FIELDS
 from tests.foxglove_rig import RawFoxglove, foxglove_url, message_data, service_call
-from tests.harness import connect, gateway_config, start_gateway
+from tests.harness import RunningGateway, connect, gateway_config, start_gateway
 
 FOXGLOVE = "\n[foxglove]\nenabled = true\nport = 0\n"
 DEVICES = """
@@ -229,5 +229,31 @@ async def test_tokens_hosts_and_origins(tmp_path: Path) -> None:
             async with session.get(http) as response:  # a plain GET offers no subprotocol
                 assert response.status == 400
                 assert "foxglove.websocket.v1" in await response.text()
+    finally:
+        assert await gateway.stop() == 0
+
+
+async def metric(gateway: RunningGateway, name: str, labels: str) -> float:
+    async with aiohttp.ClientSession() as session, session.get(gateway.base_url + "/metrics") as response:
+        text = await response.text()
+    return next(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(f"{name}{{{labels}}} "))
+
+
+async def test_each_sample_is_encoded_once_for_every_foxglove_client(tmp_path: Path) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra=FOXGLOVE))
+    try:
+        clients = [await RawFoxglove.open(foxglove_url(gateway)) for _ in range(3)]
+        for number, client in enumerate(clients):
+            channel = (await channels_of(client, "sim-1/state"))["/sim-1/state"]
+            await client.send({"op": "subscribe", "subscriptions": [{"id": number, "channelId": channel}]})
+        for number, client in enumerate(clients):
+            for _ in range(20):
+                frame = await client.wait_for(1)
+                assert frame[1:5] == struct.pack("<I", number)  # the same payload, each client's own id
+        encoded = await metric(gateway, "hwgw_frames_encoded_total", 'encoding="foxglove"')
+        published = await metric(gateway, "hwgw_bus_published_total", 'topic="sim-1/state"')
+        assert 20 <= encoded <= published
+        for client in clients:
+            await client.close()
     finally:
         assert await gateway.stop() == 0
