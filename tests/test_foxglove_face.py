@@ -14,8 +14,8 @@ import aiohttp
 import pytest
 from websockets.exceptions import InvalidStatus
 
-from gateway.config import ServerConfig
-from gateway.errors import ProtocolError
+from gateway.config import ServerConfig, loads
+from gateway.errors import ConfigError, ProtocolError
 from gateway.faces.foxglove import wire
 from gateway.faces.foxglove.catalog import command_topic
 from gateway.faces.foxglove.parameters import SERVER_FIELDS
@@ -257,3 +257,33 @@ async def test_each_sample_is_encoded_once_for_every_foxglove_client(tmp_path: P
             await client.close()
     finally:
         assert await gateway.stop() == 0
+
+
+async def test_a_client_advertises_at_most_256_channels(tmp_path: Path) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra=FOXGLOVE))
+    try:
+        client = await RawFoxglove.open(foxglove_url(gateway))
+        await channels_of(client, "sim-1/state")
+        many = [{"id": n, "topic": "/sim-1/command/led", "encoding": "json"} for n in range(257)]
+        await client.send({"op": "advertise", "channels": many})
+        assert "at most 256 channels" in await status(client)
+        await client.ws.send(message_data(255, json.dumps({"index": 0, "rgb": [1, 0, 0]}).encode()))
+        await client.ws.send(message_data(256, b"{}"))
+        assert "no client channel 256" in await status(client)
+        await client.close()
+    finally:
+        assert await gateway.stop() == 0
+
+
+def test_the_foxglove_config_is_checked() -> None:
+    assert loads("").foxglove.enabled is False
+    assert loads("[foxglove]\nenabled = true\n").foxglove.port == 8765
+    for text, path in (
+        ("[foxglove]\nport = 70000\n", "foxglove.port"),
+        ('[foxglove]\nenabled = "yes"\n', "foxglove.enabled"),
+        ("[foxglove]\nhost = 1\n", "foxglove.host"),
+        ("[server]\nhttp_port = 9000\n[foxglove]\nenabled = true\nport = 9000\n", "foxglove.port"),
+    ):
+        with pytest.raises(ConfigError) as error:
+            loads(text)
+        assert error.value.path == path, text

@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 
 #: What we implement, as serverInfo names it.
 CAPABILITIES = ("clientPublish", "services", "parameters")
+#: Channels one client may advertise for publishing (each names one device's command type).
+MAX_CLIENT_CHANNELS = 256
 #: The face's key for its cached MessageData frame on a sample (one per sample for all clients).
 FRAME_KEY = "foxglove"
 _UNSUPPORTED_OPS = frozenset(
@@ -381,6 +383,8 @@ class FoxgloveSession:
             raise FoxgloveError("advertise.channels[]: topic, encoding and schemaName must be strings")
         if channel_id in self._client_channels:
             raise FoxgloveError(f"advertise: client channel {channel_id} is already advertised; unadvertise it first")
+        if len(self._client_channels) >= MAX_CLIENT_CHANNELS:
+            raise FoxgloveError(f"advertise {topic}: a client may advertise at most {MAX_CLIENT_CHANNELS} channels")
         if encoding != "json":
             raise FoxgloveError(f"advertise {topic}: encoding {encoding!r} is not supported (supported: json)")
         named = command_topic(topic)
