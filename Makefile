@@ -6,12 +6,12 @@ BIN := $(VENV)/bin
 # systemd-analyze (systemd) for the unit, chromium for the dashboard, aseba (asebaplayground, asebaswitch)
 # and socat (serial pty bridge) for the Aseba / Thymio tests, locales (localedef's en_US source, which
 # Debian's Aseba compiler needs) for the compiler's reference test, nodejs and npm for the roslib
-# (roslibjs) client tests of the rosbridge face (npm only where no npm is installed: NodeSource's nodejs
+# (roslibjs) client tests of the rosbridge face, the npm Foxglove client for the Foxglove face (npm only where no npm is installed: NodeSource's nodejs
 # ships its own and conflicts with Debian's), mosquitto (the broker) and mosquitto-clients
 # (mosquitto_sub/pub) for the MQTT bridge tests.
 DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales nodejs mosquitto mosquitto-clients
 # Node test clients, each with a committed package-lock.json that `npm ci` installs as it is.
-NODE_TEST_DIRS := tests/node/rosbridge
+NODE_TEST_DIRS := tests/node/rosbridge tests/node/foxglove
 
 .PHONY: demo test lint typecheck pytest fuzz deb-deps node-deps bench install check-install clean
 

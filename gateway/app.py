@@ -26,6 +26,7 @@ from gateway.commands import CommandRouter
 from gateway.config import Config
 from gateway.core.client import Hub
 from gateway.errors import ErrorCode
+from gateway.faces.foxglove.server import FoxgloveServer
 from gateway.faces.mqtt.bridge import MqttBridge
 from gateway.faces.rosbridge import names as ros_names
 from gateway.faces.rosbridge.server import RosbridgeServer
@@ -107,11 +108,17 @@ class Gateway:
         if self.mqtt is not None:
             self.metrics.registry.register(self.mqtt.collector())
         self.tdm = TdmServer(self.hub, config.tdm) if config.tdm.enabled else None
+        self._foxglove = FoxgloveServer(self.hub, self.limits) if config.foxglove.enabled else None
         self.http_port: int | None = None
         self.started = time.time()
 
     def _observe_command(self, device: str, outcome: str, seconds: float) -> None:
         self.metrics.observe_command(device, outcome, seconds)
+
+    @property
+    def foxglove_port(self) -> int | None:
+        """The bound Foxglove WebSocket port (None when disabled)."""
+        return self._foxglove.port if self._foxglove is not None else None
 
     @property
     def msgpack_port(self) -> int | None:
@@ -125,6 +132,8 @@ class Gateway:
         urls = {}
         if self._rosbridge is not None and self._rosbridge.port is not None:
             urls["rosbridge"] = f"{scheme}://{host}:{self._rosbridge.port}/"
+        if self._foxglove is not None and self._foxglove.port is not None:
+            urls["Foxglove"] = f"{scheme}://{host}:{self._foxglove.port}/"
         if self.tdm is not None and self.tdm.tcp_port is not None:
             urls["tdm"] = (
                 f"tcp://{self.config.tdm.host}:{self.tdm.tcp_port} and ws://{self.config.tdm.host}:{self.tdm.ws_port}"
@@ -152,6 +161,8 @@ class Gateway:
         http, websocket, stream = ("https", "wss", "tls") if tls else ("http", "ws", "tcp")
         if self._rosbridge is not None:
             await self._rosbridge.start(server.host, self.config.rosbridge.port, tls, self.limits, self._guards)
+        if self._foxglove is not None:
+            await self._foxglove.start(server.host, self.config.foxglove.port, tls)
         log.info(
             "listening",
             extra={
@@ -160,6 +171,7 @@ class Gateway:
                 "msgpack": f"{stream}://{server.host}:{self.msgpack_port}" if self.msgpack_port else None,
                 "unix": server.unix_socket or None,
                 "rosbridge": f"{websocket}://{server.host}:{self._rosbridge.port}/" if self._rosbridge else None,
+                "foxglove": f"{websocket}://{server.host}:{self._foxglove.port}/" if self._foxglove else None,
                 "devices": sorted(self.supervisor.devices),
                 "max_clients": self.limits.max_clients,
             },
@@ -177,6 +189,8 @@ class Gateway:
             await self._rosbridge.stop_listening()
         if self.tdm is not None:
             await self.tdm.stop()
+        if self._foxglove is not None:
+            self._foxglove.stop_listening()
         devices = asyncio.create_task(self.supervisor.stop(), name="devices-safe-state")
         try:
             async with asyncio.timeout(STOP_DEADLINE_S):
@@ -207,11 +221,15 @@ class Gateway:
             await self._runner.cleanup()
         if self._rosbridge is not None:
             await self._rosbridge.cleanup()
+        if self._foxglove is not None:
+            await self._foxglove.cleanup()
 
     def _abort_http_connections(self) -> None:
         for transport in list(self._guards):
             if isinstance(transport, asyncio.WriteTransport):
                 transport.abort()
+        if self._foxglove is not None:
+            self._foxglove.abort_connections()
 
     def healthy(self) -> bool:
         """True while the event loop keeps up and every adapter task is alive."""

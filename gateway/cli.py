@@ -54,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--msgpack-port", type=int, help="msgpack TCP port (default 8471)")
     demo.add_argument("--unix-socket", help="msgpack Unix socket path (default: a per-user temporary path)")
     demo.add_argument("--rosbridge-port", type=int, help="rosbridge v2 WebSocket port (default 9090)")
+    demo.add_argument("--foxglove-port", type=int, help="Foxglove WebSocket port (default 8765)")
     logging_options(demo)
 
     check = commands.add_parser("check-config", help="validate a configuration file, report every error, exit")
@@ -90,7 +91,10 @@ def _demo_config(args: argparse.Namespace) -> Config:
     rosbridge = config.rosbridge
     if args.rosbridge_port is not None:
         rosbridge = dataclasses.replace(rosbridge, port=args.rosbridge_port)
-    return dataclasses.replace(config, server=server, rosbridge=rosbridge)
+    foxglove = config.foxglove
+    if args.foxglove_port is not None:
+        foxglove = dataclasses.replace(foxglove, port=args.foxglove_port)
+    return dataclasses.replace(config, server=server, rosbridge=rosbridge, foxglove=foxglove)
 
 
 def _print_demo_banner(gateway: Gateway) -> None:

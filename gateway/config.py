@@ -9,6 +9,7 @@ Layout::
     [rosbridge]   the rosbridge v2 listener (off unless enabled)
     [mqtt]        the MQTT bridge: broker, export, federation, Home Assistant discovery (off unless set)
     [tdm]         the Thymio Device Manager face (Thymio Suite, tdmclient): off unless enabled
+    [foxglove]    the Foxglove WebSocket listener (off unless enabled)
     [devices.<id>]  kind = "...", enabled = true, ros_namespace = "", then the kind's own options
 """
 
@@ -205,6 +206,18 @@ class TdmConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class FoxgloveConfig:
+    """The Foxglove WebSocket endpoint (docs/foxglove.md) for the Foxglove and Lichtblick apps.
+
+    When `enabled`, it listens on `server.host`:`port` (0 picks a free port) and shares the server's
+    limits, TLS, Host and Origin rules and tokens (a token goes in the URL: `?token=`).
+    """
+
+    enabled: bool = False
+    port: int = field(default=8765, metadata=_range(0, 65535))
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceConfig:
     """One configured device: its stable `id`, adapter `kind` and the kind's `options`.
 
@@ -229,6 +242,7 @@ class Config:
     rosbridge: RosbridgeConfig = RosbridgeConfig()
     mqtt: MqttConfig = MqttConfig()
     tdm: TdmConfig = TdmConfig()
+    foxglove: FoxgloveConfig = FoxgloveConfig()
     devices: tuple[DeviceConfig, ...] = ()
 
 
@@ -494,6 +508,7 @@ def parse(document: dict[str, Any]) -> Config:
         "rosbridge": lambda table: build(RosbridgeConfig, table, "rosbridge"),
         "mqtt": _build_mqtt,
         "tdm": lambda table: build(TdmConfig, table, "tdm"),
+        "foxglove": lambda table: build(FoxgloveConfig, table, "foxglove"),
         "devices": _build_devices,
     }
     built: dict[str, Any] = {}
@@ -526,6 +541,11 @@ def parse(document: dict[str, Any]) -> Config:
     tdm = built.get("tdm")
     if tdm is not None and tdm.enabled and tdm.tcp_port and tdm.tcp_port == tdm.ws_port:
         problems.append(ConfigError("tdm.ws_port", "must differ from tdm.tcp_port"))
+    foxglove = built.get("foxglove")
+    if server is not None and foxglove is not None and foxglove.enabled and foxglove.port == server.http_port != 0:
+        problems.append(
+            ConfigError("foxglove.port", f"{foxglove.port} is server.http_port; give Foxglove its own port")
+        )
     if problems:
         raise ConfigError.combine(problems)
     return Config(**built)

@@ -1,0 +1,1 @@
+"""The Foxglove WebSocket face (docs/foxglove.md): Foxglove and Lichtblick open the bus with no bridge."""
