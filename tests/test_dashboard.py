@@ -639,3 +639,22 @@ async def test_dashboard_disables_the_controls_of_a_device_that_is_not_connected
         assert errors == []
     finally:
         assert await gateway.stop() == 0
+
+
+async def test_a_device_lock_shows_on_its_card(tmp_path: Path, browser: Browser) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path))
+    try:
+        holder = await connect(gateway, "tcp")
+        page, errors = await open_page(browser, f"{gateway.base_url}/")
+        card = page.locator('section.device[data-device="sim-1"]')
+        await expect(card.locator(".status")).to_have_text("connected")
+        await expect(card.locator(".lock")).to_be_hidden()
+        await holder.ok("lock", device="sim-1")
+        session = holder.hello["session"]
+        await expect(card.locator(".lock")).to_have_text(f"locked by {session}")
+        await holder.close()  # the lock ends with its client
+        await expect(card.locator(".lock")).to_be_hidden()
+        assert errors == []
+        await page.close()
+    finally:
+        assert await gateway.stop() == 0

@@ -140,6 +140,7 @@ async function renderDevices(list) {
 
 function buildDevice(info) {
   const status = h("span", { class: "status" });
+  const lock = h("span", { class: "lock", hidden: true });
   const detail = h("p", { class: "detail" });
   const streamsEl = h("div", { class: "streams" });
   const readback = info.accepts.includes("thymio_msgs/Led") ? thymioReadback(info.id) : null;
@@ -162,7 +163,7 @@ function buildDevice(info) {
   const card = h(
     "section",
     { class: "device", dataset: { device: info.id, kind: info.kind } },
-    h("header", {}, toggle, h("h2", {}, info.id), h("span", { class: "kind" }, info.kind), status),
+    h("header", {}, toggle, h("h2", {}, info.id), h("span", { class: "kind" }, info.kind), lock, status),
     detail,
     h(
       "div",
@@ -173,10 +174,11 @@ function buildDevice(info) {
       controls.length ? h("div", { class: "controls" }, h("h3", {}, "Commands"), reason, fieldset) : null,
     ),
   );
-  const device = { info, card, status, detail, streamsEl, streams: new Map(), toggle, reason, fieldset };
+  const device = { info, card, status, lock, detail, streamsEl, streams: new Map(), toggle, reason, fieldset };
   toggle.addEventListener("click", () => setCollapsed(device, !card.classList.contains("collapsed"), true));
   setCollapsed(device, collapsedIds().has(info.id), false);
   setStatus(device, info.status, info.detail);
+  setLock(device, info.locked_by);
   if (readback && info.status === "connected") readback.refresh();
   return device;
 }
@@ -312,6 +314,13 @@ function showStatus(device, status, detail, disabledBecause) {
   device.reason.textContent = disabledBecause ? `Commands are off: ${disabledBecause}.` : "";
 }
 
+/** Who holds the device's exclusive control lock: others' commands are answered `locked` meanwhile. */
+function setLock(device, holder) {
+  device.lock.hidden = !holder;
+  device.lock.textContent = holder ? `locked by ${holder}` : "";
+  device.lock.title = holder ? `client ${holder} has exclusive control; other clients' commands are refused` : "";
+}
+
 function command(device, type, data, timeout_s) {
   return connection.request("command", { device, type, data, ...(timeout_s ? { timeout_s } : {}) });
 }
@@ -331,8 +340,10 @@ function onPush(message) {
   if (message.op === "state") return onState(message);
   if (message.op === "device") {
     const device = devices.get(message.device);
-    if (device) setStatus(device, message.status, message.detail);
-    else refreshSoon();
+    if (device) {
+      setStatus(device, message.status, message.detail);
+      setLock(device, message.locked_by);
+    } else refreshSoon();
   } else if (message.op === "close") {
     setConnection("closed", `closed by the gateway: ${message.code}: ${message.reason}`);
   }
