@@ -65,6 +65,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     hash_token.add_argument("--generate", action="store_true", help="make a new random token and print it too")
 
+    from gateway.record import cli as record_cli
+
+    record_cli.add_record_arguments(
+        commands.add_parser("record", help="record a running gateway's bus to an MCAP file")
+    )
+    replay = commands.add_parser("replay", help="run a gateway that replays an MCAP recording")
+    record_cli.add_replay_arguments(replay)
+    logging_options(replay)
+
     aseba = commands.add_parser("aseba", help="Aseba tools")
     aseba_commands = aseba.add_subparsers(dest="aseba_command", required=True, metavar="TOOL")
     from devices.aseba import compile_command as aseba_compile
@@ -162,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
         status, text = aseba_compile.run(args)
         print(text, file=sys.stderr if status else sys.stdout)
         return status
+    if args.command in ("record", "replay"):
+        from gateway.record import cli as record_cli
+
+        return record_cli.run_record(args) if args.command == "record" else record_cli.run_replay(args)
     if args.command == "hash-token":
         return _hash_token(args.generate)
     try:
