@@ -31,7 +31,8 @@ class ReplayOptions:
 
     `file`: the MCAP recording. `speed`: playback rate (2.0 twice as fast). `loop`: start again at the
     end. `topics`: patterns of the recorded topics to play. `prefix`: put in front of every topic
-    (for example "replay/"; empty keeps the recorded device ids).
+    (for example "replay/"; empty keeps the recorded device ids). `delay_s`: wait this long after
+    starting before the first message (time for clients to subscribe).
     """
 
     file: str = ""
@@ -39,6 +40,7 @@ class ReplayOptions:
     loop: bool = False
     topics: tuple[str, ...] = ("**",)
     prefix: str = ""
+    delay_s: float = field(default=0.0, metadata={"min": 0.0, "max": 3600.0})
 
 
 class ReplayAdapter(Adapter[ReplayOptions]):
@@ -65,6 +67,7 @@ class ReplayAdapter(Adapter[ReplayOptions]):
         if not chosen:
             raise ValueError(f"{self.options.file}: no recorded topic matches {', '.join(self.options.topics)}")
         self.ctx.set_status("connected")
+        await asyncio.sleep(self.options.delay_s)
         while True:
             await self._play(chosen)
             if not self.options.loop:

@@ -60,6 +60,7 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--loop", action="store_true", help="start again at the end")
     parser.add_argument("--topics", nargs="+", default=["**"], metavar="PATTERN", help="recorded topics to play")
     parser.add_argument("--prefix", default="", help='put in front of every topic (e.g. "replay/")')
+    parser.add_argument("--delay", type=float, default=0.0, metavar="S", help="wait S seconds before playing")
     parser.add_argument("--device-id", default="replay", help="the replay device's id (default replay)")
     parser.add_argument("--http-port", type=int, default=8470, help="HTTP/WebSocket port (default 8470)")
     parser.add_argument("--msgpack-port", type=int, default=8471, help="msgpack TCP port (default 8471, -1: off)")
@@ -76,6 +77,7 @@ def _replay_config_text(args: argparse.Namespace) -> str:
         f"file = {json.dumps(str(Path(args.file).resolve()))}\n"
         f"speed = {args.speed!r}\nloop = {'true' if args.loop else 'false'}\n"
         f"topics = {json.dumps(args.topics)}\nprefix = {json.dumps(args.prefix)}\n"
+        f"delay_s = {args.delay!r}\n"
     )
 
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from mcap.exceptions import McapError
 from mcap.records import Channel, Footer, Message, Metadata, Schema
 from mcap.stream_reader import StreamReader
 from mcap.writer import CompressionType, Writer
@@ -64,7 +63,7 @@ def _stream(file: BinaryIO, contents: Contents) -> Iterator[Message]:
                 yield record
             elif isinstance(record, Footer):
                 contents.complete = True
-    except (McapError, ValueError, EOFError, OSError) as error:  # mcap raises plain ValueError on bad bytes too
+    except Exception as error:  # hostile bytes raise McapError, ValueError, struct or zstd errors: all end the read
         contents.stopped_by = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     if not contents.complete and not contents.stopped_by:
         contents.stopped_by = "the file ends before its footer"
