@@ -55,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--unix-socket", help="msgpack Unix socket path (default: a per-user temporary path)")
     demo.add_argument("--rosbridge-port", type=int, help="rosbridge v2 WebSocket port (default 9090)")
     demo.add_argument("--foxglove-port", type=int, help="Foxglove WebSocket port (default 8765)")
+    demo.add_argument("--record", metavar="FILE", help="also record the whole bus to this MCAP file")
     logging_options(demo)
 
     check = commands.add_parser("check-config", help="validate a configuration file, report every error, exit")
@@ -189,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         _print_config_error(error)
         return EXIT_CONFIG_ERROR
     logs.configure(args.log_level or config.logging.level, args.log_format or config.logging.format)
+    if args.command == "demo" and args.record:
+        from gateway.record import cli as record_cli
+
+        return asyncio.run(record_cli.serve_and_record(config, args.record, _print_demo_banner))
     from gateway.app import serve  # after logging is configured
 
     return asyncio.run(serve(config, _print_demo_banner if args.command == "demo" else None))

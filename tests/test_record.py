@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import signal
@@ -46,7 +47,8 @@ def python_read(path: Path) -> tuple[dict[str, int], list[tuple[str, int, int, i
     with path.open("rb") as file:
         reader = make_reader(file)
         summary = reader.get_summary()
-        assert summary is not None and summary.statistics is not None
+        assert summary is not None
+        assert summary.statistics is not None
         messages = [
             (channel.topic, message.log_time, message.publish_time, message.sequence, message.data)
             for _, channel, message in reader.iter_messages(log_time_order=True)
@@ -93,7 +95,8 @@ def test_both_readers_see_every_channel_schema_and_message_in_log_time_order(rec
         assert counts.get(topic, 0) > 0, topic
     for topic, (encoding, schema) in info["channels"].items():
         assert encoding == "json"
-        assert schema is not None and schema.encoding == "jsonschema", topic
+        assert schema is not None, topic
+        assert schema.encoding == "jsonschema", topic
         assert json.loads(schema.data)["type"] == "object"
     assert counts["_gateway/device"] >= 6  # one availability message per demo device at least
     devices = json.loads(info["metadata"]["hwgateway"]["devices"])
@@ -101,13 +104,14 @@ def test_both_readers_see_every_channel_schema_and_message_in_log_time_order(rec
     assert info["metadata"]["hwgateway"]["gateway_version"]
     # sequence = the bus's seq, one more per sample on a topic; publish time = the device stamp
     pad = [m for m in messages if m[0] == "sim-pad/state"]
-    assert all(b[3] == a[3] + 1 for a, b in zip(pad, pad[1:], strict=False))
+    assert all(b[3] == a[3] + 1 for a, b in itertools.pairwise(pad))
     first = json.loads(pad[-1][4])
     stamp = first["timestamp"]["sec"] * 10**9 + first["timestamp"]["nanosec"]
     assert abs(pad[-1][2] - stamp) < 1_000_000  # the sim stamps its sample and its message within 1 ms
 
     node = node_read(recording)
-    assert node["ordered"] and node["decodeErrors"] == 0
+    assert node["ordered"]
+    assert node["decodeErrors"] == 0
     assert node["total"] == len(messages) == node["statistics"]["messageCount"]
     assert {topic: c["count"] for topic, c in node["channels"].items()} == counts
     for topic, channel in node["channels"].items():
@@ -124,22 +128,24 @@ async def test_a_killed_recorder_leaves_a_file_readable_to_its_last_chunk(tmp_pa
             sys.executable, "-m", "gateway", "record", "-o", str(path), "--chunk-size", "8192",
             "--url", f"ws://127.0.0.1:{demo.http_port}/ws", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
-        deadline = time.monotonic() + 20
-        while (not path.exists() or path.stat().st_size < 30_000) and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
+        async with asyncio.timeout(20):
+            while not path.exists() or path.stat().st_size < 30_000:  # noqa: ASYNC110 - another process writes it
+                await asyncio.sleep(0.1)  # until a few 8 KiB chunks are written
         proc.send_signal(signal.SIGKILL)
         await proc.wait()
     finally:
         await demo.stop()
     code, out, err = await hwgateway("record", "--recover", str(path))
     assert code == 0, err
-    assert "incomplete" in out and "last whole chunk" in out, out
+    assert "incomplete" in out, out
+    assert "last whole chunk" in out, out
     recovered = int(out.splitlines()[1].split()[0])
     assert recovered > 100
     fixed = tmp_path / "fixed.mcap"
     code, out, err = await hwgateway("record", "--recover", str(path), "-o", str(fixed))
-    assert code == 0 and "repaired copy" in out, err
-    counts, messages, _ = python_read(fixed)
+    assert code == 0, err
+    assert "repaired copy" in out, out
+    _, messages, _ = python_read(fixed)
     assert len(messages) == recovered
     assert node_read(fixed)["total"] == recovered
 
@@ -149,34 +155,42 @@ async def test_bad_files_are_refused_with_clear_errors(tmp_path: Path, recording
     text.write_text("not an mcap file\n" * 10)
     for args in (["record", "--recover", str(text)], ["replay", str(text)]):
         code, _, err = await hwgateway(*args)
-        assert code == 3 and "not a readable MCAP file" in err and "InvalidMagic" in err, err
+        assert code == 3, err
+        assert "not a readable MCAP file" in err, err
+        assert "InvalidMagic" in err, err
     code, _, err = await hwgateway("replay", str(tmp_path / "missing.mcap"))
-    assert code == 3 and "No such file" in err, err
+    assert code == 3, err
+    assert "No such file" in err, err
     good = recording.read_bytes()
     corrupt = tmp_path / "corrupt.mcap"
     middle = len(good) // 2
     corrupt.write_bytes(good[:middle] + bytes(b ^ 0xFF for b in good[middle : middle + 64]) + good[middle + 64 :])
     code, out, err = await hwgateway("record", "--recover", str(corrupt))
-    assert code == 0 and "incomplete" in out, (out, err)
+    assert code == 0, err
+    assert "incomplete" in out, out
     assert 0 < int(out.splitlines()[1].split()[0]) < sum(python_read(recording)[0].values())
     truncated = tmp_path / "truncated.mcap"
     truncated.write_bytes(good[:40])  # the magic and part of the header: no chunk at all
     code, _, err = await hwgateway("record", "--recover", str(truncated))
-    assert code == 3 and "not a readable MCAP file" in err, err
+    assert code == 3, err
+    assert "not a readable MCAP file" in err, err
     code, _, err = await hwgateway("replay", str(recording), "--topics", "nothing/**")
-    assert code == 5 and "no recorded topic matches nothing/**" in err, err
+    assert code == 5, err
+    assert "no recorded topic matches nothing/**" in err, err
 
 
 async def test_record_refuses_a_pattern_matching_nothing_and_an_absent_gateway(tmp_path: Path) -> None:
     code, _, err = await hwgateway(
         "record", "-o", str(tmp_path / "x.mcap"), "--url", f"ws://127.0.0.1:{free_port()}/ws"
     )
-    assert code == 4 and "cannot reach the gateway" in err, err
+    assert code == 4, err
+    assert "cannot reach the gateway" in err, err
     gateway = await start_gateway(tmp_path, gateway_config(tmp_path))
     try:
         url = f"ws://127.0.0.1:{gateway.http_port}/ws"
         code, _, err = await hwgateway("record", "-o", str(tmp_path / "y.mcap"), "--url", url, "--topics", "nope/*")
-        assert code == 5 and "no topic matches nope/*" in err, err
+        assert code == 5, err
+        assert "no topic matches nope/*" in err, err
         assert not (tmp_path / "y.mcap").exists()
     finally:
         await gateway.stop()
@@ -205,7 +219,8 @@ async def _replayed(tmp_path: Path, path: Path, speed: float, expected: int) -> 
             client = await WsClient(ws).start()
             await client.ok("subscribe", topics=["**"])
             error = await client.error("command", device="player", type="led", data={"index": 0})
-            assert error["code"] == "unavailable" and "replays topics.mcap" in error["message"], error
+            assert error["code"] == "unavailable", error
+            assert "replays topics.mcap" in error["message"], error
             async with asyncio.timeout(60):
                 while len(received) < expected:
                     message = await client.recv(30)
@@ -239,3 +254,28 @@ async def test_replay_at_speed_1_keeps_the_relative_timing(tmp_path: Path) -> No
     ]
     assert max(abs(lag) for lag in lags) < 0.25, max(lags, key=abs)
     assert os.path.getsize(path) > 0
+
+
+async def test_demo_record_writes_a_complete_file_at_ctrl_c(tmp_path: Path) -> None:
+    path = tmp_path / "first.mcap"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway", "demo", "--http-port", str(free_port()), "--msgpack-port", str(free_port()),
+        "--unix-socket", str(tmp_path / "demo.sock"), "--log-format", "json", "--record", str(path),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        async with asyncio.timeout(20):
+            while not path.exists() or path.stat().st_size < 100:  # noqa: ASYNC110 - another process writes it
+                await asyncio.sleep(0.1)
+        await asyncio.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        out, err = await asyncio.wait_for(proc.communicate(), 20)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, err.decode()
+    assert f"{path}: " in out.decode()
+    counts, messages, _ = python_read(path)  # a complete file: its summary is there
+    assert counts["sim-pad/state"] > 10
+    assert len(messages) == sum(counts.values())

@@ -8,8 +8,14 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from gateway.config import Config
+
+if TYPE_CHECKING:
+    from gateway.app import Gateway
 from gateway.record import EXIT_BAD_FILE, EXIT_NO_TOPICS, EXIT_USAGE
 from gateway.record.sink import COMPRESSIONS, DEFAULT_CHUNK_BYTES, DEFAULT_QUEUE
 
@@ -109,3 +115,32 @@ def run_replay(args: argparse.Namespace) -> int:
     from gateway.app import serve
 
     return asyncio.run(serve(config))
+
+
+async def serve_and_record(config: Config, output: str, on_listening: Callable[[Gateway], None]) -> int:
+    """`hwgateway demo --record FILE`: run the gateway and record its whole bus until it stops."""
+    from gateway.app import serve
+    from gateway.record.recorder import RecordError, RecordOptions, record
+
+    listening = asyncio.Event()
+
+    def started(gateway: Gateway) -> None:
+        on_listening(gateway)
+        listening.set()
+
+    gateway = asyncio.create_task(serve(config, started))
+    await asyncio.wait({gateway, asyncio.ensure_future(listening.wait())}, return_when=asyncio.FIRST_COMPLETED)
+    if gateway.done():
+        return gateway.result()
+    host, port = config.server.host, config.server.http_port
+    stop = asyncio.Event()
+    recording = asyncio.create_task(record(RecordOptions(output=output, url=f"ws://{host}:{port}/ws"), stop))
+    code = await gateway
+    stop.set()
+    try:
+        summary = await recording
+    except RecordError as error:
+        print(f"hwgateway demo: recording failed: {error}", file=sys.stderr)
+        return code or error.exit_code
+    print(f"{output}: {summary.messages} messages on {summary.topics} channels; {summary.dropped} dropped", flush=True)
+    return code
