@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gateway.config import Config
+from gateway.record import EXIT_BAD_FILE, EXIT_NO_TOPICS, EXIT_USAGE
+from gateway.record.sink import COMPRESSIONS, DEFAULT_CHUNK_BYTES, DEFAULT_QUEUE
 
 if TYPE_CHECKING:
     from gateway.app import Gateway
-from gateway.record import EXIT_BAD_FILE, EXIT_NO_TOPICS, EXIT_USAGE
-from gateway.record.sink import COMPRESSIONS, DEFAULT_CHUNK_BYTES, DEFAULT_QUEUE
 
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
