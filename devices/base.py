@@ -40,6 +40,10 @@ class DeviceContext:
         """Publish `message` on `<device_id>/<stream>`; `stamp` is device time in s since the epoch."""
         self._bus.publish(self._prefix + stream, message, stamp)
 
+    def publish_topic(self, topic: str, message: Any, stamp: float | None = None) -> None:
+        """Publish `message` on a full topic name (the replay device keeps the recorded device ids)."""
+        self._bus.publish(topic, message, stamp)
+
     def set_status(self, status: DeviceStatus, detail: str = "") -> None:
         """Report availability: call with "connected" once the device answers."""
         self._on_status(status, detail)

@@ -13,6 +13,7 @@ _KINDS: dict[str, str] = {
     "kortex": "devices.kortex.adapter:KortexAdapter",
     "lego_hub": "devices.lego.adapter:LegoHubAdapter",
     "microbit": "devices.microbit.adapter:MicrobitAdapter",
+    "replay": "devices.replay.adapter:ReplayAdapter",
     "sim": "devices.sim.controller:SimController",
     "wiimote": "devices.wiimote.adapter:WiimoteAdapter",
 }

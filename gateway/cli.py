@@ -55,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--unix-socket", help="msgpack Unix socket path (default: a per-user temporary path)")
     demo.add_argument("--rosbridge-port", type=int, help="rosbridge v2 WebSocket port (default 9090)")
     demo.add_argument("--foxglove-port", type=int, help="Foxglove WebSocket port (default 8765)")
+    demo.add_argument("--record", metavar="FILE", help="also record the whole bus to this MCAP file")
     logging_options(demo)
 
     check = commands.add_parser("check-config", help="validate a configuration file, report every error, exit")
@@ -64,6 +65,15 @@ def _parser() -> argparse.ArgumentParser:
         "hash-token", help="print the [auth.tokens.<name>] hash of a token read from standard input"
     )
     hash_token.add_argument("--generate", action="store_true", help="make a new random token and print it too")
+
+    from gateway.record import cli as record_cli
+
+    record_cli.add_record_arguments(
+        commands.add_parser("record", help="record a running gateway's bus to an MCAP file")
+    )
+    replay = commands.add_parser("replay", help="run a gateway that replays an MCAP recording")
+    record_cli.add_replay_arguments(replay)
+    logging_options(replay)
 
     aseba = commands.add_parser("aseba", help="Aseba tools")
     aseba_commands = aseba.add_subparsers(dest="aseba_command", required=True, metavar="TOOL")
@@ -162,6 +172,10 @@ def main(argv: list[str] | None = None) -> int:
         status, text = aseba_compile.run(args)
         print(text, file=sys.stderr if status else sys.stdout)
         return status
+    if args.command in ("record", "replay"):
+        from gateway.record import cli as record_cli
+
+        return record_cli.run_record(args) if args.command == "record" else record_cli.run_replay(args)
     if args.command == "hash-token":
         return _hash_token(args.generate)
     try:
@@ -176,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         _print_config_error(error)
         return EXIT_CONFIG_ERROR
     logs.configure(args.log_level or config.logging.level, args.log_format or config.logging.format)
+    if args.command == "demo" and args.record:
+        from gateway.record import cli as record_cli
+
+        return asyncio.run(record_cli.serve_and_record(config, args.record, _print_demo_banner))
     from gateway.app import serve  # after logging is configured
 
     return asyncio.run(serve(config, _print_demo_banner if args.command == "demo" else None))

@@ -1,0 +1,220 @@
+"""Recorder benchmark: the gateway serving 50 WebSocket clients, with and without `hwgateway record`.
+
+One gateway (`python -m gateway run`) with a simulated Wii Remote publishing `wiimote/State` on
+`wii/state` at `--rate` Hz (1,000). This process holds `--clients` WebSocket clients subscribed to it.
+Phases of `--seconds` each, in the same run: without the recorder, with it (a separate
+`hwgateway record` process on `wii/state`), and without it again. Per phase: fan-out latency (client
+receive time minus the sample's `recv_stamp`, same host clock) p50/p99; the gateway's event-loop lag
+(`hwgw_event_loop_lag_seconds`, sampled every 0.25 s) p50/p99; gateway CPU; with the recorder its CPU
+per message written, the messages written and dropped and the file size.
+
+Run:  scripts/loopback-only.sh .venv/bin/python bench/record.py [--seconds 60] [--clients 50] [--rate 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import re
+import signal
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import psutil
+
+HOST = "127.0.0.1"
+TOPIC = "wii/state"
+_CLIENTS = [0]  # set by main: the number of clients, for the per-client rate
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _config(workdir: Path, port: int, rate: float) -> Path:
+    path = workdir / "bench.toml"
+    path.write_text(
+        f'[server]\nhost = "{HOST}"\nhttp_port = {port}\nmsgpack_port = -1\nunix_socket = ""\n\n'
+        f'[logging]\nlevel = "warning"\n\n[devices.wii]\nkind = "wiimote"\ntransport = "sim"\nsim_rate_hz = {rate}\n'
+    )
+    return path
+
+
+def _megabytes(path: Path | None) -> float:
+    """The size of the recording (MB; 0 when none was written)."""
+    return path.stat().st_size / 1e6 if path is not None and path.exists() else 0.0
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def _client(url: str, latencies: list[float], ready: asyncio.Event, count: list[int]) -> None:
+    async with aiohttp.ClientSession() as http, http.ws_connect(url) as ws:
+        await ws.send_str(json.dumps({"op": "subscribe", "id": 1, "topics": [TOPIC]}))
+        count[0] += 1
+        if count[0] >= count[1]:
+            ready.set()
+        async for message in ws:
+            now = time.time()
+            data = orjson.loads(message.data)
+            if data.get("op") == "state":
+                latencies.append(now - data["recv_stamp"])
+
+
+async def _lag_sampler(port: int, lags: list[float]) -> None:
+    pattern = re.compile(r"^hwgw_event_loop_lag_seconds (\S+)$", re.M)
+    async with aiohttp.ClientSession() as http:
+        while True:
+            async with http.get(f"http://{HOST}:{port}/metrics") as response:
+                match = pattern.search(await response.text())
+            if match:
+                lags.append(float(match.group(1)))
+            await asyncio.sleep(0.25)
+
+
+async def _phase(
+    name: str, port: int, gateway: psutil.Process, seconds: float, latencies: list[float], record_to: Path | None
+) -> dict[str, Any]:
+    latencies.clear()
+    lags: list[float] = []
+    sampler = asyncio.create_task(_lag_sampler(port, lags))
+    recorder = None
+    if record_to is not None:
+        recorder = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "gateway",
+            "record",
+            "-o",
+            str(record_to),
+            "--url",
+            f"ws://{HOST}:{port}/ws",
+            "--topics",
+            TOPIC,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        async with asyncio.timeout(30):  # the file appears once the recorder has subscribed
+            while not _megabytes(record_to):  # noqa: ASYNC110 - another process writes it
+                await asyncio.sleep(0.1)
+        latencies.clear()
+    cpu0 = gateway.cpu_times()
+    rec_proc = psutil.Process(recorder.pid) if recorder else None
+    rec0 = rec_proc.cpu_times() if rec_proc else None
+    started = time.monotonic()
+    await asyncio.sleep(seconds)
+    elapsed = time.monotonic() - started
+    cpu1 = gateway.cpu_times()
+    result: dict[str, Any] = {
+        "phase": name,
+        "samples": len(latencies),
+        "per_client_msg_s": len(latencies) / elapsed / max(1, _CLIENTS[0]),
+        "fanout_p50_ms": _pct(latencies, 0.5) * 1e3,
+        "fanout_p99_ms": _pct(latencies, 0.99) * 1e3,
+        "loop_lag_p50_ms": _pct(lags, 0.5) * 1e3,
+        "loop_lag_p99_ms": _pct(lags, 0.99) * 1e3,
+        "gateway_cpu_pct": 100 * ((cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)) / elapsed,
+    }
+    sampler.cancel()
+    if recorder is not None and rec_proc is not None and rec0 is not None:
+        rec1 = rec_proc.cpu_times()
+        recorder.send_signal(signal.SIGINT)
+        out, err = await recorder.communicate()
+        line = out.decode().strip()
+        match = re.search(r": (\d+) messages .*; (\d+) dropped", line)
+        written = int(match.group(1)) if match else 0
+        result.update(
+            {
+                "recorder_line": line or err.decode()[-300:],
+                "recorder_cpu_pct": 100 * ((rec1.user + rec1.system) - (rec0.user + rec0.system)) / elapsed,
+                "recorder_cpu_us_per_msg": 1e6
+                * ((rec1.user + rec1.system) - (rec0.user + rec0.system))
+                / max(written, 1),
+                "written": written,
+                "dropped": int(match.group(2)) if match else -1,
+                "file_mb": _megabytes(record_to),
+            }
+        )
+    return result
+
+
+async def main(args: argparse.Namespace) -> int:
+    _CLIENTS[0] = args.clients
+    workdir = Path(tempfile.mkdtemp(prefix="hwgw-bench-record-"))
+    port = _free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gateway",
+        "run",
+        "--config",
+        str(_config(workdir, port, args.rate)),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        async with asyncio.timeout(20):
+            while True:
+                with contextlib.suppress(OSError):
+                    _, writer = await asyncio.open_connection(HOST, port)
+                    writer.close()
+                    break
+                await asyncio.sleep(0.1)
+        gateway = psutil.Process(proc.pid)
+        latencies: list[float] = []
+        ready = asyncio.Event()
+        count = [0, args.clients]
+        clients = [
+            asyncio.create_task(_client(f"ws://{HOST}:{port}/ws", latencies, ready, count)) for _ in range(args.clients)
+        ]
+        await asyncio.wait_for(ready.wait(), 30)
+        await asyncio.sleep(2.0)  # warm up
+        results = []
+        for name, record in (("without", False), ("with recorder", True), ("without again", False)):
+            results.append(
+                await _phase(name, port, gateway, args.seconds, latencies, workdir / "bench.mcap" if record else None)
+            )
+            print(json.dumps(results[-1]), flush=True)
+        for task in clients:
+            task.cancel()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await proc.wait()
+    print(f"\n{args.clients} clients, {TOPIC} asked at {args.rate:g} Hz, {args.seconds:g} s per phase")
+    print("delivered per client: " + ", ".join(f"{r['phase']} {r['per_client_msg_s']:.0f} msg/s" for r in results))
+    print("| phase | fan-out p50 ms | fan-out p99 ms | loop lag p50 ms | loop lag p99 ms | gateway CPU % |")
+    print("|---|---|---|---|---|---|")
+    for r in results:
+        print(
+            f"| {r['phase']} | {r['fanout_p50_ms']:.2f} | {r['fanout_p99_ms']:.2f} | {r['loop_lag_p50_ms']:.2f} | "
+            f"{r['loop_lag_p99_ms']:.2f} | {r['gateway_cpu_pct']:.1f} |"
+        )
+    rec = results[1]
+    print(
+        f"recorder: {rec['written']} written, {rec['dropped']} dropped, {rec['file_mb']:.2f} MB, "
+        f"{rec['recorder_cpu_pct']:.1f} % CPU, {rec['recorder_cpu_us_per_msg']:.1f} µs CPU per message"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--rate", type=float, default=1000.0)
+    sys.exit(asyncio.run(main(parser.parse_args())))

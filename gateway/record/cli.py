@@ -1,0 +1,146 @@
+"""The `record` and `replay` subcommands: their arguments and what they run."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gateway.config import Config
+from gateway.record import EXIT_BAD_FILE, EXIT_NO_TOPICS, EXIT_USAGE
+from gateway.record.sink import COMPRESSIONS, DEFAULT_CHUNK_BYTES, DEFAULT_QUEUE
+
+if TYPE_CHECKING:
+    from gateway.app import Gateway
+
+
+def add_record_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `hwgateway record`."""
+    from gateway.record.recorder import DEFAULT_URL
+
+    parser.add_argument("-o", "--output", help="the MCAP file to write")
+    parser.add_argument("--url", default=DEFAULT_URL, help=f"the gateway's WebSocket (default {DEFAULT_URL})")
+    parser.add_argument("--topics", nargs="+", default=["**"], metavar="PATTERN", help="topic patterns (default **)")
+    parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: at Ctrl-C)")
+    parser.add_argument("--token", help="auth token (default: $HWGW_TOKEN)")
+    parser.add_argument("--compression", choices=sorted(COMPRESSIONS), default="zstd", help="chunk compression")
+    parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_BYTES, metavar="BYTES", help="chunk size")
+    parser.add_argument("--queue", type=int, default=DEFAULT_QUEUE, help="writer queue length (full: samples dropped)")
+    parser.add_argument(
+        "--recover", metavar="FILE", help="report what FILE holds (a killed recording); with -o, repair it"
+    )
+
+
+def run_record(args: argparse.Namespace) -> int:
+    """`hwgateway record`."""
+    if args.recover:
+        from gateway.record import recover
+
+        return recover.run(args.recover, args.output)
+    if not args.output:
+        print("hwgateway record: -o FILE.mcap is required", file=sys.stderr)
+        return EXIT_USAGE
+    if (args.duration is not None and args.duration <= 0) or args.chunk_size < 1024 or args.queue < 1:
+        print("hwgateway record: --duration, --chunk-size (>= 1024) and --queue must be positive", file=sys.stderr)
+        return EXIT_USAGE
+    from gateway.record.recorder import RecordOptions, run
+
+    options = RecordOptions(
+        output=args.output, url=args.url, patterns=tuple(args.topics), duration_s=args.duration, token=args.token,
+        compression=args.compression, chunk_bytes=args.chunk_size, queue_size=args.queue,
+        progress=sys.stderr.isatty(),
+    )  # fmt: skip
+    return run(options)
+
+
+def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `hwgateway replay`."""
+    parser.add_argument("file", help="an MCAP file written by `hwgateway record`")
+    parser.add_argument("--speed", type=float, default=1.0, help="playback rate (default 1.0)")
+    parser.add_argument("--loop", action="store_true", help="start again at the end")
+    parser.add_argument("--topics", nargs="+", default=["**"], metavar="PATTERN", help="recorded topics to play")
+    parser.add_argument("--prefix", default="", help='put in front of every topic (e.g. "replay/")')
+    parser.add_argument("--delay", type=float, default=0.0, metavar="S", help="wait S seconds before playing")
+    parser.add_argument("--device-id", default="replay", help="the replay device's id (default replay)")
+    parser.add_argument("--http-port", type=int, default=8470, help="HTTP/WebSocket port (default 8470)")
+    parser.add_argument("--msgpack-port", type=int, default=8471, help="msgpack TCP port (default 8471, -1: off)")
+    parser.add_argument("--unix-socket", help="msgpack Unix socket path (default: a per-user temporary path)")
+
+
+def _replay_config_text(args: argparse.Namespace) -> str:
+    unix = args.unix_socket or str(Path(tempfile.gettempdir()) / f"hwgateway-replay-{os.getuid()}.sock")
+    # JSON strings are valid TOML basic strings, which keeps odd paths and patterns intact
+    return (
+        f'[server]\nhost = "127.0.0.1"\nhttp_port = {args.http_port}\nmsgpack_port = {args.msgpack_port}\n'
+        f"unix_socket = {json.dumps(unix)}\n\n"
+        f'[devices.{json.dumps(args.device_id)}]\nkind = "replay"\n'
+        f"file = {json.dumps(str(Path(args.file).resolve()))}\n"
+        f"speed = {args.speed!r}\nloop = {'true' if args.loop else 'false'}\n"
+        f"topics = {json.dumps(args.topics)}\nprefix = {json.dumps(args.prefix)}\n"
+        f"delay_s = {args.delay!r}\n"
+    )
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """`hwgateway replay`: a gateway whose one device plays the file."""
+    from gateway import logs
+    from gateway.config import loads
+    from gateway.errors import ConfigError
+    from gateway.record.recover import BadRecording
+    from gateway.record.replay_source import load
+    from gateway.topics import matches
+
+    try:
+        recorded = load(args.file)
+    except BadRecording as error:
+        print(f"hwgateway replay: {error}", file=sys.stderr)
+        return EXIT_BAD_FILE
+    if not any(matches(p, m.topic) for m in recorded for p in args.topics):
+        print(f"hwgateway replay: no recorded topic matches {' '.join(args.topics)}", file=sys.stderr)
+        return EXIT_NO_TOPICS
+    try:
+        config = loads(_replay_config_text(args))
+    except ConfigError as error:
+        print(f"hwgateway replay: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    logs.configure(args.log_level or config.logging.level, args.log_format or config.logging.format)
+    print(f"hwgateway replay: {len(recorded)} messages of {args.file} at {args.speed}x on ws://127.0.0.1:{args.http_port}/ws",
+          flush=True)  # fmt: skip
+    from gateway.app import serve
+
+    return asyncio.run(serve(config))
+
+
+async def serve_and_record(config: Config, output: str, on_listening: Callable[[Gateway], None]) -> int:
+    """`hwgateway demo --record FILE`: run the gateway and record its whole bus until it stops."""
+    from gateway.app import serve
+    from gateway.record.recorder import RecordError, RecordOptions, record
+
+    listening = asyncio.Event()
+
+    def started(gateway: Gateway) -> None:
+        on_listening(gateway)
+        listening.set()
+
+    gateway = asyncio.create_task(serve(config, started))
+    await asyncio.wait({gateway, asyncio.ensure_future(listening.wait())}, return_when=asyncio.FIRST_COMPLETED)
+    if gateway.done():
+        return gateway.result()
+    host, port = config.server.host, config.server.http_port
+    stop = asyncio.Event()
+    recording = asyncio.create_task(record(RecordOptions(output=output, url=f"ws://{host}:{port}/ws"), stop))
+    code = await gateway
+    stop.set()
+    try:
+        summary = await recording
+    except RecordError as error:
+        print(f"hwgateway demo: recording failed: {error}", file=sys.stderr)
+        return code or error.exit_code
+    print(f"{output}: {summary.messages} messages on {summary.topics} channels; {summary.dropped} dropped", flush=True)
+    return code

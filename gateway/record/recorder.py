@@ -1,0 +1,239 @@
+"""`hwgateway record`: a client of a running gateway that writes what it receives to an MCAP file.
+
+One channel per topic (`json` messages, `jsonschema` schemas from `describe`), log time = the gateway's
+receive time (`recv_stamp`), publish time = the device stamp, sequence = `seq`; availability changes on
+`_gateway/device`; a `hwgateway` metadata record with the gateway version and device list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import aiohttp
+
+from gateway.record import EXIT_CONNECT, EXIT_NO_TOPICS, EXIT_OK
+from gateway.record.sink import DEFAULT_CHUNK_BYTES, DEFAULT_QUEUE, McapSink
+
+DEFAULT_URL = "ws://127.0.0.1:8470/ws"
+DEVICE_TOPIC = "_gateway/device"
+DEVICE_TYPE = "hwgateway/DeviceEvent"
+DEVICE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "device": {"type": "string"},
+        "kind": {"type": "string"},
+        "status": {"type": "string", "enum": ["connecting", "connected", "disconnected", "stopped"]},
+        "detail": {"type": "string"},
+        "stamp": {"type": "number"},
+        "locked_by": {"type": ["string", "null"]},
+    },
+}
+_PROGRESS_INTERVAL_S = 0.5
+
+
+class RecordError(Exception):
+    """Recording could not start; `exit_code` is the command's exit status."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True, slots=True)
+class RecordOptions:
+    """What to record: `url` of the gateway's /ws, topic `patterns`, `duration_s` (None: until stopped)."""
+
+    output: str
+    url: str = DEFAULT_URL
+    patterns: tuple[str, ...] = ("**",)
+    duration_s: float | None = None
+    token: str | None = None
+    compression: str = "zstd"
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
+    queue_size: int = DEFAULT_QUEUE
+    progress: bool = False
+
+
+@dataclass(slots=True)
+class RecordSummary:
+    """What a recording wrote: messages, dropped samples (queue full), topics and file bytes."""
+
+    messages: int
+    dropped: int
+    topics: int
+    bytes: int
+    seconds: float
+
+
+def _ns(seconds: float) -> int:
+    return round(seconds * 1e9)
+
+
+class _Session:
+    """Requests with ids over one WebSocket; pushes that arrive meanwhile are kept in order."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.ws = ws
+        self.pushed: list[dict[str, Any]] = []
+        self._ids = itertools.count(1)
+
+    async def receive(self) -> dict[str, Any] | None:
+        message = await self.ws.receive()
+        if message.type != aiohttp.WSMsgType.TEXT:
+            return None
+        decoded: dict[str, Any] = json.loads(message.data)
+        return decoded
+
+    async def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        """Send one request and return its result's data; raise RecordError on an error result."""
+        request_id = next(self._ids)
+        await self.ws.send_str(json.dumps({"op": op, "id": request_id, **fields}))
+        while True:
+            message = await self.receive()
+            if message is None:
+                raise RecordError(f"the gateway closed the connection during {op}", EXIT_CONNECT)
+            if message.get("op") == "result" and message.get("id") == request_id:
+                if not message["ok"]:
+                    error = message["error"]
+                    raise RecordError(f"{op} refused: {error['code']}: {error['message']}", EXIT_CONNECT)
+                data: dict[str, Any] = message["data"]
+                return data
+            self.pushed.append(message)
+
+
+async def _schemas(session: _Session, devices: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The JSON Schema of every message type the devices publish."""
+    schemas: dict[str, dict[str, Any]] = {DEVICE_TYPE: DEVICE_SCHEMA}
+    for type_ in sorted({t for device in devices for t in device.get("publishes", [])}):
+        schemas[type_] = (await session.request("describe", type=type_))["schema"]
+    return schemas
+
+
+def _progress(sink: McapSink, started: float) -> None:
+    elapsed = max(time.monotonic() - started, 1e-9)
+    sys.stderr.write(
+        f"\rrecording {sink.path.name}: {sink.written} messages, {sink.bytes_written / 1e6:.2f} MB, "
+        f"{sink.written / elapsed:.0f} msg/s, {sink.dropped} dropped   "
+    )
+    sys.stderr.flush()
+
+
+def _handle(sink: McapSink, message: dict[str, Any]) -> bool:
+    """Queue one pushed message; False when the gateway said it closes."""
+    op = message.get("op")
+    if op == "state":
+        data = json.dumps(message["data"], separators=(",", ":")).encode()
+        sink.message(
+            message["topic"], message["type"], _ns(message["recv_stamp"]), _ns(message["stamp"]), message["seq"], data
+        )
+    elif op == "device":
+        event = {key: value for key, value in message.items() if key != "op"}
+        stamp = _ns(float(event.get("stamp", time.time())))
+        sink.message(DEVICE_TOPIC, DEVICE_TYPE, stamp, stamp, 0, json.dumps(event).encode())
+    return op != "close"
+
+
+async def record(options: RecordOptions, stop: asyncio.Event | None = None) -> RecordSummary:
+    """Record until `duration_s`, `stop` is set, or the gateway closes; raise RecordError if it cannot start."""
+    stop = stop or asyncio.Event()
+    try:
+        async with aiohttp.ClientSession() as http, http.ws_connect(options.url, max_msg_size=0) as ws:
+            return await _record_on(_Session(ws), options, stop)
+    except (aiohttp.ClientError, OSError) as error:
+        raise RecordError(f"cannot reach the gateway at {options.url}: {error}", EXIT_CONNECT) from None
+
+
+async def _record_on(session: _Session, options: RecordOptions, stop: asyncio.Event) -> RecordSummary:
+    hello = await session.receive()
+    if hello is None or hello.get("op") != "hello":
+        raise RecordError(f"{options.url} is not a hwgateway WebSocket (first message {hello!r})", EXIT_CONNECT)
+    if hello.get("auth_required"):
+        if not options.token:
+            raise RecordError("the gateway needs a token: pass --token or set HWGW_TOKEN", EXIT_CONNECT)
+        await session.request("auth", token=options.token)
+    devices = (await session.request("list_devices"))["devices"]
+    schemas = await _schemas(session, devices)
+    subscribed = await session.request("subscribe", topics=list(options.patterns))
+    if not subscribed["topics"]:
+        raise RecordError(f"no topic matches {' '.join(options.patterns)}", EXIT_NO_TOPICS)
+    sink = McapSink(options.output, schemas, options.compression, options.chunk_bytes, options.queue_size)
+    sink.metadata(
+        "hwgateway",
+        {
+            "gateway_version": str(hello.get("version", "")),
+            "protocol": str(hello.get("protocol", "")),
+            "url": options.url,
+            "patterns": json.dumps(list(options.patterns)),
+            "devices": json.dumps(devices),
+            "started": f"{time.time():.6f}",
+        },
+    )
+    started = time.monotonic()
+    deadline = None if options.duration_s is None else started + options.duration_s
+    try:
+        for message in session.pushed:
+            _handle(sink, message)
+        await _pump(session, sink, stop, deadline, options.progress, started)
+    finally:
+        if options.progress:
+            _progress(sink, started)
+            sys.stderr.write("\n")
+        await asyncio.to_thread(sink.close)
+    return RecordSummary(sink.written, sink.dropped, sink.channels, sink.bytes_written, time.monotonic() - started)
+
+
+async def _pump(
+    session: _Session, sink: McapSink, stop: asyncio.Event, deadline: float | None, progress: bool, started: float
+) -> None:
+    stopping = asyncio.ensure_future(stop.wait())
+    next_progress = started
+    try:
+        while not stop.is_set():
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                return
+            if progress and now >= next_progress:
+                _progress(sink, started)
+                next_progress = now + _PROGRESS_INTERVAL_S
+            wait = _PROGRESS_INTERVAL_S if deadline is None else min(_PROGRESS_INTERVAL_S, deadline - now)
+            receiving = asyncio.ensure_future(session.receive())
+            done, _ = await asyncio.wait({receiving, stopping}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            if receiving not in done:
+                receiving.cancel()
+                continue
+            message = receiving.result()
+            if message is None or not _handle(sink, message):
+                return
+    finally:
+        stopping.cancel()
+
+
+def run(options: RecordOptions) -> int:
+    """Run a recording from the command line (Ctrl-C or SIGTERM ends it cleanly); return the exit code."""
+    options = replace(options, token=options.token or os.environ.get("HWGW_TOKEN"))
+
+    async def main() -> RecordSummary:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        return await record(options, stop)
+
+    try:
+        summary = asyncio.run(main())
+    except RecordError as error:
+        print(f"hwgateway record: {error}", file=sys.stderr)
+        return error.exit_code
+    print(
+        f"{options.output}: {summary.messages} messages on {summary.topics} channels, "
+        f"{summary.bytes / 1e6:.2f} MB in {summary.seconds:.1f} s; {summary.dropped} dropped (writer queue full)"
+    )
+    return EXIT_OK

@@ -1,0 +1,141 @@
+"""Read what an MCAP file holds, also a truncated one (a killed recorder), and write a repaired copy.
+
+The reader streams records from the start, so a file cut anywhere yields every message of its complete
+chunks; a file that does not start with the MCAP magic, or whose records are garbage, is refused with
+a clear message.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from mcap.records import Channel, Footer, Message, Metadata, Schema
+from mcap.stream_reader import StreamReader
+from mcap.writer import CompressionType, Writer
+
+from gateway.record import EXIT_BAD_FILE, EXIT_OK
+
+
+class BadRecording(Exception):
+    """The file is not MCAP, or nothing of it can be read."""
+
+
+@dataclass(slots=True)
+class Contents:
+    """What could be read: per-topic message counts, schemas, channels, and why reading stopped."""
+
+    schemas: dict[int, Schema] = field(default_factory=dict)
+    channels: dict[int, Channel] = field(default_factory=dict)
+    counts: Counter[str] = field(default_factory=Counter)
+    metadata: list[Metadata] = field(default_factory=list)
+    complete: bool = False
+    stopped_by: str = ""
+    first_ns: int | None = None
+    last_ns: int | None = None
+
+    @property
+    def messages(self) -> int:
+        """Messages read."""
+        return sum(self.counts.values())
+
+
+def _stream(file: BinaryIO, contents: Contents) -> Iterator[Message]:
+    """Yield the messages of `file` in file order, filling `contents`; stop quietly at a bad tail."""
+    reader = StreamReader(file, skip_magic=False, emit_chunks=False, validate_crcs=True)
+    try:
+        for record in reader.records:
+            if isinstance(record, Schema):
+                contents.schemas[record.id] = record
+            elif isinstance(record, Channel):
+                contents.channels[record.id] = record
+            elif isinstance(record, Metadata):
+                contents.metadata.append(record)
+            elif isinstance(record, Message):
+                channel = contents.channels.get(record.channel_id)
+                contents.counts[channel.topic if channel else f"#{record.channel_id}"] += 1
+                contents.first_ns = min(record.log_time, contents.first_ns or record.log_time)
+                contents.last_ns = max(record.log_time, contents.last_ns or 0)
+                yield record
+            elif isinstance(record, Footer):
+                contents.complete = True
+    except Exception as error:  # hostile bytes raise McapError, ValueError, struct or zstd errors: all end the read
+        contents.stopped_by = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    if not contents.complete and not contents.stopped_by:
+        contents.stopped_by = "the file ends before its footer"
+
+
+def read(path: str | Path) -> Contents:
+    """Everything readable in `path`; raise BadRecording when it is not an MCAP file at all."""
+    contents = Contents()
+    with open(path, "rb") as file:
+        for _ in _stream(file, contents):
+            pass
+    _check_readable(path, contents)
+    return contents
+
+
+def _check_readable(path: str | Path, contents: Contents) -> None:
+    if not contents.complete and not contents.channels and not contents.messages:
+        raise BadRecording(f"{path}: not a readable MCAP file ({contents.stopped_by})")
+
+
+def repair(source: str | Path, target: str | Path) -> Contents:
+    """Copy every readable message of `source` (schemas, channels, metadata) into a complete `target`."""
+    contents = Contents()
+    with open(source, "rb") as file, open(target, "wb") as out:
+        writer = Writer(out, compression=CompressionType.ZSTD)
+        writer.start(profile="", library="hwgateway recover")
+        schema_ids: dict[int, int] = {}
+        channel_ids: dict[int, int] = {}
+        for message in _stream(file, contents):
+            channel_id = channel_ids.get(message.channel_id)
+            if channel_id is None:
+                channel = contents.channels[message.channel_id]
+                schema = contents.schemas.get(channel.schema_id)
+                if schema is not None and schema.id not in schema_ids:
+                    schema_ids[schema.id] = writer.register_schema(schema.name, schema.encoding, schema.data)
+                channel_id = channel_ids[message.channel_id] = writer.register_channel(
+                    channel.topic, channel.message_encoding, schema_ids.get(channel.schema_id, 0), channel.metadata
+                )
+            writer.add_message(channel_id, message.log_time, message.data, message.publish_time, message.sequence)
+        for metadata in contents.metadata:
+            writer.add_metadata(metadata.name, metadata.metadata)
+        writer.finish()  # type: ignore[no-untyped-call]
+    _check_readable(source, contents)
+    return contents
+
+
+def describe(path: str | Path, contents: Contents) -> str:
+    """A human summary: messages per topic, time span, and whether the file was complete."""
+    span = (
+        0.0 if contents.first_ns is None or contents.last_ns is None else (contents.last_ns - contents.first_ns) / 1e9
+    )
+    state = (
+        "complete" if contents.complete else f"incomplete ({contents.stopped_by}); recovered up to the last whole chunk"
+    )
+    lines = [f"{path}: {state}", f"  {contents.messages} messages on {len(contents.channels)} channels, {span:.2f} s"]
+    lines += [f"  {topic}: {count}" for topic, count in sorted(contents.counts.items())]
+    return "\n".join(lines)
+
+
+def run(path: str, output: str | None) -> int:
+    """`hwgateway record --recover FILE [-o OUT]`: say what is readable; with OUT, write a repaired copy."""
+    try:
+        contents = repair(path, output) if output else read(path)
+    except BadRecording as error:
+        if output:
+            Path(output).unlink(missing_ok=True)
+        print(f"hwgateway record: {error}", file=sys.stderr)
+        return EXIT_BAD_FILE
+    except OSError as error:
+        print(f"hwgateway record: {path}: {error.strerror}", file=sys.stderr)
+        return EXIT_BAD_FILE
+    print(describe(path, contents))
+    if output:
+        print(f"  repaired copy written to {output}")
+    return EXIT_OK
