@@ -606,13 +606,13 @@ async def test_dashboard_reads_well_on_a_desktop_and_a_phone(tmp_path: Path, bro
         assert await page.evaluate("document.documentElement.scrollHeight") < 1000
         await screenshot(page, "dashboard-demo-collapsed-1280x800.png")
         await page.reload()  # remembered in this browser
-        await expect(page.locator("section.device.collapsed")).to_have_count(6)
+        await expect(page.locator("section.device.collapsed")).to_have_count(DEMO_DEVICES)
         await page.get_by_role("button", name="Expand all").click()
         await expect(page.locator("section.device.collapsed")).to_have_count(0)
 
         # The gateway goes away: nobody knows how the devices are, and their controls are off.
         assert await gateway.stop() == 0
-        await expect(page.locator("section.device .status")).to_have_text(["unknown"] * 6)
+        await expect(page.locator("section.device .status")).to_have_text(["unknown"] * DEMO_DEVICES)
         await expect(page.locator('[data-device="sim-pad"] .controls button').first).to_be_disabled()
         await expect(page.locator('[data-device="sim-pad"] .disabled-reason')).to_have_text(
             "Commands are off: no connection to the gateway."
