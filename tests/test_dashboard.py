@@ -658,3 +658,41 @@ async def test_a_device_lock_shows_on_its_card(tmp_path: Path, browser: Browser)
         await page.close()
     finally:
         assert await gateway.stop() == 0
+
+
+THYMIO_DEVICE = '[devices.thymio]\nkind = "aseba"\nsimulate = true\n'
+#: A script that emits `ping` (declared 2 words) every 50 ms.
+PING_SCRIPT = "timer.period[0] = 50\n\nonevent timer0\n  emit ping [7, -3]\n"
+
+
+async def test_aseba_event_words_are_labelled_from_the_scripts_event_sizes(tmp_path: Path, browser: Browser) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, THYMIO_DEVICE))
+    try:
+        page, errors = await page_at(browser, gateway.base_url + "/", DESKTOP)
+        # The gateway's own program: each word of its `state` event named after what it holds.
+        state = page.locator('[data-topic="thymio/node/1/events/state"]')
+        keys = state.locator(".event-words .key")
+        await expect(keys).to_have_count(20)
+        await expect(keys.nth(0)).to_have_text("button.backward")
+        await expect(keys.nth(5)).to_have_text("prox.horizontal[0]")
+        await expect(keys.nth(19)).to_have_text("motor.right.speed")
+        await expect(state.locator(".event-size")).to_have_text("20 of 20 declared words")
+
+        # A script loaded after the page listed the device: its event's words from its declared size.
+        client = await connect(gateway, "ws")
+        try:
+            spec = {"source": PING_SCRIPT, "events": [{"name": "ping", "size": 2}], "load": True}
+            compiled = await client.ok("command", device="thymio", type="hwgateway/AsebaCompile", data=spec)
+            assert compiled["ok"], compiled
+            await client.ok("command", device="thymio", type="hwgateway/AsebaVMControl", data={"command": "run"})
+        finally:
+            await client.close()
+        ping = page.locator('[data-topic="thymio/node/1/events/ping"]')
+        await expect(ping.locator(".event-words .key")).to_have_text(["ping[0]", "ping[1]"])
+        await expect(ping.locator(".event-words .num")).to_have_text(["7", "-3"])
+        await expect(ping.locator(".event-size")).to_have_text("2 of 2 declared words")
+        await screenshot(page, "dashboard-aseba-events-1280x800.png")
+        assert errors == []
+        await page.close()
+    finally:
+        assert await gateway.stop() == 0

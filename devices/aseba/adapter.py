@@ -54,7 +54,7 @@ from devices.aseba import thymio
 from devices.aseba.network import AsebaNetwork, NodeError, NodeState
 from devices.aseba.options import AsebaOptions
 from devices.aseba.scripts import Script, resolve_script
-from devices.aseba.thymio_program import EVENT_ID, EVENT_SIZES, ThymioProgram, generate
+from devices.aseba.thymio_program import EVENT_ID, EVENT_SIZES, EVENT_WORDS, ThymioProgram, generate
 from devices.aseba.transport import Target, discover_usb, open_link, parse_target
 from devices.base import Adapter, Command, DeviceContext
 from devices.sim.thymio import SimulatedThymio
@@ -164,7 +164,23 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             "nodes": {str(n.id): n.name for n in nodes.values()},
             # The `node/<n>/buttons` stream's layout (the Thymio program's button order).
             "controller": {"axes": [], "buttons": list(thymio.BUTTON_NAMES)},
+            "events": {str(node_id): self.event_layouts(node_id) for node_id in sorted(self.event_names)},
         }
+
+    def event_layouts(self, node_id: int) -> list[dict[str, Any]]:
+        """The named events of the program on `node_id`, in event-id order.
+
+        Each has its name, its declared size in words (None when the program does not declare it)
+        and, for the gateway program's own events, `words`: what each word holds.
+        """
+        sizes = self.event_sizes.get(node_id, {})
+        own = node_id in self.programs
+        layouts: list[dict[str, Any]] = []
+        for name in self.event_names.get(node_id, ()):
+            words = EVENT_WORDS.get(name) if own else None
+            size = len(words) if words is not None else sizes.get(name)
+            layouts.append({"name": name, "size": size, **({"words": list(words)} if words is not None else {})})
+        return layouts
 
     # -- lifecycle ---------------------------------------------------------------------------------
 

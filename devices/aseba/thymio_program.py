@@ -95,6 +95,21 @@ STATE_VARIABLES = (
 )
 STATE_SIZE = 20
 COMM_SIZE = 15
+#: What each word of the events the robot sends holds, in order (clients label event data with it).
+EVENT_WORDS = {
+    "state": (
+        *STATE_VARIABLES[:5],
+        *(f"prox.horizontal[{i}]" for i in range(7)),
+        *(f"prox.ground.delta[{i}]" for i in range(2)),
+        *(f"acc[{i}]" for i in range(3)),
+        *STATE_VARIABLES[8:],
+    ),
+    "comm": (
+        "prox.comm.rx",
+        *(f"prox.comm.rx._payloads[{i}]" for i in range(7)),
+        *(f"prox.comm.rx._intensities[{i}]" for i in range(7)),
+    ),
+}
 #: Program variables (name, words), allocated after the node's named variables.
 PROGRAM_VARIABLES = (
     ("gw.led", 8 * len(LED_GROUPS)),

@@ -4,7 +4,7 @@
 import { Connection } from "./connection.js";
 import { createControl } from "./controls.js";
 import { h, shortType } from "./dom.js";
-import { createWidget } from "./widgets.js";
+import { createWidget, eventLayout } from "./widgets.js";
 
 /** Enough for smooth plots; the gateway coalesces faster topics to this rate per topic. */
 const MAX_RATE_HZ = 30;
@@ -289,7 +289,8 @@ ui.expandAll.addEventListener("click", () => {
 
 function capabilities(caps) {
   const parts = Object.entries(caps || {})
-    .filter(([name, value]) => value !== false && name !== "controller") // names for the widgets, not for reading
+    // names and layouts for the widgets, not for reading
+    .filter(([name, value]) => value !== false && name !== "controller" && name !== "events")
     .map(([name, value]) =>
       value === true ? name : `${name} ${typeof value === "object" ? JSON.stringify(value) : value}`,
     );
@@ -334,6 +335,22 @@ function refreshSoon() {
   }, 300);
 }
 
+const ASEBA_EVENT = "asebaros_msgs/Event";
+const relisting = new Set();
+
+/** A script loaded since the page listed `device` names events it does not know: list it again (once a burst). */
+function relistSoon(device) {
+  if (relisting.has(device.info.id)) return;
+  relisting.add(device.info.id);
+  setTimeout(async () => {
+    const listed = await connection.request("list_devices");
+    const fresh = listed.ok && listed.data.devices.find((d) => d.id === device.info.id);
+    // The widgets hold `device.info`: update it in place rather than rebuilding the card.
+    if (fresh) device.info.capabilities = fresh.capabilities;
+    setTimeout(() => relisting.delete(device.info.id), 2000);
+  }, 300);
+}
+
 // -- pushes ----------------------------------------------------------------------------------------
 
 function onPush(message) {
@@ -353,6 +370,7 @@ function onState(message) {
   const id = message.topic.slice(0, message.topic.indexOf("/"));
   const device = devices.get(id);
   if (!device) return refreshSoon();
+  if (message.type === ASEBA_EVENT && !eventLayout(device.info, message.topic)) relistSoon(device);
   let stream = device.streams.get(message.topic);
   if (!stream || stream.type !== message.type) {
     stream?.el.remove();
@@ -363,7 +381,7 @@ function onState(message) {
 }
 
 function createStream(device, message) {
-  const widget = createWidget(message.type, known.get(message.type), device.info);
+  const widget = createWidget(message.type, known.get(message.type), device.info, message.topic);
   const meta = h("span", { class: "meta" });
   const el = h(
     "div",

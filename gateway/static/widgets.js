@@ -640,6 +640,54 @@ function kortexWristCommandWidget(described) {
   };
 }
 
+/** The layout of `<id>/node/<n>/events/<name>` the device lists in `capabilities.events`, or null. */
+export function eventLayout(device, topic) {
+  const match = /\/node\/(\d+)\/events\/(.+)$/.exec(topic);
+  if (!match) return null;
+  return device?.capabilities?.events?.[match[1]]?.find((event) => event.name === match[2]) || null;
+}
+
+/** asebaros_msgs/Event: each word labelled from the script's declared event (its name, size, words). */
+function asebaEventWidget(described, device, topic) {
+  const name = topic.slice(topic.lastIndexOf("/") + 1);
+  const note = h("p", { class: "event-size" });
+  const rows = h("div", { class: "fields event-words" });
+  const fields = allFields(described);
+  const el = h("div", { class: "widget aseba-event" }, note, rows, fields.el);
+  const cells = [];
+  return {
+    el,
+    update(data) {
+      // Read at every sample: a newly loaded script changes the device's event layouts.
+      const layout = eventLayout(device, topic);
+      const words = Array.isArray(data.data) ? data.data : [];
+      const size = typeof layout?.size === "number" ? layout.size : null;
+      note.textContent =
+        size === null
+          ? `${words.length} word${words.length === 1 ? "" : "s"}; the script declares no size for "${name}"`
+          : `${words.length} of ${size} declared word${size === 1 ? "" : "s"}` +
+            (words.length > size ? `: ${words.length - size} beyond the declared size` : "");
+      const count = Math.max(words.length, size || 0);
+      while (cells.length < count) {
+        const key = h("span", { class: "key" });
+        const value = h("span", { class: "num" });
+        const row = h("div", { class: "field" }, key, value);
+        rows.append(row);
+        cells.push({ row, key, value });
+      }
+      while (cells.length > count) cells.pop().row.remove();
+      cells.forEach((cell, index) => {
+        cell.key.textContent = layout?.words?.[index] || (size === 1 ? name : `${name}[${index}]`);
+        cell.value.textContent = index < words.length ? formatNumber(words[index]) : "–";
+        cell.row.dataset.word = String(index);
+        cell.row.classList.toggle("beyond", size !== null && index >= size);
+        cell.row.classList.toggle("missing", index >= words.length);
+      });
+      fields.set(data);
+    },
+  };
+}
+
 const SPECIAL = {
   "hwgateway/ThymioState": thymioStateWidget,
   "kortex/WristCyclicC61/Command": kortexWristCommandWidget,
@@ -647,13 +695,17 @@ const SPECIAL = {
   "creos_messages/ControllerState": controllerWidget,
   "wiimote/State": wiimoteWidget,
   "kortex/WristCyclicC61/Feedback": kortexFeedbackWidget,
+  "asebaros_msgs/Event": asebaEventWidget,
 };
 
-/** The live view of one topic of type `type` (`described` is its describe result, or null). */
-/** A live view of `type`; `device` is its `list_devices` entry (names in `capabilities.controller`). */
-export function createWidget(type, described, device = null) {
+/**
+ * The live view of `topic`, of type `type`: `described` is its describe result (or null), `device`
+ * its device's `list_devices` entry (button names in `capabilities.controller`, event layouts in
+ * `capabilities.events`).
+ */
+export function createWidget(type, described, device = null, topic = "") {
   const make = SPECIAL[type];
-  if (make) return make(described, device);
+  if (make) return make(described, device, topic);
   const slot = h("div", { class: "widget generic" });
   let view = null;
   return {
