@@ -16,7 +16,7 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from bleak import BleakClient, BleakScanner
 from bleak.backends.client import BaseBleakClient
@@ -193,6 +193,21 @@ async def find_device(selector: Selector, timeout_s: float, backend: Backend) ->
         raise explain(error) from None
 
 
+class LinkSettings(Protocol):
+    """The connection keys every BLE device kind's options share (see `options.SHARED_KEYS_DOC`)."""
+
+    @property
+    def scan_timeout_s(self) -> float: ...
+    @property
+    def connect_timeout_s(self) -> float: ...
+    @property
+    def connect_attempts(self) -> int: ...
+    @property
+    def retry_delay_s(self) -> float: ...
+    @property
+    def pair(self) -> bool: ...
+
+
 class BleLink:
     """One connected peripheral: its services, reads, writes, notifications, and the `lost` future."""
 
@@ -210,6 +225,19 @@ class BleLink:
         self.lost = lost
         self.services = {service.uuid.lower() for service in client.services}
         self.characteristics = {char.uuid.lower() for service in client.services for char in service.characteristics}
+
+    @classmethod
+    async def open_with(cls, selector: Selector, backend: Backend, settings: LinkSettings) -> BleLink:
+        """`open` with the connection keys of a device's options."""
+        return await cls.open(
+            selector,
+            backend,
+            scan_timeout_s=settings.scan_timeout_s,
+            connect_timeout_s=settings.connect_timeout_s,
+            attempts=settings.connect_attempts,
+            retry_delay_s=settings.retry_delay_s,
+            pair=settings.pair,
+        )
 
     @classmethod
     async def open(

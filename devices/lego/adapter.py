@@ -218,15 +218,7 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
             if not (self.options.address or self.options.name):
                 selector = replace(selector, address=self.simulator.address)
         self.ctx.set_status("connecting", f"scanning for {selector.describe()}")
-        link = await BleLink.open(
-            selector,
-            backend,
-            scan_timeout_s=self.options.scan_timeout_s,
-            connect_timeout_s=self.options.connect_timeout_s,
-            attempts=self.options.connect_attempts,
-            retry_delay_s=self.options.retry_delay_s,
-            pair=self.options.pair,
-        )
+        link = await BleLink.open_with(selector, backend, self.options)
         self.link = link
         manufacturer = (link.advertisement.manufacturer_data if link.advertisement else {}).get(LEGO_COMPANY_ID, b"")
         self._system_type = manufacturer[1] if len(manufacturer) >= 2 else 0

@@ -174,15 +174,7 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
         if self.simulator is not None and not (self.options.address or self.options.name):
             selector = Selector(address=self.simulator.address)
         self.ctx.set_status("connecting", f"scanning for {selector.describe()}")
-        link = await BleLink.open(
-            selector,
-            backend,
-            scan_timeout_s=self.options.scan_timeout_s,
-            connect_timeout_s=self.options.connect_timeout_s,
-            attempts=self.options.connect_attempts,
-            retry_delay_s=self.options.retry_delay_s,
-            pair=self.options.pair,
-        )
+        link = await BleLink.open_with(selector, backend, self.options)
         self.link = link
         try:
             await self._set_up(link)
