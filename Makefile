@@ -18,11 +18,11 @@ NODE_TEST_DIRS := tests/node/rosbridge tests/node/foxglove tests/node/mcap
 $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[gamepad,ble]'
+	$(BIN)/pip install --quiet -e '.[gamepad,ble,demo]'
 	touch $@
 
 $(VENV)/.test: pyproject.toml $(VENV)/.runtime
-	$(BIN)/pip install --quiet -e '.[test,dev,gamepad,ble]'
+	$(BIN)/pip install --quiet -e '.[test,dev,gamepad,ble,demo]'
 	touch $@
 
 demo: $(VENV)/.runtime

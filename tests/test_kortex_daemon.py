@@ -38,6 +38,7 @@ host = "127.0.0.1"
 tcp_port = {arm.tcp_port}
 udp_port = {arm.udp_port}
 api = "{api}"
+transport = "tcp"
 analog_output_modes = ["voltage", "voltage", "current", "current"]
 """
 

@@ -1,4 +1,7 @@
-"""The Kortex adapter: two sessions (TCP 10000, UDP 10001), the BaseCyclic loop, the wrist's outputs.
+"""The Kortex adapter: two sessions (RPCs, and UDP 10001), the BaseCyclic loop, the wrist's outputs.
+
+The RPC session goes over TCP 10000 on Kortex 2 and over the arm's MQTT broker (1883) on Kortex 3
+(Link 6), as Kinova's own clients do (`transport` option; docs/kortex3-mqtt.md).
 
 Published streams (under the device id):
 
@@ -38,6 +41,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+import aiomqtt
 from google.protobuf.message import Message
 
 from devices.base import Adapter, Command
@@ -46,8 +50,9 @@ from devices.kortex.connection import KortexConnection
 from devices.kortex.cyclic import CyclicCodec, CyclicLoop, Kortex2Codec, Kortex3Codec
 from devices.kortex.errors import KortexRequestError, KortexTimeout, LinkLost
 from devices.kortex.options import ANALOG_CHANNELS, ANALOG_OUTPUT_MAX, KortexOptions
-from devices.kortex.transport import open_tcp, open_udp
+from devices.kortex.transport import MqttSettings, open_mqtt, open_tcp, open_udp
 from devices.sim.kortex_arm import SimulatedArm
+from devices.sim.mqtt_broker import EmbeddedBroker
 from gateway.errors import DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages.generic import Led
 from gateway.messages.kortex import Command as C61Command
@@ -66,6 +71,9 @@ STATS_PERIOD_S = 1.0
 SHUTDOWN_RPC_TIMEOUT_S = 0.5
 #: How long a wrist command waits for the first feedback after connecting (the joints are held at it).
 FIRST_FEEDBACK_WAIT_S = 0.5
+#: KeepAlive after this much idle time on the MQTT session (s): Kinova's MQTT clients send none, but
+#: without it a silent arm behind a live broker could not be told from an idle one.
+MQTT_KEEPALIVE_IDLE_S = 1.0
 #: Faults that may meet a safe-state step on a link that is going away; each is logged, none stops the rest.
 _LINK_FAULTS = (LinkLost, KortexRequestError, KortexTimeout)
 
@@ -109,12 +117,19 @@ class KortexAdapter(Adapter[KortexOptions]):
         self._cyclic: CyclicLoop | None = None
         self._arm_state_handle: int | None = None
         self._sim: SimulatedArm | None = None
+        self._sim_broker: EmbeddedBroker | None = None
+        #: "TCP" or "MQTT": what the RPC session runs on.
+        self._rpc_link = "MQTT" if options.uses_mqtt else "TCP"
         self._publish_interval = 1.0 / options.publish_rate_hz if options.publish_rate_hz > 0 else 0.0
         self._last_publish = 0.0
 
     def capabilities(self) -> Mapping[str, Any]:
         """The API version, the loop rate, and whether there is a C61 wrist with its analog modes."""
-        capabilities: dict[str, Any] = {"api": self.options.api, "cyclic_rate_hz": self.options.cyclic_rate_hz}
+        capabilities: dict[str, Any] = {
+            "api": self.options.api,
+            "cyclic_rate_hz": self.options.cyclic_rate_hz,
+            "transport": self._rpc_link.lower(),
+        }
         if self.options.estop_calls_arm_stop:
             capabilities["estop"] = f"{STOP_RPC_NAMES[self.options.api]} (0x{Function.BASE_APPLY_EMERGENCY_STOP:x})"
         if self.options.api == "kortex3":
@@ -127,21 +142,27 @@ class KortexAdapter(Adapter[KortexOptions]):
 
     async def run(self) -> None:
         """Open both sessions, then cycle until a link fails (raise) or the gateway stops (cancel)."""
-        host, tcp_port, udp_port = self.options.host, self.options.tcp_port, self.options.udp_port
-        if self.options.simulate:
+        options = self.options
+        host, udp_port = options.host, options.udp_port
+        rpc_port = options.mqtt_port if options.uses_mqtt else options.tcp_port
+        if options.simulate:
             if self._sim is None:
-                self._sim = SimulatedArm(
-                    self.options.api, username=self.options.username, password=self.options.password
-                )
-                await self._sim.start()
-            host, tcp_port, udp_port = self._sim.host, self._sim.tcp_port, self._sim.udp_port
+                await self._start_simulated_arm()
+            assert self._sim is not None
+            host, udp_port = self._sim.host, self._sim.udp_port
+            if options.uses_mqtt:
+                assert self._sim.mqtt is not None
+                rpc_port = self._sim.mqtt[1]
+            else:
+                rpc_port = self._sim.tcp_port
         try:
-            await self._connect(host, tcp_port, udp_port)
+            await self._connect(host, rpc_port, udp_port)
             assert self._tcp is not None
             assert self._udp is not None
             self.ctx.set_status(
                 "connected",
-                f"{self.options.api} at {host}, sessions {self._tcp.session_id} (TCP) and {self._udp.session_id} (UDP)",
+                f"{options.api} at {host}, sessions {self._tcp.session_id} ({self._rpc_link} {rpc_port}) "
+                f"and {self._udp.session_id} (UDP {udp_port})",
             )
             self.ctx.publish("wrist/command", self._wrist)
             await self._serve()
@@ -222,6 +243,23 @@ class KortexAdapter(Adapter[KortexOptions]):
         if self._sim is not None:
             await self._sim.stop()
             self._sim = None
+        if self._sim_broker is not None:
+            await self._sim_broker.stop()
+            self._sim_broker = None
+
+    async def _start_simulated_arm(self) -> None:
+        """The `simulate` arm; on the MQTT path also its broker (embedded, or at host:mqtt_port)."""
+        options = self.options
+        broker: tuple[str, int] | None = None
+        if options.uses_mqtt:
+            if options.mqtt_broker == "embedded":
+                self._sim_broker = EmbeddedBroker()
+                await self._sim_broker.start()
+                broker = (self._sim_broker.host, self._sim_broker.port)
+            else:
+                broker = (options.host, options.mqtt_port)
+        self._sim = SimulatedArm(options.api, username=options.username, password=options.password, mqtt=broker)
+        await self._sim.start()
 
     def outputs(self) -> Mapping[str, Any]:
         """The wrist's digital and analog outputs as last commanded."""
@@ -236,16 +274,28 @@ class KortexAdapter(Adapter[KortexOptions]):
 
     # -- connecting --------------------------------------------------------------------------------
 
-    async def _connect(self, host: str, tcp_port: int, udp_port: int) -> None:
+    async def _connect(self, host: str, rpc_port: int, udp_port: int) -> None:
         options = self.options
         rpc_timeout_s = options.rpc_timeout_ms / 1000
-        tcp = KortexConnection(f"{self.ctx.device_id} TCP", api=options.api, rpc_timeout_s=rpc_timeout_s)
+        # `_tcp` is the RPC session's link, on TCP 10000 or (Kortex 3) on MQTT.
+        tcp = KortexConnection(f"{self.ctx.device_id} {self._rpc_link}", api=options.api, rpc_timeout_s=rpc_timeout_s)
         udp = KortexConnection(f"{self.ctx.device_id} UDP", api=options.api, rpc_timeout_s=rpc_timeout_s)
         self._tcp, self._udp = tcp, udp
         try:
-            await open_tcp(tcp, host, tcp_port, rpc_timeout_s)
-        except (OSError, TimeoutError) as error:
-            raise LinkLost(f"robot unreachable at {host}:{tcp_port} (TCP): {error or type(error).__name__}") from None
+            if options.uses_mqtt:
+                settings = MqttSettings(
+                    client_id=options.mqtt_client_id or f"hwgw-{self.ctx.device_id}",
+                    qos=options.mqtt_qos,
+                    keepalive_s=options.mqtt_keepalive_s,
+                    connect_timeout_s=rpc_timeout_s,
+                )
+                await open_mqtt(tcp, host, rpc_port, settings)
+            else:
+                await open_tcp(tcp, host, rpc_port, rpc_timeout_s)
+        except (OSError, TimeoutError, aiomqtt.MqttError) as error:
+            raise LinkLost(
+                f"robot unreachable at {host}:{rpc_port} ({self._rpc_link}): {error or type(error).__name__}"
+            ) from None
         await open_udp(udp, host, udp_port)
         for connection in (tcp, udp):
             try:
@@ -290,7 +340,10 @@ class KortexAdapter(Adapter[KortexOptions]):
         assert cyclic is not None
         tasks = [
             asyncio.create_task(cyclic.run(), name=f"{self.ctx.device_id}:cyclic"),
-            asyncio.create_task(tcp.keep_alive(), name=f"{self.ctx.device_id}:tcp-keepalive"),
+            asyncio.create_task(
+                tcp.keep_alive(MQTT_KEEPALIVE_IDLE_S) if self.options.uses_mqtt else tcp.keep_alive(),
+                name=f"{self.ctx.device_id}:rpc-keepalive",
+            ),
             asyncio.create_task(udp.keep_alive(), name=f"{self.ctx.device_id}:udp-keepalive"),
             asyncio.create_task(self._watch(tcp, udp, cyclic), name=f"{self.ctx.device_id}:watch"),
         ]

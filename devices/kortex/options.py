@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from protocols.kortex.mqtt import MQTT_PORT, check_client_id
+
 Api = Literal["kortex2", "kortex3"]
+Transport = Literal["auto", "tcp", "mqtt"]
 AnalogMode = Literal["voltage", "current"]
 
 #: Analog output ranges of the C61 wrist by channel mode (seed 003): V in voltage mode, mA in current mode.
@@ -36,6 +39,15 @@ class KortexOptions:
     `estop_calls_arm_stop`: the gateway's estop also calls the Base's stop RPC at 0x20091,
     ApplyEmergencyStop on Kortex 2 and ApplyQuickStop on Kortex 3 (API 3.4).
     `arm_state_notifications`: subscribe to Base.ArmStateTopic and publish the arm's state.
+    `transport`: how sessions and RPCs reach the arm: "tcp" (port `tcp_port`, Kortex 2's way),
+    "mqtt" (the arm's MQTT broker on `mqtt_port`, Kinova's Link 6 clients' way, Kortex 3 only), or
+    "auto": mqtt for api = "kortex3", tcp for "kortex2". The cyclic link is UDP `udp_port` either way.
+    `mqtt_client_id`: our MQTT client id, also in our response topic `res/<id>` (letters, digits,
+    _ . : -; empty: "hwgw-<device id>"). `mqtt_qos`: QoS of every request, pong and subscription
+    (0: a lost request times out like on UDP; the vendor's is not public). `mqtt_keepalive_s`: MQTT
+    keep-alive, a silent broker is lost after 1.5 times this. `mqtt_broker`: with `simulate`, where
+    the simulated arm's broker comes from: "embedded" (a pure-Python broker in the gateway, so the
+    demo needs none installed) or "external" (the broker at `host`:`mqtt_port`, e.g. mosquitto).
     `simulate`: ignore host and ports and start a simulated arm of `api` on loopback (demo).
     """
 
@@ -55,11 +67,35 @@ class KortexOptions:
     analog_output_modes: tuple[AnalogMode, ...] = ("voltage", "voltage", "voltage", "voltage")
     estop_calls_arm_stop: bool = True
     arm_state_notifications: bool = True
+    transport: Transport = "auto"
+    mqtt_port: int = field(default=MQTT_PORT, metadata={"min": 1, "max": 65535})
+    mqtt_client_id: str = ""
+    mqtt_qos: int = field(default=0, metadata={"min": 0, "max": 2})
+    mqtt_keepalive_s: int = field(default=10, metadata={"min": 1, "max": 3600})
+    mqtt_broker: Literal["embedded", "external"] = "embedded"
     simulate: bool = False
 
     def __post_init__(self) -> None:
+        # Every cross-field problem in one error, like the config loader's per-key errors.
+        problems = []
         if len(self.analog_output_modes) != len(ANALOG_CHANNELS):
-            raise ValueError(
+            problems.append(
                 f"analog_output_modes needs {len(ANALOG_CHANNELS)} entries (channels A1, A2, B1, B2), "
                 f"got {len(self.analog_output_modes)}"
             )
+        if self.transport == "mqtt" and self.api == "kortex2":
+            problems.append(
+                'transport = "mqtt" needs api = "kortex3" (Link 6): Gen3 and Gen3 lite serve sessions on TCP 10000 only'
+            )
+        if self.mqtt_client_id:
+            try:
+                check_client_id(self.mqtt_client_id)
+            except ValueError as error:
+                problems.append(f"mqtt_client_id: {error}")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    @property
+    def uses_mqtt(self) -> bool:
+        """Whether sessions and RPCs go over the arm's MQTT broker (else TCP 10000)."""
+        return self.transport == "mqtt" or (self.transport == "auto" and self.api == "kortex3")

@@ -1,17 +1,29 @@
-"""Thin asyncio transports for a `KortexConnection`: TCP with the magic/length splitter, UDP bare.
+"""Thin asyncio transports for a `KortexConnection`: TCP with the magic/length splitter, UDP bare, MQTT.
 
 They hold no protocol logic: bytes in are cut into Frames and handed to the connection, Frames out
-are framed (TCP) or size-checked (UDP) and written.
+are framed (TCP), size-checked (UDP) or published on the topic their header names (MQTT, Kortex 3:
+`protocols.kortex.mqtt`). The MQTT transport uses aiomqtt like the gateway's MQTT bridge.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
+from dataclasses import dataclass
+
+import aiomqtt
+import paho.mqtt.client as paho_mqtt
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
 
 from devices.kortex.connection import KortexConnection
 from protocols.errors import ProtocolError
+from protocols.kortex import mqtt as topics
+from protocols.kortex.frame import decode_frame
 from protocols.kortex.framing import TcpSplitter, check_udp, encode_tcp
+from protocols.kortex.header import FrameType
 
 log = logging.getLogger(__name__)
 
@@ -83,3 +95,133 @@ async def open_udp(connection: KortexConnection, host: str, port: int) -> None:
         transport.sendto(check_udp(frame))
 
     connection.attach(send, transport.close)
+
+
+@dataclass(frozen=True, slots=True)
+class MqttSettings:
+    """How to reach a Link 6's broker.
+
+    `client_id` (also in our response topic), `qos` of every publish and subscription,
+    `keepalive_s` the MQTT keep-alive (s), `connect_timeout_s` (s).
+    """
+
+    client_id: str
+    qos: int = 0
+    keepalive_s: int = 10
+    connect_timeout_s: float = 2.0
+
+
+class MqttTransport:
+    """One MQTT connection carrying a `KortexConnection`'s Frames (Kortex 3, TCP 1883).
+
+    Requests go to their `req` topic with our `res/<client id>` as MQTT 5 Response Topic; a
+    subscribing request (Base.ArmStateTopic) first subscribes to its `notif` topic; pongs go to
+    `pong/<session>`. What arrives is checked against its topic (`topics.decode_message`); a bad
+    message is counted in the connection's `decode_errors` and dropped. Losing the broker loses the link.
+    """
+
+    def __init__(self, connection: KortexConnection, client: aiomqtt.Client, settings: MqttSettings) -> None:
+        self._connection = connection
+        self._client = client
+        self._settings = settings
+        self._reply_to = topics.response_topic(settings.client_id)
+        self._subscribed: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._reader: asyncio.Task[None] | None = None
+        #: Messages dropped because their topic or payload was not a Kortex one (also in decode_errors).
+        self.rejected = 0
+
+    async def start(self) -> None:
+        """Subscribe to our response topic and to pings, then read in the background."""
+        qos = self._settings.qos
+        await self._client.subscribe(self._reply_to, qos=qos)
+        await self._client.subscribe("ping/+", qos=qos)
+        self._reader = asyncio.create_task(self._read(), name=f"{self._connection.name}:mqtt-read")
+
+    def send(self, frame: bytes) -> None:
+        """Publish one serialized Frame on its topic (raises `LinkLost` via the connection when down)."""
+        header = decode_frame(frame).header
+        properties: Properties | None = None
+        if header.frame_type == FrameType.REQUEST:
+            if header.function_uid in topics.SUBSCRIBING_FUNCTIONS:
+                self._subscribe(topics.notification_topic(header.service_id, header.function_id))
+            properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+            properties.ResponseTopic = self._reply_to
+        topic = topics.topic_for(header)
+        # aiomqtt's publish waits for the write (and, above QoS 0, the broker's ack); the connection's
+        # send is synchronous, so hand the frame to paho at once like the MQTT bridge's publish_now.
+        info = self._client._client.publish(topic, frame, self._settings.qos, False, properties)
+        if info.rc != paho_mqtt.MQTT_ERR_SUCCESS:
+            self._connection.lost(aiomqtt.MqttCodeError(info.rc, f"could not publish on {topic}"))
+
+    def _subscribe(self, topic: str) -> None:
+        if topic in self._subscribed:
+            return
+        self._subscribed.add(topic)
+        result, _ = self._client._client.subscribe(topic, self._settings.qos)
+        if result != paho_mqtt.MQTT_ERR_SUCCESS:
+            self._connection.lost(aiomqtt.MqttCodeError(result, f"could not subscribe to {topic}"))
+
+    async def _read(self) -> None:
+        connection = self._connection
+        try:
+            async for message in self._client.messages:
+                payload = message.payload
+                if not isinstance(payload, bytes):  # paho hands bytes; aiomqtt's type says more
+                    payload = str(payload).encode()  # type: ignore[unreachable]
+                try:
+                    topics.decode_message(str(message.topic), payload)
+                except ProtocolError as error:
+                    self.rejected += 1
+                    connection.decode_errors += 1
+                    log.warning("%s: dropping an MQTT message: %s", connection.name, error)
+                    continue
+                connection.frame_received(payload)
+        except aiomqtt.MqttError as error:
+            connection.lost(error)
+        else:
+            connection.lost(None)
+
+    def close(self) -> None:
+        """Stop reading and disconnect (in the background: the connection's close is synchronous)."""
+        if self._reader is not None:
+            self._reader.cancel()
+        task = asyncio.get_running_loop().create_task(self._disconnect())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _disconnect(self) -> None:
+        with contextlib.suppress(aiomqtt.MqttError, OSError, TimeoutError):
+            async with asyncio.timeout(1.0):
+                await self._client.__aexit__(None, None, None)
+
+
+async def open_mqtt(connection: KortexConnection, host: str, port: int, settings: MqttSettings) -> MqttTransport:
+    """Connect `connection` to a Link 6's MQTT broker (1883) in MQTT 5, leaving a `sessions/killed` will.
+
+    Raises `aiomqtt.MqttError` (or `TimeoutError`) when the broker does not accept the connection.
+    """
+    will = aiomqtt.Will(
+        topics.SESSION_KILLED_TOPIC, topics.session_killed_will(settings.client_id, 0), qos=settings.qos
+    )
+    client = aiomqtt.Client(
+        host,
+        port,
+        identifier=settings.client_id,
+        protocol=aiomqtt.ProtocolVersion.V5,
+        will=will,
+        keepalive=settings.keepalive_s,
+        timeout=settings.connect_timeout_s,
+        # Without it, replies wait for Nagle (tens of ms per RPC through a broker).
+        socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+    )
+    async with asyncio.timeout(settings.connect_timeout_s * 2):
+        await client.__aenter__()
+    transport = MqttTransport(connection, client, settings)
+    try:
+        await transport.start()
+    except BaseException:
+        transport.close()
+        raise
+    connection.attach(transport.send, transport.close)
+    return transport

@@ -1,9 +1,15 @@
-"""A simulated Kinova arm that speaks the Kortex wire protocol on loopback TCP and UDP.
+"""A simulated Kinova arm that speaks the Kortex wire protocol on loopback TCP and UDP, and Link 6's MQTT.
 
 Built from the spec's facts (the shared notes' specs/kortex.md) and Kinova's public code, not from
 the gateway's adapter, and checked against the spec's golden hex vectors in tests/test_kortex_sim.py. It implements:
 
 - the TCP splitter (magic + big-endian length) and bare UDP datagrams;
+- with `mqtt` (a broker's address): Kortex 3's MQTT path as Link 6 clients use it, through that
+  broker (protocols/kortex/mqtt.py: requests on `req/...`, answered on their MQTT 5 Response
+  Topic, one session per response topic, notifications on `notif/...`, `ping_mqtt_sessions` and
+  pongs, and the `sessions/killed` will closing a vanished client's sessions); messages whose topic
+  and frame disagree are answered with an error frame (or dropped when they hold no header), and
+  the arm reconnects to a broker that went away;
 - Session: CreateSession (credentials checked, the id returned in the response header, one session
   per TCP connection or UDP peer), KeepAlive, CloseSession, GetConnections, and the session
   inactivity timeout;
@@ -34,10 +40,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import math
 import random
+import socket
 import statistics
 import sys
 import time
@@ -47,13 +55,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import aiomqtt
 from google.protobuf.message import Message
 
 from protocols.errors import ProtocolError
+from protocols.kortex import mqtt as topics
 from protocols.kortex.errors import ErrorCode, sub_error_code
 from protocols.kortex.frame import (
     decode_frame,
     encode_error,
+    encode_frame,
     encode_notification,
     encode_pong,
     encode_response,
@@ -84,6 +95,9 @@ _USER_NOT_FOUND = sub_error_code("USER_NOT_FOUND")
 _INVALID_PASSWORD = sub_error_code("INVALID_PASSWORD")
 _WRONG_SERVOING_MODE = sub_error_code("WRONG_SERVOING_MODE")
 _ROBOT_NOT_READY = sub_error_code("ROBOT_NOT_READY")
+_INVALID_PARAM = sub_error_code("INVALID_PARAM")
+#: How soon the arm retries a broker that went away (s).
+MQTT_RETRY_S = 0.1
 _CYCLIC = frozenset(
     {
         Function.BASE_CYCLIC_REFRESH,
@@ -118,7 +132,7 @@ class ArmFaults:
 class _Link:
     """One peer: a TCP connection or a UDP source address."""
 
-    kind: Literal["tcp", "udp"]
+    kind: Literal["tcp", "udp", "mqtt"]
     peer: str
     send: Callable[[bytes], None]
     close: Callable[[], None] = lambda: None
@@ -158,6 +172,7 @@ class SimulatedArm:
         faults: ArmFaults | None = None,
         first_session_id: int = 1,
         seed: int = 0,
+        mqtt: tuple[str, int] | None = None,
     ) -> None:
         self.api = api
         self.host = host
@@ -195,6 +210,18 @@ class SimulatedArm:
         self.wrist = WristCyclicC61_pb2.Command()
         #: Positions (deg) the actuators hold in low-level servoing, from the last Refresh; None outside it.
         self.actuator_targets: list[float] | None = None
+        #: The MQTT broker (host, port) whose Kortex topics the arm serves, if any.
+        self.mqtt = mqtt
+        self._mqtt_client: aiomqtt.Client | None = None
+        self._mqtt_task: asyncio.Task[None] | None = None
+        self._mqtt_ready = asyncio.Event()
+        self._mqtt_links: dict[str, _Link] = {}
+        #: MQTT messages refused (why), pongs received, connections to the broker made, and sessions
+        #: closed by a `sessions/killed` will.
+        self.mqtt_rejected: list[str] = []
+        self.mqtt_pongs = 0
+        self.mqtt_connections = 0
+        self.killed_sessions = 0
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -208,9 +235,22 @@ class SimulatedArm:
             lambda: _UdpServerProtocol(self), local_addr=(self.host, udp_port)
         )
         self.udp_port = self._udp.get_extra_info("sockname")[1]
+        if self.mqtt is not None:
+            self._mqtt_task = asyncio.create_task(self._serve_mqtt(*self.mqtt), name="kortex-sim:mqtt")
+            await self.wait_mqtt_ready()
+
+    async def wait_mqtt_ready(self, timeout_s: float = 5.0) -> None:
+        """Wait until the arm is subscribed to its topics on the broker."""
+        async with asyncio.timeout(timeout_s):
+            await self._mqtt_ready.wait()
 
     async def stop(self) -> None:
         """Close every connection and stop listening."""
+        if self._mqtt_task is not None:
+            self._mqtt_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._mqtt_task
+            self._mqtt_task = None
         self.close_tcp_connections()
         if self._server is not None:
             self._server.close()
@@ -537,6 +577,103 @@ class SimulatedArm:
             "period_max_ms": max(periods) * 1000,
             "periods_ms": [p * 1000 for p in periods],
         }
+
+    # -- MQTT (Kortex 3) ----------------------------------------------------------------------------
+
+    async def _serve_mqtt(self, host: str, port: int) -> None:
+        while True:
+            client = aiomqtt.Client(
+                host,
+                port,
+                identifier=f"kortex-sim-{id(self):x}",
+                protocol=aiomqtt.ProtocolVersion.V5,
+                keepalive=10,
+                timeout=2.0,
+                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+            )
+            try:
+                async with client:
+                    for pattern in ("req/#", "dev/+/req/#", "pong/+", topics.SESSION_KILLED_TOPIC):
+                        await client.subscribe(pattern)
+                    self._mqtt_client = client
+                    self.mqtt_connections += 1
+                    self._mqtt_ready.set()
+                    async for message in client.messages:
+                        self._mqtt_message(message)
+            except aiomqtt.MqttError:
+                pass
+            finally:
+                self._mqtt_client = None
+                self._mqtt_ready.clear()
+            await asyncio.sleep(MQTT_RETRY_S)
+
+    def _publish(self, topic: str, frame: bytes) -> None:
+        client = self._mqtt_client
+        if client is not None:
+            client._client.publish(topic, frame, 0)  # aiomqtt's publish would make every reply a task
+
+    def _mqtt_link(self, reply_to: str) -> _Link:
+        link = self._mqtt_links.get(reply_to)
+        if link is None:
+
+            def send(frame: bytes, _reply_to: str = reply_to) -> None:
+                self._publish(topics.topic_for(decode_frame(frame).header, _reply_to), frame)
+
+            link = self._mqtt_links[reply_to] = _Link("mqtt", reply_to, send)
+        return link
+
+    def _mqtt_message(self, message: aiomqtt.Message) -> None:
+        topic = str(message.topic)
+        payload = message.payload if isinstance(message.payload, bytes) else str(message.payload).encode()
+        reply_to = getattr(message.properties, "ResponseTopic", None) if message.properties else None
+        try:
+            parsed, frame = topics.decode_message(topic, payload)
+        except ProtocolError as error:
+            self.mqtt_rejected.append(f"{topic}: {error}")
+            self._answer_refused(topic, payload, reply_to, str(error))
+            return
+        if parsed.family == "req":
+            if not reply_to:
+                self.mqtt_rejected.append(f"{topic}: request without a response topic")
+                return
+            link = self._mqtt_link(reply_to)
+            for reply in self.handle(payload, link):
+                link.send(reply)
+        elif parsed.family == "pong":
+            self.mqtt_pongs += 1
+        elif parsed.family == "raw" and topic == topics.SESSION_KILLED_TOPIC:
+            _, client_id = topics.decode_raw(frame)
+            try:
+                link_name = topics.response_topic(client_id.decode())
+            except (UnicodeDecodeError, ValueError) as error:
+                self.mqtt_rejected.append(f"{topic}: {error}")
+                return
+            for session in [s for s in self.sessions.values() if s.link.peer == link_name]:
+                del self.sessions[session.id]
+                self.killed_sessions += 1
+
+    def _answer_refused(self, topic: str, payload: bytes, reply_to: str | None, reason: str) -> None:
+        """A request whose topic and frame disagree gets an error frame; what has no header, nothing."""
+        if not reply_to:
+            return
+        try:
+            header = decode_frame(payload).header
+        except ProtocolError:
+            return
+        if header.frame_type != FrameType.REQUEST:
+            return
+        with contextlib.suppress(ProtocolError):
+            self._publish(reply_to, encode_error(header, ErrorCode.ERROR_PROTOCOL_SERVER, _INVALID_PARAM, reason))
+
+    def ping_mqtt_sessions(self) -> int:
+        """Send a PING to every session opened over MQTT; return how many were pinged."""
+        pinged = 0
+        for session in self.sessions.values():
+            if session.link.kind == "mqtt":
+                ping = Header(frame_type=FrameType.PING, session_id=session.id)
+                self._publish(topics.ping_topic(session.id), encode_frame(ping))
+                pinged += 1
+        return pinged
 
 
 def _fill_imu(target: Any, t: float) -> None:
