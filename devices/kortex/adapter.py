@@ -50,7 +50,7 @@ from devices.kortex.connection import KortexConnection
 from devices.kortex.cyclic import CyclicCodec, CyclicLoop, Kortex2Codec, Kortex3Codec
 from devices.kortex.errors import KortexRequestError, KortexTimeout, LinkLost
 from devices.kortex.options import ANALOG_CHANNELS, ANALOG_OUTPUT_MAX, KortexOptions
-from devices.kortex.transport import MqttSettings, open_mqtt, open_tcp, open_udp
+from devices.kortex.transport import MqttSettings, MqttTransport, open_mqtt, open_tcp, open_udp
 from devices.sim.kortex_arm import SimulatedArm
 from devices.sim.mqtt_broker import EmbeddedBroker
 from gateway.errors import DeviceUnavailable, InvalidArgument, UnknownCommand
@@ -113,6 +113,7 @@ class KortexAdapter(Adapter[KortexOptions]):
         self._feedback_arrived = asyncio.Event()
         self._background: set[asyncio.Task[None]] = set()
         self._tcp: KortexConnection | None = None
+        self._mqtt: MqttTransport | None = None
         self._udp: KortexConnection | None = None
         self._cyclic: CyclicLoop | None = None
         self._arm_state_handle: int | None = None
@@ -161,8 +162,8 @@ class KortexAdapter(Adapter[KortexOptions]):
             assert self._udp is not None
             self.ctx.set_status(
                 "connected",
-                f"{options.api} at {host}, sessions {self._tcp.session_id} ({self._rpc_link} {rpc_port}) "
-                f"and {self._udp.session_id} (UDP {udp_port})",
+                f"{options.api} at {host}, sessions {self._tcp.session_id} ({self._rpc_link}) "
+                f"and {self._udp.session_id} (UDP)",
             )
             self.ctx.publish("wrist/command", self._wrist)
             await self._serve()
@@ -289,7 +290,7 @@ class KortexAdapter(Adapter[KortexOptions]):
                     keepalive_s=options.mqtt_keepalive_s,
                     connect_timeout_s=rpc_timeout_s,
                 )
-                await open_mqtt(tcp, host, rpc_port, settings)
+                self._mqtt = await open_mqtt(tcp, host, rpc_port, settings)
             else:
                 await open_tcp(tcp, host, rpc_port, rpc_timeout_s)
         except (OSError, TimeoutError, aiomqtt.MqttError) as error:
@@ -406,6 +407,9 @@ class KortexAdapter(Adapter[KortexOptions]):
         await asyncio.gather(*(c.close_session(SHUTDOWN_RPC_TIMEOUT_S) for c in closing))
         for connection in closing:
             connection.close()
+        mqtt, self._mqtt = self._mqtt, None
+        if mqtt is not None:
+            await mqtt.wait_closed()
 
     # -- servoing ---------------------------------------------------------------------------------
 

@@ -190,10 +190,22 @@ class MqttTransport:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def wait_closed(self) -> None:
+        """Wait until `close` has disconnected from the broker."""
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
     async def _disconnect(self) -> None:
+        if self._reader is not None:
+            with contextlib.suppress(asyncio.CancelledError, aiomqtt.MqttError):
+                await self._reader
         with contextlib.suppress(aiomqtt.MqttError, OSError, TimeoutError):
             async with asyncio.timeout(1.0):
                 await self._client.__aexit__(None, None, None)
+        # After a lost broker aiomqtt leaves paho's socket open: close it ourselves.
+        sock = self._client._client.socket()
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.close()
 
 
 async def open_mqtt(connection: KortexConnection, host: str, port: int, settings: MqttSettings) -> MqttTransport:

@@ -221,6 +221,8 @@ class SimulatedArm:
         self.mqtt_rejected: list[str] = []
         self.mqtt_pongs = 0
         self.mqtt_connections = 0
+        #: TCP connections ever accepted (a Link 6 client opens none).
+        self.tcp_connections = 0
         self.killed_sessions = 0
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -698,6 +700,7 @@ class _TcpServerProtocol(asyncio.Protocol):
                 transport.write(encode_tcp(frame))
 
         self._link = _Link("tcp", f"{peer[0]}:{peer[1]}", send, transport.abort)
+        self._arm.tcp_connections += 1
         self._arm._tcp_links.add(self._link)
 
     def data_received(self, data: bytes) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 #: Start-up wait for the listening socket (s).
@@ -26,6 +27,7 @@ class EmbeddedBroker:
         self.host = host
         self.port = port
         self._task: asyncio.Task[None] | None = None
+        self._broker: Any = None
 
     async def start(self) -> None:
         """Listen (port 0 picks a free one, see `port`)."""
@@ -40,6 +42,9 @@ class EmbeddedBroker:
         # mqttools logs every client at info level; the gateway's log is no place for that.
         logging.getLogger("mqttools").setLevel(logging.WARNING)
         broker: Any = mqttools.Broker((self.host, self.port))
+        self._broker = broker
+        for server in broker._servers:
+            server.serve_client = _closing(server.serve_client)
         self._task = asyncio.create_task(broker.serve_forever(), name="embedded-mqtt-broker")
         async with asyncio.timeout(START_TIMEOUT_S):
             self.port = (await broker.getsockname())[1]
@@ -51,3 +56,15 @@ class EmbeddedBroker:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+def _closing(serve_client: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]) -> Any:
+    """Mqttools leaves a client's socket open when its connection ends (even when cancelled): close it."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await serve_client(reader, writer)
+        finally:
+            writer.close()
+
+    return serve
