@@ -46,6 +46,7 @@ host = "127.0.0.1"
 tcp_port = {arm.tcp_port}
 udp_port = {arm.udp_port}
 api = "kortex3"
+transport = "tcp"
 analog_output_modes = ["voltage", "voltage", "current", "current"]
 publish_rate_hz = 1000.0
 {WIIMOTE}"""
