@@ -23,7 +23,7 @@ from gateway.messages.kortex import ArmStateNotification
 from protocols.errors import ProtocolError
 from protocols.kortex import mqtt as topics
 from protocols.kortex.errors import sub_error_code
-from protocols.kortex.frame import decode_frame, encode_frame
+from protocols.kortex.frame import decode_frame, encode_frame, encode_notification
 from protocols.kortex.generated import Common_pb2
 from protocols.kortex.header import FrameType, Header
 from protocols.kortex.services import Function
@@ -270,6 +270,13 @@ async def test_hostile_mqtt_messages_are_answered_or_dropped(link6: SimulatedArm
             for payload in (b"\x00garbage", GOLDEN_CREATE_SESSION_FRAME[:-5], GOLDEN_CREATE_SESSION_FRAME):
                 await client.publish("res/hwgw-arm-1", payload)
             await device.until(lambda: rpc.decode_errors == 3)
+            # Another session's notification on the shared notif topic is not ours.
+            mqtt = device.adapter._mqtt
+            assert mqtt is not None
+            other = encode_notification(Function.BASE_ARM_STATE_TOPIC, 1, rpc.session_id + 100, b"")
+            await client.publish("notif/2/176", other)
+            await device.until(lambda: mqtt.foreign == 1)
+            assert device.latest("arm_state") is None
             # To the arm: a request whose topic names another function gets an error frame back.
             properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
             properties.ResponseTopic = "res/hostile"

@@ -114,10 +114,12 @@ class MqttSettings:
 class MqttTransport:
     """One MQTT connection carrying a `KortexConnection`'s Frames (Kortex 3, TCP 1883).
 
-    Requests go to their `req` topic with our `res/<client id>` as MQTT 5 Response Topic; a
-    subscribing request (Base.ArmStateTopic) first subscribes to its `notif` topic; pongs go to
-    `pong/<session>`. What arrives is checked against its topic (`topics.decode_message`); a bad
-    message is counted in the connection's `decode_errors` and dropped. Losing the broker loses the link.
+    Requests go to their `req` topic with our `res/<client id>` as MQTT 5 Response Topic; pongs go
+    to `pong/<session>`. At connect it subscribes to that response topic, to pings and to the `notif`
+    topics of the subscribing RPCs it may send (Base.ArmStateTopic); notifications and pings of other
+    sessions on the same broker are ignored (counted in `foreign`). What arrives is checked against
+    its topic (`topics.decode_message`); a bad message is counted in the connection's
+    `decode_errors` and dropped. Losing the broker loses the link.
     """
 
     def __init__(self, connection: KortexConnection, client: aiomqtt.Client, settings: MqttSettings) -> None:
@@ -125,17 +127,20 @@ class MqttTransport:
         self._client = client
         self._settings = settings
         self._reply_to = topics.response_topic(settings.client_id)
-        self._subscribed: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._reader: asyncio.Task[None] | None = None
         #: Messages dropped because their topic or payload was not a Kortex one (also in decode_errors).
         self.rejected = 0
+        #: Notifications and pings addressed to other sessions on the broker.
+        self.foreign = 0
 
     async def start(self) -> None:
         """Subscribe to our response topic and to pings, then read in the background."""
         qos = self._settings.qos
         await self._client.subscribe(self._reply_to, qos=qos)
         await self._client.subscribe("ping/+", qos=qos)
+        for function_uid in sorted(topics.SUBSCRIBING_FUNCTIONS):
+            await self._client.subscribe(topics.notification_topic(function_uid >> 16, function_uid & 0xFFFF), qos=qos)
         self._reader = asyncio.create_task(self._read(), name=f"{self._connection.name}:mqtt-read")
 
     def send(self, frame: bytes) -> None:
@@ -143,8 +148,6 @@ class MqttTransport:
         header = decode_frame(frame).header
         properties: Properties | None = None
         if header.frame_type == FrameType.REQUEST:
-            if header.function_uid in topics.SUBSCRIBING_FUNCTIONS:
-                self._subscribe(topics.notification_topic(header.service_id, header.function_id))
             properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
             properties.ResponseTopic = self._reply_to
         topic = topics.topic_for(header)
@@ -154,14 +157,6 @@ class MqttTransport:
         if info.rc != paho_mqtt.MQTT_ERR_SUCCESS:
             self._connection.lost(aiomqtt.MqttCodeError(info.rc, f"could not publish on {topic}"))
 
-    def _subscribe(self, topic: str) -> None:
-        if topic in self._subscribed:
-            return
-        self._subscribed.add(topic)
-        result, _ = self._client._client.subscribe(topic, self._settings.qos)
-        if result != paho_mqtt.MQTT_ERR_SUCCESS:
-            self._connection.lost(aiomqtt.MqttCodeError(result, f"could not subscribe to {topic}"))
-
     async def _read(self) -> None:
         connection = self._connection
         try:
@@ -170,11 +165,14 @@ class MqttTransport:
                 if not isinstance(payload, bytes):  # paho hands bytes; aiomqtt's type says more
                     payload = str(payload).encode()  # type: ignore[unreachable]
                 try:
-                    topics.decode_message(str(message.topic), payload)
+                    parsed, frame = topics.decode_message(str(message.topic), payload)
                 except ProtocolError as error:
                     self.rejected += 1
                     connection.decode_errors += 1
                     log.warning("%s: dropping an MQTT message: %s", connection.name, error)
+                    continue
+                if parsed.family in ("notif", "ping") and frame.header.session_id != connection.session_id:
+                    self.foreign += 1
                     continue
                 connection.frame_received(payload)
         except aiomqtt.MqttError as error:

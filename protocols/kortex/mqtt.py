@@ -47,8 +47,8 @@ RESERVED_WORDS = frozenset({"dev", "req", "res", "notif", "ping", "pong"})
 #: Raw session topics (`MQTTConstants.h`).
 SESSION_KILLED_TOPIC = "sessions/killed"
 SESSION_STATUS_TOPIC = "sessions/status"
-#: Requests that open a notification subscription: the client subscribes to their `notif` topic
-#: before sending them (the vendor's `KortexApiProtocol` sniffs the same requests).
+#: Requests that open a notification subscription: a client subscribes to their `notif` topic
+#: (the vendor's `KortexApiProtocol` sniffs them to do so; ours subscribes when it connects).
 SUBSCRIBING_FUNCTIONS = frozenset({Function.BASE_ARM_STATE_TOPIC})
 #: Client ids: used inside the response topic, so no topic separators or wildcards.
 MAX_CLIENT_ID_LENGTH = 64
