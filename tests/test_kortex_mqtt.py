@@ -343,3 +343,19 @@ async def test_the_demo_arm_needs_no_installed_broker() -> None:
         await device.until(lambda: sim.wrist.led_ring_rgb == 0x0000FF)
     finally:
         await device.stop()
+
+
+async def test_an_arm_gone_silent_behind_a_live_broker_is_lost(mosquitto: Broker) -> None:  # noqa: F811
+    arm = SimulatedArm("kortex3", mqtt=("127.0.0.1", mosquitto.port))
+    await arm.start()
+    device = Device(mqtt_options(arm, mosquitto, link_timeout_ms=1500))
+    try:
+        device.start()
+        await device.connected()
+        await arm.stop()  # the broker stays up; only the KeepAlives go unanswered
+        assert device.task is not None
+        with pytest.raises(LinkLost, match=r"nothing from the robot for 1\.5 s"):
+            async with asyncio.timeout(5):
+                await device.task
+    finally:
+        await device.stop()

@@ -31,7 +31,8 @@ the gateway's adapter, and checked against the spec's golden hex vectors in test
   (with an error or silently), answer successes with error code 0 and a non-zero sub-code (which
   Kinova's client takes as success), and `close_tcp_connections()`.
 
-Run alone (the benchmark does): ``python -m devices.sim.kortex_arm --api kortex3``; it prints a JSON
+Run alone (the benchmark does): ``python -m devices.sim.kortex_arm --api kortex3`` (``--mqtt-port N``
+to serve the MQTT path through a broker on 127.0.0.1:N); it prints a JSON
 `listening` line, answers `stats` on stdin with the BaseCyclic request timing of each UDP session,
 and exits at end of input.
 """
@@ -736,6 +737,7 @@ async def _serve(args: argparse.Namespace) -> None:
         tcp_port=args.tcp_port,
         udp_port=args.udp_port,
         faults=ArmFaults(udp_reply_loss=args.loss, udp_reply_delay_s=args.delay),
+        mqtt=("127.0.0.1", args.mqtt_port) if args.mqtt_port else None,
     )
     await arm.start()
     print(json.dumps({"event": "listening", "tcp": arm.tcp_port, "udp": arm.udp_port}), flush=True)
@@ -760,6 +762,9 @@ def main() -> None:
     parser.add_argument("--udp-port", type=int, default=0)
     parser.add_argument("--loss", type=float, default=0.0, help="share of BaseCyclic UDP replies to drop")
     parser.add_argument("--delay", type=float, default=0.0, help="delay of BaseCyclic UDP replies (s)")
+    parser.add_argument(
+        "--mqtt-port", type=int, default=0, help="also serve Kortex 3's MQTT path via this loopback broker"
+    )
     asyncio.run(_serve(parser.parse_args()))
 
 
