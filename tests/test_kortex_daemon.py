@@ -11,6 +11,7 @@ import pytest
 from devices.sim.kortex_arm import SimulatedArm
 from protocols.kortex.generated import Base_pb2
 from tests.harness import RunningGateway, connect, gateway_config, start_gateway
+from tests.mosquitto_broker import Broker, mosquitto  # noqa: F401  (the fixture)
 
 
 async def eventually(condition: Callable[[], bool], timeout: float = 2.0) -> None:
@@ -115,3 +116,34 @@ async def test_device_unreachable_while_sessions_are_refused(gateway: RunningGat
     await client.wait_for(lambda m: m["op"] == "device" and m["status"] == "connected", timeout=5)
     assert len(arm.sessions) == 2
     await client.close()
+
+
+async def test_link6_over_mqtt_comes_back_after_a_broker_restart(tmp_path: Path, mosquitto: Broker) -> None:  # noqa: F811
+    arm = SimulatedArm("kortex3", mqtt=("127.0.0.1", mosquitto.port))
+    await arm.start()
+    device = f"""
+[devices.arm-1]
+kind = "kortex"
+host = "127.0.0.1"
+mqtt_port = {mosquitto.port}
+udp_port = {arm.udp_port}
+api = "kortex3"
+"""
+    running = await start_gateway(tmp_path, gateway_config(tmp_path, device))
+    try:
+        client = await connect(running, "ws")
+        await client.ok("subscribe", topics=["arm-1/**"])
+        await client.wait_for(lambda m: m["op"] == "device" and m["status"] == "connected", timeout=5)
+        [listed] = [d for d in (await client.ok("list_devices"))["devices"] if d["id"] == "arm-1"]
+        assert listed["capabilities"]["transport"] == "mqtt"
+        assert arm.tcp_connections == 0
+        await mosquitto.restart()
+        await client.wait_for(lambda m: m["op"] == "device" and m["status"] == "disconnected", timeout=5)
+        await client.wait_for(lambda m: m["op"] == "device" and m["status"] == "connected", timeout=10)
+        await client.ok("command", device="arm-1", type="led", data={"rgb": [0.0, 1.0, 0.0]})
+        await eventually(lambda: arm.wrist.led_ring_rgb == 0x00FF00)
+        assert arm.tcp_connections == 0
+        await client.close()
+    finally:
+        assert await running.stop() == 0
+        await arm.stop()
