@@ -132,7 +132,8 @@ def test_config_errors_all_at_once() -> None:
     text = (
         '[devices.arm]\nkind = "kortex"\napi = "kortex3"\ntransport = "udp"\nmqtt_qos = 3\nmqtt_port = 0\n'
         'mqtt_broker = "cloud"\n\n'
-        '[devices.gen3]\nkind = "kortex"\napi = "kortex2"\ntransport = "mqtt"\nmqtt_client_id = "a/b"\n'
+        '[devices.gen3]\nkind = "kortex"\napi = "kortex2"\ntransport = "mqtt"\nmqtt_client_id = "a/b"\n\n'
+        '[devices.demo]\nkind = "kortex"\napi = "kortex3"\nsimulate = true\nmqtt_qos = 1\n'
     )
     with pytest.raises(ConfigError) as caught:
         loads(text)
@@ -144,6 +145,7 @@ def test_config_errors_all_at_once() -> None:
         "devices.arm.mqtt_broker: expected one of 'embedded', 'external'",
         'transport = "mqtt" needs api = "kortex3"',
         "mqtt_client_id: the MQTT client id 'a/b' may hold only",
+        "the embedded broker serves QoS 0 only",
     ):
         assert expected in text, text
 
@@ -359,3 +361,16 @@ async def test_an_arm_gone_silent_behind_a_live_broker_is_lost(mosquitto: Broker
                 await device.task
     finally:
         await device.stop()
+
+
+@pytest.mark.parametrize("qos", [1, 2])
+async def test_requests_at_qos_above_0(link6: SimulatedArm, mosquitto: Broker, qos: int) -> None:  # noqa: F811
+    device = Device(mqtt_options(link6, mosquitto, mqtt_qos=qos))
+    device.start()
+    try:
+        await device.connected()
+        await device.command(Led(rgb=(1.0, 1.0, 0.0)), "led")
+        await device.until(lambda: link6.wrist.led_ring_rgb == 0xFFFF00)
+    finally:
+        await device.stop()
+    assert link6.sessions == {}

@@ -87,6 +87,11 @@ class KortexOptions:
             problems.append(
                 'transport = "mqtt" needs api = "kortex3" (Link 6): Gen3 and Gen3 lite serve sessions on TCP 10000 only'
             )
+        if self.simulate and self.uses_mqtt and self.mqtt_broker == "embedded" and self.mqtt_qos:
+            problems.append(
+                f'mqtt_qos = {self.mqtt_qos} with simulate and mqtt_broker = "embedded": the embedded broker '
+                'serves QoS 0 only (use mqtt_broker = "external" with mosquitto for QoS 1 or 2)'
+            )
         if self.mqtt_client_id:
             try:
                 check_client_id(self.mqtt_client_id)
