@@ -33,6 +33,7 @@ from gateway.faces.rosbridge.server import RosbridgeServer
 from gateway.faces.rosbridge.server import handler as rosbridge_handler
 from gateway.faces.tdm.server import TdmServer
 from gateway.metrics import Metrics
+from gateway.record.daemon import BusRecorder, config_digest
 from gateway.sdnotify import Notifier
 from gateway.servers.http import build_app
 from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded
@@ -109,6 +110,10 @@ class Gateway:
             self.metrics.registry.register(self.mqtt.collector())
         self.tdm = TdmServer(self.hub, config.tdm) if config.tdm.enabled else None
         self._foxglove = FoxgloveServer(self.hub, self.limits) if config.foxglove.enabled else None
+        self.config_digest = config_digest(config)
+        self.recorder = BusRecorder(config, self.bus, self.supervisor, self.router) if config.record.enabled else None
+        if self.recorder is not None:
+            self.metrics.registry.register(self.recorder.collector())
         self.http_port: int | None = None
         self.started = time.time()
 
@@ -144,6 +149,8 @@ class Gateway:
         """Start adapters, then listen; raise `OSError` when an address cannot be bound."""
         server = self.config.server
         self.monitor.start()
+        if self.recorder is not None:
+            self.recorder.start()  # before the devices: their first availability is in the file
         self.supervisor.start()
         if self.mqtt is not None:
             self.mqtt.start()
@@ -200,6 +207,8 @@ class Gateway:
             self._abort_http_connections()
         if self.tdm is not None:
             await self.tdm.cleanup()
+        if self.recorder is not None:
+            await self.recorder.stop()  # after the devices: their last availability is in the file
         self.monitor.stop()
         log.info("stopped")
 
@@ -263,6 +272,7 @@ class Gateway:
             "status": "unhealthy" if not healthy else "degraded" if down else "ok",
             "reasons": reasons,
             "version": __version__,
+            "config_digest": self.config_digest,
             "uptime_s": round(time.time() - self.started, 3),
             "loop_lag_ms": round(self.monitor.lag * 1000, 3),
             "loop_lag_max_ms": round(self.monitor.max_lag * 1000, 3),
@@ -273,6 +283,8 @@ class Gateway:
                 for h in self.supervisor.devices.values()
             ],
         }
+        if self.recorder is not None:
+            body["record"] = self.recorder.health()  # a recording failure leaves the devices working: still healthy
         if self.mqtt is not None:
             body["mqtt"] = self.mqtt.health()  # a broker outage leaves local devices working: still healthy
         return (200 if healthy else 503), body

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from devices.base import Command
@@ -13,6 +15,7 @@ from gateway.errors import (
     DeviceError,
     DeviceUnavailable,
     GatewayError,
+    InternalError,
     InvalidArgument,
     RequestTimeout,
     UnknownCommand,
@@ -32,12 +35,66 @@ MIN_COMMAND_TIMEOUT_S = 0.001
 MAX_COMMAND_TIMEOUT_S = 3600.0
 
 
+@dataclass(frozen=True, slots=True)
+class CommandSeen:
+    """A command as the router received it (`stamp`: s since the epoch), for watchers such as the recorder."""
+
+    number: int
+    client_id: str
+    device: str
+    type: str
+    data: object
+    stamp: float
+
+
+@dataclass(frozen=True, slots=True)
+class CommandAnswered:
+    """The answer to command `number`: `result` data when `error_code` is empty, else the error."""
+
+    number: int
+    client_id: str
+    device: str
+    type: str
+    result: dict[str, Any] | None
+    error_code: str
+    error_message: str
+    latency_s: float
+    stamp: float
+
+
+#: Called on the loop with every `CommandSeen` and `CommandAnswered`; must return at once (never block).
+CommandWatcher = Callable[[CommandSeen | CommandAnswered], None]
+
+
 class CommandRouter:
-    """Validates and delivers commands; reports each one's latency (s) by device and outcome code."""
+    """Validates and delivers commands; reports each one's latency (s) by device and outcome code.
+
+    `watchers` see every command of every face and its answer (the daemon's recorder is one).
+    """
 
     def __init__(self, supervisor: Supervisor, observe: Callable[[str, str, float], None]) -> None:
         self._supervisor = supervisor
         self._observe = observe
+        self.watchers: list[CommandWatcher] = []
+        self._numbers = itertools.count(1)
+
+    def _tell(self, event: CommandSeen | CommandAnswered) -> None:
+        for watcher in self.watchers:
+            try:
+                watcher(event)
+            except Exception:  # a watcher's bug must not fail the command
+                log.exception("command watcher failed")
+
+    def _seen(self, device: str, type_name: str, data: object, client_id: str) -> int:
+        number = next(self._numbers)
+        self._tell(CommandSeen(number, client_id, device, type_name, data, time.time()))
+        return number
+
+    def _answered(self, seen: int, device: str, type_name: str, client_id: str, started: float,
+                  result: dict[str, Any] | None, error: GatewayError | None) -> None:  # fmt: skip
+        code, message = (error.code.value, error.message) if error is not None else ("", "")
+        self._tell(CommandAnswered(seen, client_id, device, type_name, result, code, message,
+                                   time.monotonic() - started, time.time()))  # fmt: skip
 
     def device(self, device_id: str) -> DeviceHandle:
         """The handle of `device_id`, or `UnknownDevice`."""
@@ -56,14 +113,23 @@ class CommandRouter:
         """
         started = time.monotonic()
         outcome = "ok"
+        seen = self._seen(device_id, type_name, data, client_id) if self.watchers else 0
+        result: dict[str, Any] | None = None
+        failure: GatewayError | None = None
         try:
             check_timeout(timeout_s)
-            return await self._execute(device_id, type_name, data, client_id, started + timeout_s)
+            result = await self._execute(device_id, type_name, data, client_id, started + timeout_s)
+            return result
         except GatewayError as error:
             outcome = error.code.value
+            failure = error
             raise
         finally:
             self._observe(device_id, outcome, time.monotonic() - started)
+            if seen:
+                if failure is None and result is None:
+                    failure = InternalError("the command ended without a result")
+                self._answered(seen, device_id, type_name, client_id, started, result, failure)
 
     async def _execute(
         self, device_id: str, type_name: str, data: object, client_id: str, deadline: float
@@ -98,9 +164,11 @@ class CommandRouter:
             raise DeviceError(f"{type(error).__name__}: {error}") from None
         return _plain_result(result)
 
-    async def estop(self) -> list[dict[str, Any]]:
-        """Stop every device's actuators at once; report each device's outcome."""
+    async def estop(self, client_id: str = "") -> list[dict[str, Any]]:
+        """Stop every device's actuators at once; report each device's outcome (`client_id`: who asked)."""
         handles = list(self._supervisor.devices.values())
+        started = time.monotonic()
+        seen = self._seen("*", "estop", None, client_id) if self.watchers else 0
 
         async def stop(handle: DeviceHandle) -> dict[str, Any]:
             try:
@@ -111,7 +179,10 @@ class CommandRouter:
                 return {"device": handle.id, "ok": False, "error": f"{type(error).__name__}: {error}"}
             return {"device": handle.id, "ok": True}
 
-        return list(await asyncio.gather(*(stop(handle) for handle in handles)))
+        outcomes = list(await asyncio.gather(*(stop(handle) for handle in handles)))
+        if seen:
+            self._answered(seen, "*", "estop", client_id, started, {"devices": outcomes}, None)
+        return outcomes
 
     def release(self, client_id: str) -> None:
         """End every lease that `client_id` holds (the client disconnected)."""

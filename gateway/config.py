@@ -10,6 +10,7 @@ Layout::
     [mqtt]        the MQTT bridge: broker, export, federation, Home Assistant discovery (off unless set)
     [tdm]         the Thymio Device Manager face (Thymio Suite, tdmclient): off unless enabled
     [foxglove]    the Foxglove WebSocket listener (off unless enabled)
+    [record]      the daemon records its bus to MCAP files in a folder (off while `folder` is empty)
     [devices.<id>]  kind = "...", enabled = true, ros_namespace = "", then the kind's own options
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import tomllib
 import types
 import typing
@@ -218,6 +220,36 @@ class FoxgloveConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordConfig:
+    """`[record]`: the daemon records its own bus to MCAP files (README "Record and replay"); off while `folder` is "".
+
+    Files are `<folder>/<prefix>-<UTC time>-<n>.mcap`. `topics`: bus patterns recorded (availability
+    always is; `commands` adds every command and its result from every client). A file ends and the
+    next begins at the first chunk boundary past `max_file_bytes` (0: no size limit) or once it is
+    `max_file_s` seconds old (0: no time limit); while the folder's recordings of this prefix exceed
+    `max_total_bytes` (0: no limit) the oldest are removed. `compression`: zstd, lz4 or none;
+    `chunk_bytes`: uncompressed chunk size; `queue`: messages waiting for the writer thread beyond
+    which samples are dropped (counted on /healthz and /metrics).
+    """
+
+    folder: str = ""
+    prefix: str = "hwgateway"
+    topics: tuple[str, ...] = ("**",)
+    commands: bool = True
+    compression: Literal["zstd", "lz4", "none"] = "zstd"
+    chunk_bytes: int = field(default=1024 * 1024, metadata=_range(1024, 64 * 1024 * 1024))
+    queue: int = field(default=10_000, metadata=_range(1, 10_000_000))
+    max_file_bytes: int = field(default=0, metadata=_range(0, 1 << 50))
+    max_file_s: float = field(default=0.0, metadata=_range(0, 7 * 86400))
+    max_total_bytes: int = field(default=0, metadata=_range(0, 1 << 50))
+
+    @property
+    def enabled(self) -> bool:
+        """True when a folder is set."""
+        return bool(self.folder)
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceConfig:
     """One configured device: its stable `id`, adapter `kind` and the kind's `options`.
 
@@ -243,6 +275,7 @@ class Config:
     mqtt: MqttConfig = MqttConfig()
     tdm: TdmConfig = TdmConfig()
     foxglove: FoxgloveConfig = FoxgloveConfig()
+    record: RecordConfig = RecordConfig()
     devices: tuple[DeviceConfig, ...] = ()
 
 
@@ -492,6 +525,53 @@ def _build_mqtt(table: object) -> MqttConfig:
     return mqtt
 
 
+_MIN_FILE_BYTES = 16 * 1024
+_MIN_FILE_S = 1.0
+
+
+def _build_record(table: object) -> RecordConfig:
+    """`[record]`, every problem at once: patterns, prefix, folder, and the limits against each other."""
+    record = build(RecordConfig, table, "record")
+    problems: list[ConfigError] = []
+    from gateway.errors import InvalidArgument
+    from gateway.topics import parse_pattern
+
+    for index, pattern in enumerate(record.topics):
+        try:
+            parse_pattern(pattern)
+        except InvalidArgument as error:
+            problems.append(ConfigError(f"record.topics[{index}]", error.message))
+    if not record.topics:
+        problems.append(ConfigError("record.topics", 'expected at least one pattern (["**"]: every topic)'))
+    try:
+        check_device_id(record.prefix)
+    except ValueError:
+        problems.append(ConfigError("record.prefix", f"{record.prefix!r} must be 1-128 letters, digits and _ . : -"))
+    folder = Path(record.folder) if record.folder else None
+    if folder is not None and folder.exists() and not folder.is_dir():
+        problems.append(ConfigError("record.folder", f"{record.folder} exists and is not a folder"))
+    elif folder is not None and folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+        problems.append(ConfigError("record.folder", f"{record.folder} is not writable"))
+    if record.max_file_bytes and record.max_file_bytes < _MIN_FILE_BYTES:
+        problems.append(ConfigError("record.max_file_bytes", f"0 (no limit) or at least {_MIN_FILE_BYTES}"))
+    elif record.max_file_bytes and record.chunk_bytes > record.max_file_bytes:
+        problems.append(ConfigError("record.chunk_bytes", "must be at most record.max_file_bytes"))
+    if record.max_file_s and record.max_file_s < _MIN_FILE_S:
+        problems.append(ConfigError("record.max_file_s", f"0 (no limit) or at least {_MIN_FILE_S:g} s"))
+    if record.max_total_bytes:
+        if not (record.max_file_bytes or record.max_file_s):
+            problems.append(
+                ConfigError("record.max_total_bytes", "needs rotation: set record.max_file_bytes or record.max_file_s")
+            )
+        elif record.max_total_bytes < 2 * record.max_file_bytes:
+            problems.append(
+                ConfigError("record.max_total_bytes", "must be at least twice record.max_file_bytes (two files)")
+            )
+    if problems:
+        raise ConfigError.combine(problems)
+    return record
+
+
 def parse(document: dict[str, Any]) -> Config:
     """Build a `Config` from a parsed TOML document; raise one `ConfigError` listing every problem."""
     sections = {f.name for f in dataclasses.fields(Config)}
@@ -509,6 +589,7 @@ def parse(document: dict[str, Any]) -> Config:
         "mqtt": _build_mqtt,
         "tdm": lambda table: build(TdmConfig, table, "tdm"),
         "foxglove": lambda table: build(FoxgloveConfig, table, "foxglove"),
+        "record": _build_record,
         "devices": _build_devices,
     }
     built: dict[str, Any] = {}

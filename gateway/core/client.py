@@ -346,4 +346,4 @@ class Client:
     async def estop(self) -> list[dict[str, Any]]:
         """Stop every device's actuators at once (never rate-limited); each device's outcome."""
         log.warning("client %s triggered an emergency stop", self.id)
-        return await self.hub.router.estop()
+        return await self.hub.router.estop(self.id)

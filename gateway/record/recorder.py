@@ -20,22 +20,10 @@ from typing import Any
 import aiohttp
 
 from gateway.record import EXIT_CONNECT, EXIT_NO_TOPICS, EXIT_OK
-from gateway.record.sink import DEFAULT_CHUNK_BYTES, DEFAULT_QUEUE, McapSink
+from gateway.record.channels import DEVICE_SCHEMA, DEVICE_TOPIC, DEVICE_TYPE
+from gateway.record.sink import DEFAULT_CHUNK_BYTES, DEFAULT_QUEUE, McapSink, StateText
 
 DEFAULT_URL = "ws://127.0.0.1:8470/ws"
-DEVICE_TOPIC = "_gateway/device"
-DEVICE_TYPE = "hwgateway/DeviceEvent"
-DEVICE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "device": {"type": "string"},
-        "kind": {"type": "string"},
-        "status": {"type": "string", "enum": ["connecting", "connected", "disconnected", "stopped"]},
-        "detail": {"type": "string"},
-        "stamp": {"type": "number"},
-        "locked_by": {"type": ["string", "null"]},
-    },
-}
 _PROGRESS_INTERVAL_S = 0.5
 
 
@@ -109,6 +97,17 @@ class _Session:
             self.pushed.append(message)
 
 
+async def _config_digest(url: str) -> str:
+    """The gateway's config digest from its /healthz ("" when it cannot be read)."""
+    health = url.replace("ws://", "http://", 1).replace("wss://", "https://", 1).rsplit("/", 1)[0] + "/healthz"
+    try:
+        async with aiohttp.ClientSession() as http, http.get(health, timeout=aiohttp.ClientTimeout(total=5)) as reply:
+            body = await reply.json()
+    except (aiohttp.ClientError, OSError, ValueError, TimeoutError):
+        return ""
+    return str(body.get("config_digest", "")) if isinstance(body, dict) else ""
+
+
 async def _schemas(session: _Session, devices: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The JSON Schema of every message type the devices publish."""
     schemas: dict[str, dict[str, Any]] = {DEVICE_TYPE: DEVICE_SCHEMA}
@@ -127,13 +126,10 @@ def _progress(sink: McapSink, started: float) -> None:
 
 
 def _handle(sink: McapSink, message: dict[str, Any]) -> bool:
-    """Queue one pushed message; False when the gateway said it closes."""
+    """Queue one parsed push; False when the gateway said it closes."""
     op = message.get("op")
     if op == "state":
-        data = json.dumps(message["data"], separators=(",", ":")).encode()
-        sink.message(
-            message["topic"], message["type"], _ns(message["recv_stamp"]), _ns(message["stamp"]), message["seq"], data
-        )
+        sink.put(StateText(json.dumps(message)))
     elif op == "device":
         event = {key: value for key, value in message.items() if key != "op"}
         stamp = _ns(float(event.get("stamp", time.time())))
@@ -173,7 +169,9 @@ async def _record_on(session: _Session, options: RecordOptions, stop: asyncio.Ev
             "url": options.url,
             "patterns": json.dumps(list(options.patterns)),
             "devices": json.dumps(devices),
+            "config_digest": await _config_digest(options.url),
             "started": f"{time.time():.6f}",
+            "commands": "not recorded: a client sees only its own commands; the daemon's [record] records all",
         },
     )
     started = time.monotonic()
@@ -193,27 +191,44 @@ async def _record_on(session: _Session, options: RecordOptions, stop: asyncio.Ev
 async def _pump(
     session: _Session, sink: McapSink, stop: asyncio.Event, deadline: float | None, progress: bool, started: float
 ) -> None:
-    stopping = asyncio.ensure_future(stop.wait())
-    next_progress = started
+    """Hand every push to the sink until `stop`, the deadline or the end of the connection.
+
+    The hot path is one task reading the socket; a `state` push goes to the writer thread as its
+    text, unparsed (the gateway sends `{"op":"state",...` first), so the loop does no JSON work.
+    """
+    reader = asyncio.create_task(_read(session, sink))
+    waits: set[asyncio.Future[Any]] = {reader, asyncio.ensure_future(stop.wait())}
     try:
-        while not stop.is_set():
+        while True:
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 return
-            if progress and now >= next_progress:
+            if progress:
                 _progress(sink, started)
-                next_progress = now + _PROGRESS_INTERVAL_S
             wait = _PROGRESS_INTERVAL_S if deadline is None else min(_PROGRESS_INTERVAL_S, deadline - now)
-            receiving = asyncio.ensure_future(session.receive())
-            done, _ = await asyncio.wait({receiving, stopping}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-            if receiving not in done:
-                receiving.cancel()
-                continue
-            message = receiving.result()
-            if message is None or not _handle(sink, message):
+            done, _ = await asyncio.wait(waits, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+            if done:
                 return
     finally:
-        stopping.cancel()
+        for task in waits:
+            task.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
+
+
+_STATE_PREFIX = '{"op":"state"'
+
+
+async def _read(session: _Session, sink: McapSink) -> None:
+    """Queue pushes until the connection ends or the gateway says it closes."""
+    ws = session.ws
+    async for message in ws:
+        if message.type != aiohttp.WSMsgType.TEXT:
+            return
+        text: str = message.data
+        if text.startswith(_STATE_PREFIX):
+            sink.put(StateText(text))
+        elif not _handle(sink, json.loads(text)):
+            return
 
 
 def run(options: RecordOptions) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gateway.record.recorder import DEVICE_TOPIC
 from gateway.record.recover import BadRecording, Contents, _check_readable, _stream
 
 
@@ -34,7 +33,7 @@ def load(path: str | Path) -> list[Recorded]:
     with file:
         for message in _stream(file, contents):
             channel = contents.channels[message.channel_id]
-            if channel.topic == DEVICE_TOPIC:
+            if channel.topic.startswith("_gateway/"):
                 continue
             schema = contents.schemas.get(channel.schema_id)
             type_ = channel.metadata.get("type") or (schema.name if schema else "")
