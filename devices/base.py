@@ -35,6 +35,9 @@ class DeviceContext:
         self._bus = bus
         self._on_status = on_status
         self._prefix = device_id + "/"
+        #: Adds a device at run time (`add_device(config, factory)`, the supervisor's `add`): the replay
+        #: device lists the recorded devices with it. None outside a supervisor.
+        self.add_device: Callable[..., Any] | None = None
 
     def publish(self, stream: str, message: Any, stamp: float | None = None) -> None:
         """Publish `message` on `<device_id>/<stream>`; `stamp` is device time in s since the epoch."""

@@ -85,6 +85,8 @@ class Supervisor:
         self.devices: dict[str, DeviceHandle] = {
             device.id: DeviceHandle(device, bus) for device in devices if device.enabled
         }
+        for handle in self.devices.values():
+            handle.adapter.ctx.add_device = self.add
 
     def start(self) -> None:
         """Start one supervised task per enabled device."""
@@ -97,6 +99,7 @@ class Supervisor:
         if config.id in self.devices:
             raise ValueError(f"device {config.id!r} exists already")
         handle = self.devices[config.id] = DeviceHandle(config, self._bus, factory)
+        handle.adapter.ctx.add_device = self.add
         if self._started:
             handle.task = asyncio.create_task(self._supervise(handle), name=f"device:{handle.id}")
         return handle

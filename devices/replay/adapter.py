@@ -1,12 +1,20 @@
 """`kind = "replay"`: publish a recording's topics again, at their recorded pace scaled by `speed`.
 
-Topics keep their recorded names (`<device>/<stream>`) with `prefix` put in front, so clients see them
-like live devices; commands are answered `unavailable`, because nothing real is behind them.
+Topics keep their recorded names (`<device>/<stream>`) with `prefix` put in front. Each recorded
+device (from the recording's `hwgateway` metadata, or the topics' first segment) is listed as its own
+device `<prefix><recorded id>` with its recorded kind and message types, so clients see it like a live
+device; commands to it answer `unavailable`. A prefix with a `/` (e.g. "replay/") puts every topic
+under one device id instead, and no replayed devices are listed.
+
+The replay device itself takes `hwgateway/ReplaySeek`, `ReplayPause`, `ReplayResume` and
+`ReplaySpeed` (gateway/messages/replay.py), each answered with a `hwgateway/ReplayState`; any other
+command is answered `unavailable`, because nothing real is behind it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import logging
 import time
 from collections.abc import Mapping
@@ -16,13 +24,17 @@ from typing import Any
 
 import orjson
 
-from devices.base import Adapter, Command
-from gateway.errors import DeviceUnavailable, GatewayError
-from gateway.messages import REGISTRY, from_plain
-from gateway.record.replay_source import Recorded, load
-from gateway.topics import matches
+from devices.base import Adapter, Command, DeviceContext
+from gateway.config import DeviceConfig
+from gateway.errors import DeviceUnavailable, GatewayError, InvalidArgument
+from gateway.messages import REGISTRY, from_plain, to_plain
+from gateway.messages.replay import ReplayPause, ReplayResume, ReplaySeek, ReplaySpeed, ReplayState
+from gateway.record.replay_source import Recorded, load_recording
+from gateway.topics import check_device_id, matches
 
 log = logging.getLogger(__name__)
+
+CONTROL_TYPES = ("hwgateway/ReplayPause", "hwgateway/ReplayResume", "hwgateway/ReplaySeek", "hwgateway/ReplaySpeed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,9 +42,9 @@ class ReplayOptions:
     """Config of a `kind = "replay"` device.
 
     `file`: the MCAP recording. `speed`: playback rate (2.0 twice as fast). `loop`: start again at the
-    end. `topics`: patterns of the recorded topics to play. `prefix`: put in front of every topic
-    (for example "replay/"; empty keeps the recorded device ids). `delay_s`: wait this long after
-    starting before the first message (time for clients to subscribe).
+    end. `topics`: patterns of the recorded topics to play. `prefix`: put in front of every topic and
+    recorded device id (for example "replay-"; empty keeps the recorded ids). `delay_s`: wait this
+    long after starting before the first message (time for clients to subscribe).
     """
 
     file: str = ""
@@ -43,8 +55,47 @@ class ReplayOptions:
     delay_s: float = field(default=0.0, metadata={"min": 0.0, "max": 3600.0})
 
 
+@dataclass(frozen=True, slots=True)
+class ReplayedOptions:
+    """A recorded device listed by a replay device: its recorded entry and who replays it."""
+
+    recorded: Mapping[str, Any]
+    player: str
+    file: str
+
+
+class ReplayedDevice(Adapter[ReplayedOptions]):
+    """A recorded device, listed like a live one while a replay device publishes its topics."""
+
+    kind = "replayed"
+    options_class = ReplayedOptions
+
+    def __init__(self, ctx: DeviceContext, options: ReplayedOptions) -> None:
+        super().__init__(ctx, options)
+        recorded = options.recorded
+        self.publishes = tuple(str(t) for t in recorded.get("publishes", ()))  # type: ignore[misc]
+        self.accepts = tuple(str(t) for t in recorded.get("accepts", ()))  # type: ignore[misc]
+
+    def capabilities(self) -> Mapping[str, Any]:
+        """Where the samples come from."""
+        return {"replayed_by": self.options.player, "file": self.options.file,
+                "recorded_id": str(self.options.recorded["id"])}  # fmt: skip
+
+    async def run(self) -> None:
+        """Stay connected: the replay device publishes the samples."""
+        self.ctx.set_status("connected", f"replayed from {self.options.file} by {self.options.player}")
+        await asyncio.Event().wait()
+
+    async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
+        """Refuse: a replayed device has no hardware to drive."""
+        raise DeviceUnavailable(
+            f"device {self.ctx.device_id!r} is replayed from {self.options.file} by {self.options.player!r}; "
+            f"it cannot carry out {command.type!r}"
+        )
+
+
 class ReplayAdapter(Adapter[ReplayOptions]):
-    """Plays one recording; commands of any type are refused as `unavailable`."""
+    """Plays one recording; seek, pause, resume and speed by command; other commands are refused as `unavailable`."""
 
     kind = "replay"
     options_class = ReplayOptions
@@ -54,39 +105,108 @@ class ReplayAdapter(Adapter[ReplayOptions]):
         super().__init__(ctx, options)
         self.played = 0
         self.skipped = 0
-        self._topics: list[str] = []
+        self.speed = options.speed
+        self._messages: list[Recorded] = []
+        self._offsets: list[int] = []  # ns from the first message
+        self._index = 0
+        self._anchor_ns = 0  # recording position at `_anchor_mono`
+        self._anchor_mono = time.monotonic()
+        self._state = "playing"
+        self._changed = asyncio.Event()
+        self._listed: set[str] = set()
 
     def capabilities(self) -> Mapping[str, Any]:
-        """The file, speed and the recorded topics being played."""
-        return {"file": Path(self.options.file).name, "speed": self.options.speed, "loop": self.options.loop}
+        """The file, speed, loop, state and position."""
+        return {"file": Path(self.options.file).name, "speed": self.speed, "loop": self.options.loop,
+                "state": self._state, "position_s": round(self._position_ns() / 1e9, 6),
+                "duration_s": self._duration_ns() / 1e9, "replayed_devices": sorted(self._listed)}  # fmt: skip
 
     async def run(self) -> None:
-        """Load the recording, then publish its messages at their scaled times (again with `loop`)."""
-        recorded = await asyncio.to_thread(load, self.options.file)
+        """Load the recording, list its devices, then publish its messages at their scaled times."""
+        recorded, devices = await asyncio.to_thread(load_recording, self.options.file)
         chosen = [m for m in recorded if any(matches(p, m.topic) for p in self.options.topics)]
         if not chosen:
             raise ValueError(f"{self.options.file}: no recorded topic matches {', '.join(self.options.topics)}")
+        self._messages = chosen
+        first = chosen[0].log_time_ns
+        self._offsets = [m.log_time_ns - first for m in chosen]
+        self._list_devices(chosen, devices)
         self.ctx.set_status("connected")
         await asyncio.sleep(self.options.delay_s)
+        self._seek(0)
+        await self._play()
+
+    def _list_devices(self, chosen: list[Recorded], devices: list[dict[str, Any]]) -> None:
+        """Add `<prefix><id>` for every recorded device with a chosen topic (once; again after a restart: kept)."""
+        add = self.ctx.add_device
+        if add is None:
+            return
+        entries = {str(d["id"]): d for d in devices}
+        name = Path(self.options.file).name
+        for device in sorted({m.topic.split("/", 1)[0] for m in chosen}):
+            replayed_id = self.options.prefix + device
+            if replayed_id in self._listed:
+                continue
+            try:
+                check_device_id(replayed_id)
+            except ValueError:
+                return  # a prefix with "/": the topics live under one device id
+            entry = entries.get(device, {"id": device, "kind": "replayed"})
+            kind = str(entry.get("kind", "replayed"))
+            options = ReplayedOptions(entry, self.ctx.device_id, name)
+            try:
+                add(DeviceConfig(replayed_id, kind, True, options), ReplayedDevice)
+            except ValueError:
+                raise ValueError(
+                    f"recorded device {device!r} would be listed as {replayed_id!r}, which is already a device here;"
+                    ' set the replay device\'s prefix (e.g. prefix = "replay-")'
+                ) from None
+            self._listed.add(replayed_id)
+
+    # -- the clock ---------------------------------------------------------------------------
+
+    def _duration_ns(self) -> int:
+        return self._offsets[-1] if self._offsets else 0
+
+    def _position_ns(self) -> int:
+        if self._state != "playing":
+            return self._anchor_ns
+        elapsed = (time.monotonic() - self._anchor_mono) * 1e9 * self.speed
+        return min(self._anchor_ns + int(elapsed), self._duration_ns())
+
+    def _seek(self, position_ns: int) -> None:
+        self._anchor_ns = position_ns
+        self._anchor_mono = time.monotonic()
+        self._index = bisect.bisect_left(self._offsets, position_ns)
+        self._changed.set()
+
+    async def _play(self) -> None:
         while True:
-            await self._play(chosen)
-            if not self.options.loop:
-                self.ctx.set_status("stopped", "replay finished")
-                await asyncio.Event().wait()  # stay listed; the supervisor cancels us at shutdown
-            log.info("replay of %s starts again", self.options.file)
-
-    async def _play(self, messages: list[Recorded]) -> None:
-        speed = self.options.speed
-        first = messages[0].log_time_ns
-        started = time.monotonic()
-        shift = time.time() - first / 1e9  # stamps move to now, keeping their offsets
-        for message in messages:
-            delay = started + (message.log_time_ns - first) / 1e9 / speed - time.monotonic()
+            self._changed.clear()
+            if self._state != "playing":
+                await self._changed.wait()
+                continue
+            if self._index >= len(self._messages):
+                if self.options.loop:
+                    log.info("replay of %s starts again", self.options.file)
+                    self._seek(0)
+                    continue
+                self._state = "finished"
+                self._anchor_ns = self._duration_ns()
+                self.ctx.set_status("connected", "replay finished")
+                continue
+            due = self._anchor_mono + (self._offsets[self._index] - self._anchor_ns) / 1e9 / self.speed
+            delay = due - time.monotonic()
             if delay > 0:
-                await asyncio.sleep(delay)
-            self._publish(message, shift)
+                try:
+                    await asyncio.wait_for(self._changed.wait(), delay)
+                    continue  # seek, pause or speed: recompute
+                except TimeoutError:
+                    pass
+            self._publish(self._messages[self._index])
+            self._index += 1
 
-    def _publish(self, recorded: Recorded, shift: float) -> None:
+    def _publish(self, recorded: Recorded) -> None:
         info = REGISTRY.get(recorded.type)
         if info is None:
             self.skipped += 1
@@ -96,12 +216,63 @@ class ReplayAdapter(Adapter[ReplayOptions]):
         except (GatewayError, ValueError):
             self.skipped += 1
             return
+        # stamps move to now, keeping their offsets from the message being played
+        shift = time.time() - recorded.log_time_ns / 1e9
         self.ctx.publish_topic(self.options.prefix + recorded.topic, message, recorded.publish_time_ns / 1e9 + shift)
         self.played += 1
 
+    # -- commands ----------------------------------------------------------------------------
+
     async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
-        """Refuse: a replayed device has no hardware to drive."""
-        raise DeviceUnavailable(
-            f"device {self.ctx.device_id!r} replays {Path(self.options.file).name}; "
-            f"it cannot carry out {command.type!r}"
-        )
+        """Seek, pause, resume or change speed; refuse anything else as `unavailable`."""
+        if not self._messages and command.type in CONTROL_TYPES:
+            raise DeviceUnavailable(f"device {self.ctx.device_id!r} has not loaded {self.options.file} yet")
+        message = command.message
+        if isinstance(message, ReplaySeek):
+            applied = self._do_seek(message.position_s)
+        elif isinstance(message, ReplayPause):
+            applied = self._do_pause()
+        elif isinstance(message, ReplayResume):
+            applied = self._do_resume()
+        elif isinstance(message, ReplaySpeed):
+            self._seek(self._position_ns())
+            applied = f"speed {self.speed:g} -> {message.speed:g}"
+            self.speed = message.speed
+        else:
+            raise DeviceUnavailable(
+                f"device {self.ctx.device_id!r} replays {Path(self.options.file).name}; "
+                f"it cannot carry out {command.type!r} (it takes {', '.join(CONTROL_TYPES)})"
+            )
+        state = ReplayState(self._state, self._position_ns() / 1e9, self._duration_ns() / 1e9, self.speed,
+                            self.options.loop, applied)  # fmt: skip
+        return to_plain(state)
+
+    def _do_seek(self, position_s: float) -> str:
+        duration_s = self._duration_ns() / 1e9
+        if position_s > duration_s:
+            raise InvalidArgument(
+                f"data.position_s: {position_s:g} s is beyond the recording's end ({duration_s:.3f} s)"
+            )
+        if self._state == "finished":
+            self._state = "playing"
+        self._seek(round(position_s * 1e9))
+        return f"seek to {position_s:.3f} s"
+
+    def _do_pause(self) -> str:
+        if self._state != "playing":
+            return f"nothing: the replay is {self._state}"
+        self._seek(self._position_ns())
+        self._state = "paused"
+        return f"paused at {self._anchor_ns / 1e9:.3f} s"
+
+    def _do_resume(self) -> str:
+        if self._state == "playing":
+            return "nothing: the replay is playing"
+        if self._state == "finished":
+            self._state = "playing"
+            self._seek(0)
+            self.ctx.set_status("connected")
+            return "playing again from 0.000 s"
+        self._state = "playing"
+        self._seek(self._anchor_ns)
+        return f"resumed at {self._anchor_ns / 1e9:.3f} s"

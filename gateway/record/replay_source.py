@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gateway.record.recover import BadRecording, Contents, _check_readable, _stream
 
@@ -20,10 +22,27 @@ class Recorded:
 
 
 def load(path: str | Path) -> list[Recorded]:
-    """Every bus message of `path` (not the availability channel), sorted by log time.
+    """Every bus message of `path` (not the gateway's own channels), sorted by log time.
 
     A truncated file gives what its complete chunks hold; raise BadRecording when it is not MCAP.
     """
+    return load_recording(path)[0]
+
+
+def recorded_devices(contents: Contents) -> list[dict[str, Any]]:
+    """The devices the recording's `hwgateway` metadata lists (id, kind, publishes, accepts); [] without it."""
+    for metadata in contents.metadata:
+        if metadata.name == "hwgateway":
+            try:
+                devices = json.loads(metadata.metadata.get("devices", "[]"))
+            except ValueError:
+                return []
+            return [d for d in devices if isinstance(d, dict) and isinstance(d.get("id"), str)]
+    return []
+
+
+def load_recording(path: str | Path) -> tuple[list[Recorded], list[dict[str, Any]]]:
+    """The bus messages of `path` in log-time order and the recorded devices (see `load`)."""
     contents = Contents()
     messages: list[Recorded] = []
     try:
@@ -40,4 +59,4 @@ def load(path: str | Path) -> list[Recorded]:
             messages.append(Recorded(channel.topic, type_, message.log_time, message.publish_time, message.data))
     _check_readable(path, contents)
     messages.sort(key=lambda m: m.log_time_ns)
-    return messages
+    return messages, recorded_devices(contents)
