@@ -3,7 +3,9 @@
 One gateway (`python -m gateway run`) with a simulated Wii Remote publishing `wiimote/State` on
 `wii/state` at `--rate` Hz (1,000). This process holds `--clients` WebSocket clients subscribed to it.
 Phases of `--seconds` each, in the same run: without the recorder, with it (a separate
-`hwgateway record` process on `wii/state`), and without it again. Per phase: fan-out latency (client
+`hwgateway record` process on `wii/state`), and without it again; then a second gateway, the same
+but with the daemon's own `[record]` of `wii/state`, for one more phase (its recorder CPU per
+message is that gateway's CPU above the mean of the two phases without a recorder). Per phase: fan-out latency (client
 receive time minus the sample's `recv_stamp`, same host clock) p50/p99; the gateway's event-loop lag
 (`hwgw_event_loop_lag_seconds`, sampled every 0.25 s) p50/p99; gateway CPU; with the recorder its CPU
 per message written, the messages written and dropped and the file size.
@@ -31,8 +33,10 @@ import orjson
 import psutil
 
 HOST = "127.0.0.1"
-TOPIC = "wii/state"
+TOPIC = "wii-0/state"  # what the clients subscribe to
+RECORDED = "*/state"  # what the recorders record: every simulated remote's state
 _CLIENTS = [0]  # set by main: the number of clients, for the per-client rate
+_REMOTES = [10]  # set by main: simulated remotes (each sends about 110 changed reports a second)
 
 
 def _free_port() -> int:
@@ -42,13 +46,36 @@ def _free_port() -> int:
         return port
 
 
-def _config(workdir: Path, port: int, rate: float) -> Path:
-    path = workdir / "bench.toml"
+def _config(workdir: Path, port: int, rate: float, record: bool = False) -> Path:
+    path = workdir / ("bench-record.toml" if record else "bench.toml")
+    section = f'[record]\nfolder = "{workdir / "daemon"}"\ntopics = ["{RECORDED}"]\n\n' if record else ""
+    if _REMOTES[0]:
+        remotes = "".join(
+            f'[devices.wii-{n}]\nkind = "wiimote"\ntransport = "sim"\nsim_rate_hz = {rate}\n\n'
+            for n in range(_REMOTES[0])
+        )
+    else:  # the generic sim controller publishes at exactly `rate` (creos_messages/ControllerState)
+        remotes = f'[devices.wii-0]\nkind = "sim"\nrate_hz = {rate}\nleds = 4\n\n'
+
     path.write_text(
-        f'[server]\nhost = "{HOST}"\nhttp_port = {port}\nmsgpack_port = -1\nunix_socket = ""\n\n'
-        f'[logging]\nlevel = "warning"\n\n[devices.wii]\nkind = "wiimote"\ntransport = "sim"\nsim_rate_hz = {rate}\n'
+        f'[server]\nhost = "{HOST}"\nhttp_port = {port}\nmsgpack_port = -1\nunix_socket = ""\n\n{section}'
+        f'[logging]\nlevel = "warning"\n\n{remotes}'
     )
     return path
+
+
+async def _published(port: int) -> float:
+    """wiimote/State samples published so far on every remote's state topic."""
+    pattern = re.compile(r'^hwgw_bus_published_total\{topic="wii-\d+/state"\} (\S+)$', re.M)  # any sample type
+    async with aiohttp.ClientSession() as http, http.get(f"http://{HOST}:{port}/metrics") as response:
+        return sum(float(v) for v in pattern.findall(await response.text()))
+
+
+async def _record_state(port: int) -> dict[str, Any]:
+    async with aiohttp.ClientSession() as http, http.get(f"http://{HOST}:{port}/healthz") as reply:
+        body = await reply.json()
+    state: dict[str, Any] = body.get("record", {})
+    return state
 
 
 def _megabytes(path: Path | None) -> float:
@@ -105,7 +132,7 @@ async def _phase(
             "--url",
             f"ws://{HOST}:{port}/ws",
             "--topics",
-            TOPIC,
+            RECORDED,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
@@ -113,6 +140,8 @@ async def _phase(
             while not _megabytes(record_to):  # noqa: ASYNC110 - another process writes it
                 await asyncio.sleep(0.1)
         latencies.clear()
+    daemon0 = await _record_state(port)
+    published0 = await _published(port)
     cpu0 = gateway.cpu_times()
     rec_proc = psutil.Process(recorder.pid) if recorder else None
     rec0 = rec_proc.cpu_times() if rec_proc else None
@@ -120,6 +149,8 @@ async def _phase(
     await asyncio.sleep(seconds)
     elapsed = time.monotonic() - started
     cpu1 = gateway.cpu_times()
+    daemon1 = await _record_state(port)
+    published1 = await _published(port)
     result: dict[str, Any] = {
         "phase": name,
         "samples": len(latencies),
@@ -128,9 +159,18 @@ async def _phase(
         "fanout_p99_ms": _pct(latencies, 0.99) * 1e3,
         "loop_lag_p50_ms": _pct(lags, 0.5) * 1e3,
         "loop_lag_p99_ms": _pct(lags, 0.99) * 1e3,
+        "bus_msg_s": (published1 - published0) / elapsed,
         "gateway_cpu_pct": 100 * ((cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)) / elapsed,
     }
     sampler.cancel()
+    if daemon1:
+        result.update(
+            {
+                "daemon_written": daemon1["written"] - daemon0["written"],
+                "daemon_dropped": daemon1["dropped"] - daemon0["dropped"],
+                "daemon_file_mb_per_min": (daemon1["bytes"] - daemon0["bytes"]) / 1e6 / elapsed * 60,
+            }
+        )
     if recorder is not None and rec_proc is not None and rec0 is not None:
         rec1 = rec_proc.cpu_times()
         recorder.send_signal(signal.SIGINT)
@@ -148,25 +188,22 @@ async def _phase(
                 "written": written,
                 "dropped": int(match.group(2)) if match else -1,
                 "file_mb": _megabytes(record_to),
+                "file_mb_per_min": _megabytes(record_to) / elapsed * 60,
             }
         )
     return result
 
 
-async def main(args: argparse.Namespace) -> int:
-    _CLIENTS[0] = args.clients
-    workdir = Path(tempfile.mkdtemp(prefix="hwgw-bench-record-"))
+async def _serve(
+    args: argparse.Namespace, workdir: Path, record: bool, phases: tuple[tuple[str, bool], ...]
+) -> list[dict[str, Any]]:
+    """Start one gateway (with `[record]` when `record`), serve the clients, run `phases`."""
     port = _free_port()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "gateway",
-        "run",
-        "--config",
-        str(_config(workdir, port, args.rate)),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
+        sys.executable, "-m", "gateway", "run", "--config", str(_config(workdir, port, args.rate, record)),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    results = []
     try:
         async with asyncio.timeout(20):
             while True:
@@ -184,18 +221,29 @@ async def main(args: argparse.Namespace) -> int:
         ]
         await asyncio.wait_for(ready.wait(), 30)
         await asyncio.sleep(2.0)  # warm up
-        results = []
-        for name, record in (("without", False), ("with recorder", True), ("without again", False)):
-            results.append(
-                await _phase(name, port, gateway, args.seconds, latencies, workdir / "bench.mcap" if record else None)
-            )
+        for name, cli in phases:
+            record_to = workdir / "bench.mcap" if cli else None
+            results.append(await _phase(name, port, gateway, args.seconds, latencies, record_to))
             print(json.dumps(results[-1]), flush=True)
         for task in clients:
             task.cancel()
     finally:
         proc.send_signal(signal.SIGTERM)
         await proc.wait()
-    print(f"\n{args.clients} clients, {TOPIC} asked at {args.rate:g} Hz, {args.seconds:g} s per phase")
+    return results
+
+
+async def main(args: argparse.Namespace) -> int:
+    _CLIENTS[0] = args.clients
+    _REMOTES[0] = args.remotes
+    workdir = Path(tempfile.mkdtemp(prefix="hwgw-bench-record-"))
+    phases = (("without", False), ("with hwgateway record", True), ("without again", False))
+    results = await _serve(args, workdir, False, phases)
+    results += await _serve(args, workdir, True, (("daemon [record]", False),))
+    print(f"\n{args.clients} clients on {TOPIC}; {args.remotes} remotes recorded; {args.seconds:g} s a phase")
+    for r in results:
+        if "bus_msg_s" in r:
+            print(f"{r['phase']}: {r['bus_msg_s']:.0f} msg/s on the recorded topics")
     print("delivered per client: " + ", ".join(f"{r['phase']} {r['per_client_msg_s']:.0f} msg/s" for r in results))
     print("| phase | fan-out p50 ms | fan-out p99 ms | loop lag p50 ms | loop lag p99 ms | gateway CPU % |")
     print("|---|---|---|---|---|---|")
@@ -206,8 +254,15 @@ async def main(args: argparse.Namespace) -> int:
         )
     rec = results[1]
     print(
-        f"recorder: {rec['written']} written, {rec['dropped']} dropped, {rec['file_mb']:.2f} MB, "
+        f"hwgateway record: {rec['written']} written, {rec['dropped']} dropped, {rec['file_mb_per_min']:.2f} MB/min, "
         f"{rec['recorder_cpu_pct']:.1f} % CPU, {rec['recorder_cpu_us_per_msg']:.1f} µs CPU per message"
+    )
+    daemon, bare = results[3], (results[0]["gateway_cpu_pct"] + results[2]["gateway_cpu_pct"]) / 2
+    extra_us = (daemon["gateway_cpu_pct"] - bare) / 100 * args.seconds / max(daemon["daemon_written"], 1) * 1e6
+    print(
+        f"daemon [record]: {daemon['daemon_written']} written, {daemon['daemon_dropped']} dropped, "
+        f"{daemon['daemon_file_mb_per_min']:.2f} MB/min; gateway CPU {daemon['gateway_cpu_pct']:.1f} % vs "
+        f"{bare:.1f} % without: {extra_us:.1f} µs CPU per message recorded"
     )
     return 0
 
@@ -216,5 +271,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--rate", type=float, default=1000.0)
+    parser.add_argument("--rate", type=float, default=1000.0, help="each remote's sim_rate_hz")
+    parser.add_argument(
+        "--remotes", type=int, default=10, help="simulated Wii Remotes, all recorded (0: one generic sim at --rate)"
+    )
     sys.exit(asyncio.run(main(parser.parse_args())))
