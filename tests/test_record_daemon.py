@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -23,7 +24,7 @@ def test_record_config_errors_are_all_reported_at_once(tmp_path: Path) -> None:
     not_a_folder.write_text("x")
     text = (
         f'[record]\nfolder = "{not_a_folder}"\ntopics = ["a//b"]\nprefix = "a/b"\nmax_file_bytes = 100\n'
-        'max_total_bytes = 5\nmax_file_s = 0.5\n'
+        "max_total_bytes = 5\nmax_file_s = 0.5\n"
     )
     with pytest.raises(ConfigError) as caught:
         loads(text)
@@ -44,8 +45,8 @@ def test_record_config_errors_are_all_reported_at_once(tmp_path: Path) -> None:
         '[record]\nfolder = "x"\nmax_file_bytes = 20000\n': "record.chunk_bytes: must be at most record.max_file_bytes",
         '[record]\nfolder = "x"\nqueue = 0\n': "record.queue: 0 is outside",
         '[record]\nfolder = "x"\ntopics = []\n': "record.topics: expected at least one pattern",
-        '[record]\nfolder = 3\n': "record.folder: expected a string",
-        '[record]\nrotate = true\n': "record.rotate: unknown key (known keys: chunk_bytes, commands",
+        "[record]\nfolder = 3\n": "record.folder: expected a string",
+        "[record]\nrotate = true\n": "record.rotate: unknown key (known keys: chunk_bytes, commands",
     }
     for case, expected in cases.items():
         with pytest.raises(ConfigError) as caught:
@@ -77,10 +78,13 @@ async def test_rotation_by_size_prunes_the_oldest_and_every_file_reads(tmp_path:
                 if state["files_removed"] >= 2:
                     break
                 await asyncio.sleep(0.2)
-        assert state["recording"] and state["dropped"] == 0 and not state["error"], state
+        assert state["recording"], state
+        assert state["dropped"] == 0, state
+        assert not state["error"], state
         async with aiohttp.ClientSession() as http, http.get(f"{gateway.base_url}/metrics") as reply:
             metrics = await reply.text()
-        assert "hwgw_record_written_total" in metrics and "hwgw_record_files_removed_total" in metrics, metrics
+        assert "hwgw_record_written_total" in metrics, metrics
+        assert "hwgw_record_files_removed_total" in metrics, metrics
     finally:
         assert await gateway.stop() == 0
     files = sorted(folder.glob("hwgateway-*.mcap"))
@@ -93,7 +97,9 @@ async def test_rotation_by_size_prunes_the_oldest_and_every_file_reads(tmp_path:
         assert counts["_gateway/device"] >= 1, path  # each file starts with the availability of every device
         assert info["metadata"]["hwgateway"]["gateway_version"], path
         node = node_read(path)
-        assert node["total"] == len(messages) and node["ordered"] and node["decodeErrors"] == 0, path
+        assert node["total"] == len(messages), path
+        assert node["ordered"], path
+        assert node["decodeErrors"] == 0, path
         assert node["compression"] == ["lz4"], path
     sizes = [f.stat().st_size for f in files[:-1]]
     assert all(16384 <= size < 16384 + 16384 for size in sizes), sizes
@@ -102,7 +108,7 @@ async def test_rotation_by_size_prunes_the_oldest_and_every_file_reads(tmp_path:
 async def test_rotation_by_time_with_commands_results_and_metadata(tmp_path: Path) -> None:
     folder = tmp_path / "rec"
     record = f'[record]\nfolder = "{folder}"\nmax_file_s = 1.0\nchunk_bytes = 4096\n'
-    secret = "[auth]\ntokens = [\"a-long-secret-token-0123456789\"]\n"
+    secret = '[auth]\ntokens = ["a-long-secret-token-0123456789"]\n'
     gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra=record + secret))
     try:
         digest = (await _health(gateway.http_port))["config_digest"]
@@ -119,12 +125,13 @@ async def test_rotation_by_time_with_commands_results_and_metadata(tmp_path: Pat
         assert await gateway.stop() == 0
     files = sorted(folder.glob("hwgateway-*.mcap"))
     assert len(files) >= 3, files
-    commands: list[dict[str, object]] = []
-    results: list[dict[str, object]] = []
+    commands: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
     for path in files:
         counts, messages, info = python_read(path)
         meta = info["metadata"]["hwgateway"]
-        assert meta["config_digest"] == digest and len(str(digest)) == 64
+        assert meta["config_digest"] == digest
+        assert len(str(digest)) == 64
         assert [d["id"] for d in json.loads(meta["devices"])] == ["sim-1"]
         assert "secret" not in json.dumps(meta)
         assert node_read(path)["total"] == len(messages)
@@ -139,7 +146,8 @@ async def test_rotation_by_time_with_commands_results_and_metadata(tmp_path: Pat
     by_number = {r["command"]: r for r in results}
     assert [by_number[c["command"]]["ok"] for c in commands] == [True, False, True, True]
     bad = by_number[commands[1]["command"]]
-    assert bad["error"]["code"] == "invalid_argument" and "data.index" in bad["error"]["message"], bad
+    assert bad["error"]["code"] == "invalid_argument", bad
+    assert "data.index" in bad["error"]["message"], bad
     assert all(c["client"] == commands[0]["client"] for c in commands)
     # the two commands 2.5 s apart landed in different files
     assert len({c["command"] for c in commands}) == 4

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import websockets
 
-from tests.harness import WsClient, gateway_config, start_gateway
+from tests.harness import Client, WsClient, gateway_config, start_gateway
 from tests.test_record import python_read
 
 
@@ -32,7 +32,7 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-async def _states(client: WsClient, seconds: float) -> list[dict[str, Any]]:
+async def _states(client: Client, seconds: float) -> list[dict[str, Any]]:
     """The state pushes that arrive within `seconds`."""
     states = []
     deadline = time.monotonic() + seconds
@@ -60,14 +60,17 @@ async def test_seek_pause_resume_and_speed_through_a_websocket_client(tmp_path: 
             devices = {d["id"]: d for d in (await client.ok("list_devices"))["devices"]}
             assert set(devices) == {"player", "replay-sim-1"}, devices
             replayed = devices["replay-sim-1"]
-            assert replayed["kind"] == "sim" and replayed["status"] == "connected", replayed
-            assert replayed["publishes"] and "led" in replayed["accepts"], replayed
+            assert replayed["kind"] == "sim", replayed
+            assert replayed["status"] == "connected", replayed
+            assert replayed["publishes"], replayed
+            assert "led" in replayed["accepts"], replayed
             assert replayed["capabilities"]["replayed_by"] == "player"
             await client.ok("subscribe", topics=["replay-sim-1/**"])
             assert await _states(client, 0.5), "the replay plays at once"
 
             paused = await client.ok("command", device="player", type="hwgateway/ReplayPause", data={})
-            assert paused["state"] == "paused" and paused["applied"].startswith("paused at "), paused
+            assert paused["state"] == "paused", paused
+            assert paused["applied"].startswith("paused at "), paused
             assert 0 < paused["position_s"] <= paused["duration_s"], paused
             await _states(client, 0.3)  # what was already on its way
             assert await _states(client, 0.7) == [], "nothing is published while paused"
@@ -75,20 +78,23 @@ async def test_seek_pause_resume_and_speed_through_a_websocket_client(tmp_path: 
             seek = await client.ok("command", device="player", type="hwgateway/ReplaySeek", data={"position_s": 0.5})
             assert (seek["state"], seek["position_s"], seek["applied"]) == ("paused", 0.5, "seek to 0.500 s"), seek
             resumed = await client.ok("command", device="player", type="hwgateway/ReplayResume", data={})
-            assert resumed["state"] == "playing" and resumed["applied"] == "resumed at 0.500 s", resumed
+            assert resumed["state"] == "playing", resumed
+            assert resumed["applied"] == "resumed at 0.500 s", resumed
             states = await _states(client, 0.4)
             expected = [json.loads(m[4]) for m in recorded if m[1] - first_ns >= 500_000_000]
             assert [s["data"] for s in states] == expected[: len(states)], "play goes on from the seek position"
             assert len(states) >= 5
 
             fast = await client.ok("command", device="player", type="hwgateway/ReplaySpeed", data={"speed": 10})
-            assert fast["speed"] == 10.0 and fast["applied"] == "speed 1 -> 10", fast
+            assert fast["speed"] == 10.0, fast
+            assert fast["applied"] == "speed 1 -> 10", fast
             finished = await client.wait_for(lambda m: m["op"] == "device" and m["detail"] == "replay finished", 5)
             assert finished["device"] == "player"
             done = await client.ok("command", device="player", type="hwgateway/ReplayPause", data={})
-            assert done["state"] == "finished" and done["applied"] == "nothing: the replay is finished", done
+            assert done["state"] == "finished", done
+            assert done["applied"] == "nothing: the replay is finished", done
 
-            bad = {
+            bad: dict[str, list[tuple[dict[str, Any], str, str]]] = {
                 "hwgateway/ReplaySeek": [
                     ({"position_s": 1000}, "invalid_argument", "data.position_s: 1000 s is beyond the recording's end"),
                     ({"position_s": -1}, "invalid_argument", "data.position_s: -1.0 is below the minimum 0.0"),
@@ -101,9 +107,11 @@ async def test_seek_pause_resume_and_speed_through_a_websocket_client(tmp_path: 
             for type_, cases in bad.items():
                 for data, code, text in cases:
                     error = await client.error("command", device="player", type=type_, data=data)
-                    assert error["code"] == code and text in error["message"], (type_, data, error)
+                    assert error["code"] == code, (type_, data, error)
+                    assert text in error["message"], (type_, data, error)
             error = await client.error("command", device="replay-sim-1", type="led", data={"index": 0})
             assert error["code"] == "unavailable", error
-            assert "is replayed from " in error["message"] and "by 'player'" in error["message"], error
+            assert "is replayed from " in error["message"], error
+            assert "by 'player'" in error["message"], error
     finally:
         assert await gateway.stop() == 0

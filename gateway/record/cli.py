@@ -65,7 +65,9 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speed", type=float, default=1.0, help="playback rate (default 1.0)")
     parser.add_argument("--loop", action="store_true", help="start again at the end")
     parser.add_argument("--topics", nargs="+", default=["**"], metavar="PATTERN", help="recorded topics to play")
-    parser.add_argument("--prefix", default="", help='put in front of every topic and recorded device id (e.g. "replay-")')
+    parser.add_argument(
+        "--prefix", default="", help='put in front of every topic and recorded device id (e.g. "replay-")'
+    )
     parser.add_argument("--delay", type=float, default=0.0, metavar="S", help="wait S seconds before playing")
     parser.add_argument("--device-id", default="replay", help="the replay device's id (default replay)")
     parser.add_argument("--http-port", type=int, default=8470, help="HTTP/WebSocket port (default 8470)")
