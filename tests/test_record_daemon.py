@@ -151,3 +151,30 @@ async def test_rotation_by_time_with_commands_results_and_metadata(tmp_path: Pat
     assert all(c["client"] == commands[0]["client"] for c in commands)
     # the two commands 2.5 s apart landed in different files
     assert len({c["command"] for c in commands}) == 4
+
+
+async def test_a_full_writer_queue_drops_samples_counts_them_and_the_loop_goes_on(tmp_path: Path) -> None:
+    folder = tmp_path / "rec"
+    record = f'[record]\nfolder = "{folder}"\nqueue = 1\n'  # the writer thread drains every 20 ms
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, devices=FAST_SIM, extra=record))
+    try:
+        async with asyncio.timeout(20):
+            while True:
+                health = await _health(gateway.http_port)
+                state = health["record"]
+                assert isinstance(state, dict)
+                if state["dropped"] > 0 and state["written"] > 0:
+                    break
+                await asyncio.sleep(0.2)
+        assert state["recording"], state
+        assert health["status"] == "ok", health  # drops are the recorder's, not the gateway's health
+        async with aiohttp.ClientSession() as http, http.get(f"{gateway.base_url}/metrics") as reply:
+            metrics = await reply.text()
+        dropped = [line for line in metrics.splitlines() if line.startswith("hwgw_record_dropped_total ")]
+        assert dropped, metrics
+        assert float(dropped[0].split()[1]) > 0
+    finally:
+        assert await gateway.stop() == 0
+    (path,) = folder.glob("*.mcap")
+    counts, _, _ = python_read(path)
+    assert counts["sim-1/state"] > 0
