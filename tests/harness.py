@@ -89,6 +89,19 @@ class RunningGateway:
     def events(self, name: str) -> list[dict[str, Any]]:
         return [line for line in self.logs if line.get("event") == name]
 
+    async def until_connected(self, timeout: float = 30.0) -> None:
+        """Wait until every configured device is `connected` (a loaded machine may take seconds)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                client = await connect(self, "ws")
+                try:
+                    devices = (await client.ok("list_devices"))["devices"]
+                finally:
+                    await client.close()
+                if all(device["status"] == "connected" for device in devices):
+                    return
+                await asyncio.sleep(0.2)
+
 
 async def _read_logs(proc: asyncio.subprocess.Process, logs: list[dict[str, Any]]) -> None:
     assert proc.stdout is not None

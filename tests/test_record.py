@@ -72,6 +72,7 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     async def record() -> None:
         demo = await start_demo(tmp, free_port(), free_port())
         try:
+            await demo.until_connected()  # every device publishes from the recording's first second
             url = f"ws://127.0.0.1:{demo.http_port}/ws"
             code, out, err = await hwgateway("record", "-o", str(path), "--url", url, "--duration", "3",
                                              "--chunk-size", "16384")  # fmt: skip
