@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -113,5 +114,45 @@ async def test_seek_pause_resume_and_speed_through_a_websocket_client(tmp_path: 
             assert error["code"] == "unavailable", error
             assert "is replayed from " in error["message"], error
             assert "by 'player'" in error["message"], error
+    finally:
+        assert await gateway.stop() == 0
+
+
+async def test_a_replayed_device_takes_the_recorded_availability(tmp_path: Path) -> None:
+    """A device that failed and came back while recorded fails and comes back again in the replay."""
+    folder = tmp_path / "rec"
+    flaky = '[devices.flaky]\nkind = "sim"\nrate_hz = 50.0\nfail_after_s = 0.5\n'
+    recorder = await start_gateway(
+        tmp_path, gateway_config(tmp_path, devices=flaky, extra=f'[record]\nfolder = "{folder}"\n')
+    )
+    await asyncio.sleep(2.0)
+    assert await recorder.stop() == 0
+    (path,) = folder.glob("*.mcap")
+    _, messages, _ = python_read(path)
+    recorded = [json.loads(m[4])["status"] for m in messages if m[0] == "_gateway/device"]
+    assert "disconnected" in recorded, recorded
+
+    player = f'[devices.player]\nkind = "replay"\nfile = {json.dumps(str(path))}\nprefix = "replay-"\n'
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, devices=player))
+    try:
+        async with websockets.connect(f"ws://127.0.0.1:{gateway.http_port}/ws", max_size=None) as ws:
+            client = await WsClient(ws).start()
+            seen: list[tuple[str, str]] = []
+
+            def came_back() -> bool:
+                statuses = [status for status, _ in seen]
+                return "disconnected" in statuses and "connected" in statuses[statuses.index("disconnected") :]
+
+            deadline = time.monotonic() + 5.0
+            while not came_back():
+                left = deadline - time.monotonic()
+                assert left > 0, f"replay-flaky went {seen}, recorded {recorded}"
+                with contextlib.suppress(TimeoutError):
+                    client.pushed.append(await client.recv(left))
+                seen += [(m["status"], m["detail"]) for m in client.pushed
+                         if m["op"] == "device" and m["device"] == "replay-flaky"]  # fmt: skip
+                client.pushed.clear()
+            failed = next(detail for status, detail in seen if status == "disconnected")
+            assert failed.startswith("recorded"), seen
     finally:
         assert await gateway.stop() == 0

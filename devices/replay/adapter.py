@@ -20,15 +20,17 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
 from devices.base import Adapter, Command, DeviceContext
+from gateway.bus import DeviceStatus
 from gateway.config import DeviceConfig
 from gateway.errors import DeviceUnavailable, GatewayError, InvalidArgument
 from gateway.messages import REGISTRY, from_plain, to_plain
 from gateway.messages.replay import ReplayPause, ReplayResume, ReplaySeek, ReplaySpeed, ReplayState
+from gateway.record.channels import DEVICE_TOPIC
 from gateway.record.replay_source import Recorded, load_recording
 from gateway.topics import check_device_id, matches
 
@@ -114,6 +116,8 @@ class ReplayAdapter(Adapter[ReplayOptions]):
         self._state = "playing"
         self._changed = asyncio.Event()
         self._listed: set[str] = set()
+        #: The listed devices' adapters by recorded id: the recording's availability changes play on them.
+        self._replayed: dict[str, Adapter[Any]] = {}
 
     def capabilities(self) -> Mapping[str, Any]:
         """The file, speed, loop, state and position."""
@@ -123,13 +127,16 @@ class ReplayAdapter(Adapter[ReplayOptions]):
 
     async def run(self) -> None:
         """Load the recording, list its devices, then publish its messages at their scaled times."""
-        recorded, devices = await asyncio.to_thread(load_recording, self.options.file)
-        chosen = [m for m in recorded if any(matches(p, m.topic) for p in self.options.topics)]
+        recorded, devices = await asyncio.to_thread(load_recording, self.options.file, frozenset({DEVICE_TOPIC}))
+        patterns = self.options.topics
+        chosen = [m for m in recorded if m.topic != DEVICE_TOPIC and any(matches(p, m.topic) for p in patterns)]
         if not chosen:
             raise ValueError(f"{self.options.file}: no recorded topic matches {', '.join(self.options.topics)}")
-        self._messages = chosen
-        first = chosen[0].log_time_ns
-        self._offsets = [m.log_time_ns - first for m in chosen]
+        replayed = {m.topic.split("/", 1)[0] for m in chosen}
+        # The recorded availability of the chosen devices plays too, in its place among the samples.
+        self._messages = [m for m in recorded if m.topic != DEVICE_TOPIC or _event_device(m) in replayed]
+        first = self._messages[0].log_time_ns
+        self._offsets = [m.log_time_ns - first for m in self._messages]
         self._list_devices(chosen, devices)
         self.ctx.set_status("connected")
         await asyncio.sleep(self.options.delay_s)
@@ -155,13 +162,14 @@ class ReplayAdapter(Adapter[ReplayOptions]):
             kind = str(entry.get("kind", "replayed"))
             options = ReplayedOptions(entry, self.ctx.device_id, name)
             try:
-                add(DeviceConfig(replayed_id, kind, True, options), ReplayedDevice)
+                handle = add(DeviceConfig(replayed_id, kind, True, options), ReplayedDevice)
             except ValueError:
                 raise ValueError(
                     f"recorded device {device!r} would be listed as {replayed_id!r}, which is already a device here;"
                     ' set the replay device\'s prefix (e.g. prefix = "replay-")'
                 ) from None
             self._listed.add(replayed_id)
+            self._replayed[device] = handle.adapter
 
     # -- the clock ---------------------------------------------------------------------------
 
@@ -207,6 +215,9 @@ class ReplayAdapter(Adapter[ReplayOptions]):
             self._index += 1
 
     def _publish(self, recorded: Recorded) -> None:
+        if recorded.topic == DEVICE_TOPIC:
+            self._replay_availability(recorded)
+            return
         info = REGISTRY.get(recorded.type)
         if info is None:
             self.skipped += 1
@@ -219,6 +230,23 @@ class ReplayAdapter(Adapter[ReplayOptions]):
         # stamps move to now, keeping their offsets from the message being played
         shift = time.time() - recorded.log_time_ns / 1e9
         self.ctx.publish_topic(self.options.prefix + recorded.topic, message, recorded.publish_time_ns / 1e9 + shift)
+        self.played += 1
+
+    def _replay_availability(self, recorded: Recorded) -> None:
+        """A recorded `_gateway/device` event: the replayed device takes the recorded status."""
+        try:
+            event = orjson.loads(recorded.data)
+        except ValueError:
+            self.skipped += 1
+            return
+        adapter = self._replayed.get(_event_device(recorded))
+        status = event.get("status") if isinstance(event, dict) else None
+        if adapter is None or status not in RECORDED_STATUSES:
+            self.skipped += 1
+            return
+        detail = event.get("detail")
+        said = f"recorded: {detail}" if isinstance(detail, str) and detail else "recorded"
+        adapter.ctx.set_status(cast(DeviceStatus, status), said)
         self.played += 1
 
     # -- commands ----------------------------------------------------------------------------
@@ -276,3 +304,16 @@ class ReplayAdapter(Adapter[ReplayOptions]):
         self._state = "playing"
         self._seek(self._anchor_ns)
         return f"resumed at {self._anchor_ns / 1e9:.3f} s"
+
+
+#: Recorded statuses a replayed device takes (`stopped` belongs to the live gateway's shutdown).
+RECORDED_STATUSES = frozenset({"connecting", "connected", "disconnected"})
+
+
+def _event_device(recorded: Recorded) -> str:
+    """The device a recorded `_gateway/device` event is about ("" when unreadable)."""
+    try:
+        device = orjson.loads(recorded.data).get("device")
+    except (ValueError, AttributeError):
+        return ""
+    return device if isinstance(device, str) else ""

@@ -41,8 +41,11 @@ def recorded_devices(contents: Contents) -> list[dict[str, Any]]:
     return []
 
 
-def load_recording(path: str | Path) -> tuple[list[Recorded], list[dict[str, Any]]]:
-    """The bus messages of `path` in log-time order and the recorded devices (see `load`)."""
+def load_recording(path: str | Path, keep: frozenset[str] = frozenset()) -> tuple[list[Recorded], list[dict[str, Any]]]:
+    """The bus messages of `path` in log-time order and the recorded devices (see `load`).
+
+    `keep`: gateway channels (`_gateway/...` topics) to return among the messages too.
+    """
     contents = Contents()
     messages: list[Recorded] = []
     try:
@@ -52,7 +55,7 @@ def load_recording(path: str | Path) -> tuple[list[Recorded], list[dict[str, Any
     with file:
         for message in _stream(file, contents):
             channel = contents.channels[message.channel_id]
-            if channel.topic.startswith("_gateway/"):
+            if channel.topic.startswith("_gateway/") and channel.topic not in keep:
                 continue
             schema = contents.schemas.get(channel.schema_id)
             type_ = channel.metadata.get("type") or (schema.name if schema else "")
