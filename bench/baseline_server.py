@@ -106,9 +106,9 @@ async def generate(rate: float, encode: Encode, send: Send, topics: int = 1) -> 
         while next_tick <= now:
             seq += 1
             # `stamp` is taken here, as the sim device does, so latency = receipt - generation time.
-            now = time.time()
+            stamp = time.time()
             for topic in names:
-                await send(encode(state_message(seq, now, topic)))
+                await send(encode(state_message(seq, stamp, topic)))
             next_tick += period
         await asyncio.sleep(max(next_tick - time.monotonic(), 0.0))
 

@@ -29,6 +29,7 @@ import json
 import math
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -97,6 +98,7 @@ SCENARIOS = {
 
 
 BASELINE_SERVER = BENCH_DIR / "baseline_server.py"
+PROFILED_GATEWAY = BENCH_DIR / "profiled_gateway.py"
 RESULTS_DIR = BENCH_DIR / "results"
 
 HOST = "127.0.0.1"
@@ -191,8 +193,9 @@ def server_argv(
     if kind != "baseline" or transport == "rosbridge":
         config = workdir / "gateway.toml"
         config.write_text(gateway_config(scenario.rate, rosbridge=transport == "rosbridge", topics=scenario.topics))
-        profiler = ["-m", "cProfile", "-o", str(profile)] if profile is not None else []
-        return [sys.executable, *profiler, "-m", "gateway", "run", "--config", str(config), "--log-format", "json"]
+        # Profiled: cProfile only during the window (SIGUSR1 ... SIGUSR2, sent by `drive_clients`).
+        program = ["-m", "gateway"] if profile is None else [str(PROFILED_GATEWAY), str(profile)]
+        return [sys.executable, *program, "run", "--config", str(config), "--log-format", "json"]
     return [
         sys.executable,
         str(BASELINE_SERVER),
@@ -380,7 +383,10 @@ class Connection(abc.ABC):
             if "multi_state" not in hello.get("capabilities", []):
                 raise RuntimeError("the server does not offer multi_state")
             await self.send_message({"op": "configure", "id": CONFIGURE_ID, "multi_state": True})
-            configured = await self.receive_message()  # nothing is pushed before the subscription
+            while True:  # only `device` pushes come before it: there is no subscription yet
+                configured = await self.receive_message()
+                if isinstance(configured, dict) and configured.get("op") == "result":
+                    break
             if configured.get("id") != CONFIGURE_ID or not configured.get("ok"):
                 raise RuntimeError(f"configure refused: {configured}")
         await self.send_message({"op": "subscribe", "id": SUBSCRIBE_ID, "topics": topics})
@@ -791,14 +797,23 @@ def summarize(
 
 
 async def drive_clients(
-    server: ServerProcess, transport: Transport, repeat: int, scenario: Scenario, args: argparse.Namespace
+    server: ServerProcess,
+    transport: Transport,
+    repeat: int,
+    scenario: Scenario,
+    args: argparse.Namespace,
+    profiled: bool = False,
 ) -> RunResult:
     window = Window()
     async with client_fleet(transport, server.port, scenario.clients, window, server.kind, scenario.topics) as fleet:
         await asyncio.sleep(args.warmup)
         # The scrapes bracket the window closely; their span is measured, so the rates are per second.
         before, scraped_at = await gateway_counters(server), time.monotonic()
+        if profiled:
+            os.kill(server.pid, signal.SIGUSR1)
         usage = await measure_window(server.pid, window, args.seconds)
+        if profiled:
+            os.kill(server.pid, signal.SIGUSR2)
         after, span = await gateway_counters(server), time.monotonic() - scraped_at
         result = summarize(server.kind, transport, repeat, scenario, fleet, usage)
     result.gateway = gateway_rates(before, after, span)
@@ -823,7 +838,7 @@ async def run_once(
     """Fresh server process, N clients, warm-up, window; the server is stopped whatever happens."""
     server = await start_server(kind, transport, scenario, workdir, profile)
     try:
-        result = await drive_clients(server, transport, repeat, scenario, args)
+        result = await drive_clients(server, transport, repeat, scenario, args, profiled=profile is not None)
     finally:
         code = await server.stop()
     result.server_exit_code = code
@@ -1081,20 +1096,25 @@ def summary_line(group: Group, servers: dict[ServerKind, dict[str, Stat]]) -> st
 def profile_table(profiles: Sequence[Profiled], summary: Summary) -> str:
     """The CPU breakdown of each profiled run: shares of its profiled time, applied to the measured µs/msg."""
     lines = [
-        "CPU breakdown under cProfile (tottime by category; startup imports left out). µs/msg = the share",
-        "times the median server µs per delivered message of the unprofiled runs (profiling inflates absolute times).",
+        "CPU breakdown under cProfile, during the window only (own time by category). 'profiled µs/msg' is the",
+        "category's time per delivered message under the profiler (which inflates it); 'µs/msg' is its share",
+        "times the median server µs per delivered message of the unprofiled runs.",
     ]
     for profiled in profiles:
         measured = summary.get((profiled.scenario, profiled.transport), {}).get(profiled.server)
         us_per_msg = measured["server_us_per_msg"].median if measured else math.nan
         side = side_name(profiled.transport, profiled.server)
         lines.append(f"\n{profiled.scenario} {profiled.transport} {side} ({profiled.delivered:,} messages delivered)")
-        lines.append("| category | profiled s | share % | µs/msg |")
-        lines.append("|---|---|---|---|")
+        lines.append("| category | profiled s | profiled µs/msg | share % | µs/msg |")
+        lines.append("|---|---|---|---|---|")
         total = profiled.breakdown.total
-        for category, seconds in profiled.breakdown.categories:
+        delivered = profiled.delivered or math.nan
+        for category, seconds in [*profiled.breakdown.categories, ("total", total)]:
             share = seconds / total if total else math.nan
-            lines.append(f"| {category} | {seconds:.2f} | {100 * share:.1f} | {share * us_per_msg:.2f} |")
+            lines.append(
+                f"| {category} | {seconds:.2f} | {1e6 * seconds / delivered:.2f} | {100 * share:.1f} "
+                f"| {share * us_per_msg:.2f} |"
+            )
         lines.append("top functions (tottime s): " + "; ".join(f"{name} {t:.2f}" for name, t in profiled.breakdown.top))
     return "\n".join(lines)
 

@@ -1,9 +1,12 @@
 """Where a profiled gateway's CPU went: cProfile's own time per function, summed by category.
 
+The profile covers the benchmark's window only (bench/profiled_gateway.py), so it is the steady
+per-message cost.
+
 Categories follow the fan-out path of one sample: the device making it, the bus and the outboxes
 routing it (bookkeeping), encoding it once (plain data, then JSON/msgpack), framing it (WebSocket
 headers, multi-sample arrays, joining a batch), writing it (the transport and the send system
-call), and the event loop around all that. Imports at startup are left out; so is the profiler.
+call), and the event loop around all that. Imports (should any happen) are left out.
 """
 
 from __future__ import annotations

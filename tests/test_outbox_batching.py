@@ -187,7 +187,7 @@ def test_multi_sample_frames_keep_order_and_never_exceed_the_frame_limit(encodin
 
 async def test_the_outbox_packs_a_batch_when_the_face_combines() -> None:
     async with rig() as r:
-        r.outbox.combine = lambda frames: pack_messages(frames, "msgpack", 1 << 20)
+        r.outbox.set_combine(lambda frames: pack_messages(frames, "msgpack", 1 << 20), "test")
         publish_tick(r.bus, 0)
         await asyncio.sleep(0)
         (array,) = await read_messages(r.peer, 1)

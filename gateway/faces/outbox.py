@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Protocol
 from weakref import WeakKeyDictionary
 
@@ -56,11 +56,25 @@ Combine = Callable[[list[bytes]], list[bytes]]
 
 
 class _Flusher:
-    """Writes every batch filled during one event-loop iteration, from one callback at its end."""
+    """Writes every batch filled during one event-loop iteration, from one callback at its end.
+
+    Clients that receive the same frames in an iteration (the usual fan-out) share one joined (or
+    packed) bytes object: `joined` builds it once per distinct batch and keeps it for the flush.
+    """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._due: list[Outbox] = []
+        # (pack key, ids of the frames) -> (bytes to write, the frames: kept alive so no id is reused).
+        self._memo: dict[tuple[Hashable, ...], tuple[bytes, list[bytes]]] = {}
+
+    def joined(self, batch: list[bytes], pack_key: Hashable, combine: Combine | None) -> bytes:
+        """The bytes of `batch` (packed by `combine` when set) in one object, built once per flush."""
+        key = (pack_key, *map(id, batch))
+        cached = self._memo.get(key)
+        if cached is None:
+            cached = self._memo[key] = (b"".join(batch if combine is None else combine(batch)), batch)
+        return cached[0]
 
     def add(self, outbox: Outbox) -> None:
         """Flush `outbox` at the end of this iteration (it has just started a batch)."""
@@ -70,11 +84,14 @@ class _Flusher:
 
     def _flush(self) -> None:
         due, self._due = self._due, []
-        for outbox in due:
-            try:
-                outbox.flush_batch()
-            except Exception:  # one client's failure must not keep the others' batches back
-                log.exception("client %s: writing a batch failed", outbox.name)
+        try:
+            for outbox in due:
+                try:
+                    outbox.flush_batch(self)
+                except Exception:  # one client's failure must not keep the others' batches back
+                    log.exception("client %s: writing a batch failed", outbox.name)
+        finally:
+            self._memo.clear()
 
 
 _flushers: WeakKeyDictionary[asyncio.AbstractEventLoop, _Flusher] = WeakKeyDictionary()
@@ -90,8 +107,8 @@ def _flusher(loop: asyncio.AbstractEventLoop) -> _Flusher:
 class Outbox:
     """One client's outgoing frames; `render` turns a bus item into the face's bytes (None: skip it).
 
-    `combine`, when a face sets it, packs the rendered bus items of one batch (and of one mailbox
-    round) into fewer frames, e.g. the native face's multi-sample array frames.
+    A face may set a `combine` (`set_combine`) that packs the rendered bus items of one batch (and
+    of one mailbox round) into fewer frames, e.g. the native face's multi-sample array frames.
     """
 
     def __init__(
@@ -119,7 +136,17 @@ class Outbox:
         self._batch_bytes = 0
         self._batch_room = 0
         self._flusher: _Flusher | None = None
-        self.combine: Combine | None = None
+        self._combine: Combine | None = None
+        self._pack_key: Hashable = None
+
+    def set_combine(self, combine: Combine | None, pack_key: Hashable = None) -> None:
+        """Pack batches with `combine` from now on (None: one frame per item).
+
+        Outboxes whose `combine` gives equal frames for equal input share a `pack_key` (for example
+        the encoding and the frame limit), so that a batch sent to many clients is packed once.
+        """
+        self._combine = combine
+        self._pack_key = ("packed", pack_key) if combine is not None else None
 
     @property
     def name(self) -> str:
@@ -205,8 +232,11 @@ class Outbox:
         self._batch_bytes += len(frame)
         return True
 
-    def flush_batch(self) -> None:
-        """Write this iteration's batch in one `write` (in order; combined when the face packs frames)."""
+    def flush_batch(self, flusher: _Flusher | None = None) -> None:
+        """Write this iteration's batch in one `write` (in order; combined when the face packs frames).
+
+        From the end-of-iteration `flusher`, clients with equal batches share the bytes it joins.
+        """
         batch = self._batch
         if not batch:
             return
@@ -214,10 +244,14 @@ class Outbox:
         self._batch_bytes = 0
         if self._stopped:
             return  # the connection is gone
-        combine = self.combine
-        if combine is not None and len(batch) > 1:
-            batch = combine(batch)
-        self._transport.write(batch[0] if len(batch) == 1 else b"".join(batch))
+        combine = self._combine
+        if len(batch) == 1:
+            data = batch[0]
+        elif flusher is not None:
+            data = flusher.joined(batch, self._pack_key, combine)
+        else:
+            data = b"".join(batch if combine is None else combine(batch))
+        self._transport.write(data)
 
     async def _write_loop(self) -> None:
         try:
@@ -250,7 +284,7 @@ class Outbox:
                 return
             due, next_due = subscriber.take_due(time.monotonic())
             rendered = [frame for frame in map(self._render, due) if frame is not None]
-            combine = self.combine
+            combine = self._combine
             frames.extend(combine(rendered) if combine is not None and len(rendered) > 1 else rendered)
             if frames:
                 self._sending = True

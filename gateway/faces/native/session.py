@@ -278,7 +278,7 @@ class Session:
             bounds = f"[{MIN_MULTI_FRAME_BYTES}, {limit}]"
             raise InvalidArgument(f"configure.max_frame_bytes: expected an integer in {bounds}, got {frame_bytes}")
         self._multi_state, self._multi_frame_bytes = multi_state, frame_bytes
-        self._outbox.combine = self._pack if multi_state else None
+        self._outbox.set_combine(self._pack if multi_state else None, (self.transport.encoding, frame_bytes))
         return {"multi_state": multi_state, "max_frame_bytes": frame_bytes}
 
     def _pack(self, frames: list[bytes]) -> list[bytes]:
