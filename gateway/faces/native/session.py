@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import operator
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from gateway import PROTOCOL_VERSION, __version__
-from gateway.bus import Outgoing
 from gateway.core.client import MAX_CLIENT_TIMEOUT_S, MAX_RATE_HZ, MIN_CLIENT_TIMEOUT_S, MIN_RATE_HZ, Client, Hub
 from gateway.errors import (
     BadRequest,
@@ -85,7 +85,9 @@ class Session:
         self.transport = transport
         self.client = Client(hub, peer, transport.encoding)
         self.id = self.client.id
-        self._outbox = Outbox(self.id, self.client.subscriber, transport, self._render, hub.server.max_queued_bytes)
+        # A C-level call to `item.frame(encoding)`: no Python frame per sample per client.
+        render = operator.methodcaller("frame", transport.encoding)
+        self._outbox = Outbox(self.id, self.client.subscriber, transport, render, hub.server.max_queued_bytes)
         self._closing_task: asyncio.Task[None] | None = None
         self._multi_state = False
         self._multi_frame_bytes = hub.server.max_frame_bytes
@@ -304,9 +306,6 @@ class Session:
             self._reply_error(request_id, InternalError("internal error; see the gateway's log"))
 
     # -- output ------------------------------------------------------------------------------
-
-    def _render(self, item: Outgoing) -> bytes:
-        return item.frame(self.transport.encoding)
 
     def _reply(self, request_id: RequestId, data: dict[str, Any]) -> None:
         self._push({"op": "result", "id": request_id, "ok": True, "data": data})
