@@ -1096,7 +1096,7 @@ def summary_line(group: Group, servers: dict[ServerKind, dict[str, Stat]]) -> st
 def profile_table(profiles: Sequence[Profiled], summary: Summary) -> str:
     """The CPU breakdown of each profiled run: shares of its profiled time, applied to the measured µs/msg."""
     lines = [
-        "CPU breakdown under cProfile, during the window only (own time by category). 'profiled µs/msg' is the",
+        "CPU breakdown under cProfile, during the window only (own time by category, waits in epoll left out).",
         "category's time per delivered message under the profiler (which inflates it); 'µs/msg' is its share",
         "times the median server µs per delivered message of the unprofiled runs.",
     ]
