@@ -26,6 +26,7 @@ from gateway.faces.outbox import Outbox
 from gateway.servers.msgpack_server import StreamTransport
 from gateway.servers.socket_transport import HIGH_WATER_BYTES
 from gateway.wire import Encoding, encode, pack_messages, websocket_payload
+from hwgateway.client.transports import open_transport, parse_url
 from tests.harness import TransportName, connect, gateway_config, start_gateway
 
 TOPICS = ("dev/a", "dev/b", "dev/c", "dev/d")
@@ -282,5 +283,34 @@ async def test_multi_sample_frames_on_request_and_bad_configure_requests(
         for value, _ in await _frames(client, 20):
             assert isinstance(value, dict)  # one message per frame again, from the result on
         await client.close()
+    finally:
+        assert await gateway.stop() == 0
+
+
+@pytest.mark.parametrize("transport", ["ws", "tcp"])
+async def test_the_client_library_unpacks_multi_sample_frames(tmp_path: Path, transport: TransportName) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, FOUR_TOPICS))
+    try:
+        url = (
+            f"ws://127.0.0.1:{gateway.http_port}/ws" if transport == "ws" else f"tcp://127.0.0.1:{gateway.msgpack_port}"
+        )
+        pipe = await open_transport(parse_url(url))
+        try:
+            assert (await pipe.receive())["op"] == "hello"
+            await pipe.send({"op": "configure", "id": 1, "multi_state": True})
+            await pipe.send({"op": "subscribe", "id": 2, "topics": ["quad/**"]})
+            last: dict[str, int] = {}
+            states = 0
+            async with asyncio.timeout(10):
+                while states < 200:  # a second of 4 topics at 200 Hz is 800 messages
+                    message = await pipe.receive()
+                    assert isinstance(message, dict)  # arrays arrive as their messages, one by one
+                    if message["op"] == "state" and message["topic"] in QUAD_TOPICS:
+                        assert message["seq"] > last.get(message["topic"], 0)
+                        last[message["topic"]] = message["seq"]
+                        states += 1
+            assert set(last) == set(QUAD_TOPICS)
+        finally:
+            await pipe.close()
     finally:
         assert await gateway.stop() == 0
