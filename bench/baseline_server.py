@@ -2,9 +2,11 @@
 
 It speaks just enough of the client protocol for the benchmark's clients (`hello`, a `result` for
 `subscribe`, then `state` pushes) and generates `--rate` state messages per second on absolute
-deadlines, the way the sim device does. Each message is serialized once and the same bytes go to
-every subscribed client: `ws.send_frame(bytes, TEXT)` on an aiohttp WebSocket (compress=False), or
-`writer.write(bytes)` on an asyncio stream for msgpack over TCP.
+deadlines, the way the sim device does (with `--topics N`, N messages per tick on `bench-1/state`
+and `bench-1/state/2` … `/N`, like the sim's `state_topics`). Each message is serialized once and
+the same bytes go to every subscribed client, one send per message: `ws.send_frame(bytes, TEXT)`
+on an aiohttp WebSocket (compress=False), or `writer.write(bytes)` on an asyncio stream for msgpack
+over TCP.
 
 On start it prints one JSON line `{"event": "listening", "port": N}`; it stops on SIGTERM/SIGINT,
 and by itself when its parent goes away, so a killed benchmark never leaves it running.
@@ -48,7 +50,12 @@ def encode_msgpack(message: dict[str, Any]) -> bytes:
     return packed
 
 
-def state_message(seq: int, now: float) -> dict[str, Any]:
+def topics_of(count: int) -> list[str]:
+    """The sim device's state topics with `state_topics = count`."""
+    return [TOPIC, *(f"{TOPIC}/{index}" for index in range(2, count + 1))]
+
+
+def state_message(seq: int, now: float, topic: str = TOPIC) -> dict[str, Any]:
     """A `state` envelope shaped like the gateway's for the sim's ControllerState (6 axes, 17 buttons)."""
     phase = 2 * math.pi * 0.25 * now
     axes = [
@@ -63,7 +70,7 @@ def state_message(seq: int, now: float) -> dict[str, Any]:
     fraction, whole = math.modf(now)
     return {
         "op": "state",
-        "topic": TOPIC,
+        "topic": topic,
         "type": TYPE,
         "seq": seq,
         "stamp": now,
@@ -86,8 +93,9 @@ def result_message(request: Any) -> dict[str, Any]:
     return {"op": "result", "id": request_id, "ok": True, "data": {"subscription": 1, "topics": [TOPIC]}}
 
 
-async def generate(rate: float, encode: Encode, send: Send) -> None:
-    """Produce `rate` messages/s on deadlines t0 + k/rate; when late, the due ones go back to back."""
+async def generate(rate: float, encode: Encode, send: Send, topics: int = 1) -> None:
+    """Produce `rate` ticks/s of `topics` messages on deadlines t0 + k/rate; when late, the due ones go back to back."""
+    names = topics_of(topics)
     period = 1.0 / rate
     next_tick = time.monotonic()
     seq = 0
@@ -98,7 +106,9 @@ async def generate(rate: float, encode: Encode, send: Send) -> None:
         while next_tick <= now:
             seq += 1
             # `stamp` is taken here, as the sim device does, so latency = receipt - generation time.
-            await send(encode(state_message(seq, time.time())))
+            stamp = time.time()
+            for topic in names:
+                await send(encode(state_message(seq, stamp, topic)))
             next_tick += period
         await asyncio.sleep(max(next_tick - time.monotonic(), 0.0))
 
@@ -217,7 +227,7 @@ async def watch_parent(stop: asyncio.Event) -> None:
     stop.set()
 
 
-async def serve(transport: str, host: str, port: int, rate: float) -> None:
+async def serve(transport: str, host: str, port: int, rate: float, topics: int = 1) -> None:
     fanout: WsFanout | MsgpackFanout = WsFanout() if transport == "ws" else MsgpackFanout()
     encode = encode_json if transport == "ws" else encode_msgpack
     stop = asyncio.Event()
@@ -226,7 +236,7 @@ async def serve(transport: str, host: str, port: int, rate: float) -> None:
         loop.add_signal_handler(signum, stop.set)
     bound = await fanout.start(host, port)
     print(orjson.dumps({"event": "listening", "port": bound, "transport": transport}).decode(), flush=True)
-    generator = asyncio.create_task(generate(rate, encode, fanout.broadcast), name="generator")
+    generator = asyncio.create_task(generate(rate, encode, fanout.broadcast, topics), name="generator")
     stopping = asyncio.create_task(stop.wait())
     tasks: list[asyncio.Task[Any]] = [generator, stopping, asyncio.create_task(watch_parent(stop))]
     try:
@@ -246,9 +256,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--transport", choices=["ws", "msgpack"], required=True)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
-    parser.add_argument("--rate", type=float, default=1000.0, help="messages per second")
+    parser.add_argument("--rate", type=float, default=1000.0, help="ticks per second (messages per topic)")
+    parser.add_argument("--topics", type=int, default=1, help="messages per tick, one per topic")
     args = parser.parse_args(argv)
-    asyncio.run(serve(args.transport, args.host, args.port, args.rate))
+    asyncio.run(serve(args.transport, args.host, args.port, args.rate, args.topics))
     return 0
 
 

@@ -29,6 +29,7 @@ import json
 import math
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -45,8 +46,18 @@ import msgpack
 import orjson
 import psutil
 
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench.profile_breakdown import Breakdown, profile_breakdown  # noqa: E402 - after the path fix above
+
 Transport = Literal["ws", "msgpack", "rosbridge"]
-ServerKind = Literal["gateway", "baseline"]
+#: A side of the comparison: the gateway (write batching), the gateway with clients that asked for
+#: multi-sample frames (`configure {"multi_state": true}`), and the bare baseline server.
+ServerKind = Literal["gateway", "multi", "baseline"]
+SIDES: tuple[ServerKind, ...] = ("gateway", "multi", "baseline")
 TRANSPORTS: tuple[Transport, ...] = ("ws", "msgpack", "rosbridge")
 DEFAULT_TRANSPORTS: tuple[Transport, ...] = ("ws", "msgpack")
 ROS_TOPIC = "/bench_1/state"
@@ -56,18 +67,52 @@ def side_name(transport: Transport, kind: ServerKind) -> str:
     """How a side is shown: for rosbridge, the baseline is the gateway's native WebSocket."""
     if transport == "rosbridge":
         return "rosbridge" if kind == "gateway" else "native-ws"
-    return kind
+    return "gateway+multi" if kind == "multi" else kind
 
 
-BENCH_DIR = Path(__file__).resolve().parent
-REPO_ROOT = BENCH_DIR.parent
+@dataclass(frozen=True)
+class Scenario:
+    """N clients, each subscribed to `topics` topics published together at `rate` Hz each."""
+
+    name: str
+    clients: int
+    rate: float
+    topics: int = 1
+
+    @property
+    def per_client(self) -> float:
+        """Messages per second each client should receive."""
+        return self.rate * self.topics
+
+    def describe(self) -> str:
+        topics = f" x {self.topics} topics" if self.topics > 1 else ""
+        return f"{self.clients} clients{topics} x {self.rate:g} Hz = {self.per_client:,.0f} msg/s per client"
+
+
+#: The scenarios of issue 22: one 1 kHz topic, a device cycle of 4 topics, and many clients.
+SCENARIOS = {
+    "single": Scenario("single", 50, 1000.0, 1),
+    "multi-topic": Scenario("multi-topic", 50, 250.0, 4),
+    "many-clients": Scenario("many-clients", 200, 250.0, 1),
+}
+
+
 BASELINE_SERVER = BENCH_DIR / "baseline_server.py"
+PROFILED_GATEWAY = BENCH_DIR / "profiled_gateway.py"
 RESULTS_DIR = BENCH_DIR / "results"
 
 HOST = "127.0.0.1"
 DEVICE_ID = "bench-1"
 TOPIC = f"{DEVICE_ID}/state"
+
+
+def topics_of(count: int) -> list[str]:
+    """The sim device's state topics with `state_topics = count` (the baseline uses the same names)."""
+    return [TOPIC, *(f"{TOPIC}/{index}" for index in range(2, count + 1))]
+
+
 SUBSCRIBE_ID = 1
+CONFIGURE_ID = 2
 
 START_TIMEOUT_S = 20.0
 CONNECT_TIMEOUT_S = 30.0
@@ -129,21 +174,38 @@ async def stop_process(proc: asyncio.subprocess.Process) -> int | None:
     return proc.returncode
 
 
-def gateway_config(rate: float, rosbridge: bool = False) -> str:
-    """Free ports, no Unix socket, one sim device: the only publisher, at `rate` Hz (and rosbridge on)."""
+def gateway_config(rate: float, rosbridge: bool = False, topics: int = 1) -> str:
+    """Free ports, no Unix socket, one sim device: the only publisher, `topics` topics at `rate` Hz.
+
+    All clients come from 127.0.0.1, so the per-peer cap is raised to the total cap.
+    """
     return (
-        f'[server]\nhost = "{HOST}"\nhttp_port = 0\nmsgpack_port = 0\nunix_socket = ""\n\n'
+        f'[server]\nhost = "{HOST}"\nhttp_port = 0\nmsgpack_port = 0\nunix_socket = ""\n'
+        "max_clients_per_peer = 1000\n\n"
         + ("[rosbridge]\nenabled = true\nport = 0\n\n" if rosbridge else "")
-        + f'[devices.{DEVICE_ID}]\nkind = "sim"\nrate_hz = {float(rate)!r}\nleds = 1\n'
+        + f'[devices.{DEVICE_ID}]\nkind = "sim"\nrate_hz = {float(rate)!r}\nleds = 1\nstate_topics = {topics}\n'
     )
 
 
-def server_argv(kind: ServerKind, transport: Transport, rate: float, workdir: Path) -> list[str]:
-    if kind == "gateway" or transport == "rosbridge":
+def server_argv(
+    kind: ServerKind, transport: Transport, scenario: Scenario, workdir: Path, profile: Path | None = None
+) -> list[str]:
+    if kind != "baseline" or transport == "rosbridge":
         config = workdir / "gateway.toml"
-        config.write_text(gateway_config(rate, rosbridge=transport == "rosbridge"))
-        return [sys.executable, "-m", "gateway", "run", "--config", str(config), "--log-format", "json"]
-    return [sys.executable, str(BASELINE_SERVER), "--transport", transport, "--rate", repr(float(rate))]
+        config.write_text(gateway_config(scenario.rate, rosbridge=transport == "rosbridge", topics=scenario.topics))
+        # Profiled: cProfile only during the window (SIGUSR1 ... SIGUSR2, sent by `drive_clients`).
+        program = ["-m", "gateway"] if profile is None else [str(PROFILED_GATEWAY), str(profile)]
+        return [sys.executable, *program, "run", "--config", str(config), "--log-format", "json"]
+    return [
+        sys.executable,
+        str(BASELINE_SERVER),
+        "--transport",
+        transport,
+        "--rate",
+        repr(float(scenario.rate)),
+        "--topics",
+        str(scenario.topics),
+    ]
 
 
 def _port_of(url: str) -> int:
@@ -202,10 +264,12 @@ async def _drain_output(proc: asyncio.subprocess.Process, tail: deque[str], prob
             _note_line(raw, tail, problems)
 
 
-async def start_server(kind: ServerKind, transport: Transport, rate: float, workdir: Path) -> ServerProcess:
+async def start_server(
+    kind: ServerKind, transport: Transport, scenario: Scenario, workdir: Path, profile: Path | None = None
+) -> ServerProcess:
     """Start a server process and wait (bounded) for its `listening` line."""
     proc = await asyncio.create_subprocess_exec(
-        *server_argv(kind, transport, rate, workdir),
+        *server_argv(kind, transport, scenario, workdir, profile),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         cwd=REPO_ROOT,
@@ -246,20 +310,26 @@ class Tally:
 
     def __init__(self, window: Window) -> None:
         self.window = window
-        self.last_seq: int | None = None
-        self.first_seq: int | None = None
-        self.final_seq: int | None = None
+        #: Per topic (seq counts each topic on its own).
+        self.last_seq: dict[str, int] = {}
+        self.first_seq: dict[str, int] = {}
+        self.final_seq: dict[str, int] = {}
         self.received = 0
         self.skipped = 0
         self.latencies: list[float] = []
 
     def record(self, message: Any, now: float) -> None:
-        """Count one pushed message received at `now` (the hot path: keep it lean)."""
+        """Count one pushed message (or each of a multi-sample array) received at `now` (the hot path)."""
+        if isinstance(message, list):
+            for item in message:
+                self.record(item, now)
+            return
         if message.get("op") != "state":
             return
         seq: int = message["seq"]
-        previous = self.last_seq
-        self.last_seq = seq
+        topic: str = message["topic"]
+        previous = self.last_seq.get(topic)
+        self.last_seq[topic] = seq
         window = self.window
         if not window.start <= now < window.end:
             return
@@ -268,9 +338,8 @@ class Tally:
         self.latencies.append(now - message["stamp"])
         if previous is not None and seq > previous + 1:
             self.skipped += seq - previous - 1
-        if self.first_seq is None:
-            self.first_seq = seq
-        self.final_seq = seq
+        self.first_seq.setdefault(topic, seq)
+        self.final_seq[topic] = seq
 
     def record_publish(self, message: Any, now: float) -> None:
         """Count one rosbridge `publish` (no seq: what was skipped comes from the gateway's counters)."""
@@ -306,14 +375,24 @@ class Connection(abc.ABC):
     async def close(self) -> None:
         """Close the connection (bounded)."""
 
-    async def subscribe(self, topic: str) -> None:
+    async def subscribe(self, topics: list[str], multi: bool = False) -> None:
         hello = await self.receive_message()
         if not isinstance(hello, dict) or hello.get("op") != "hello":
             raise RuntimeError(f"expected hello, got {hello!r}")
-        await self.send_message({"op": "subscribe", "id": SUBSCRIBE_ID, "topics": [topic]})
+        if multi:
+            if "multi_state" not in hello.get("capabilities", []):
+                raise RuntimeError("the server does not offer multi_state")
+            await self.send_message({"op": "configure", "id": CONFIGURE_ID, "multi_state": True})
+            while True:  # only `device` pushes come before it: there is no subscription yet
+                configured = await self.receive_message()
+                if isinstance(configured, dict) and configured.get("op") == "result":
+                    break
+            if configured.get("id") != CONFIGURE_ID or not configured.get("ok"):
+                raise RuntimeError(f"configure refused: {configured}")
+        await self.send_message({"op": "subscribe", "id": SUBSCRIBE_ID, "topics": topics})
         while True:
             message = await self.receive_message()
-            if message.get("op") == "result" and message.get("id") == SUBSCRIBE_ID:
+            if isinstance(message, dict) and message.get("op") == "result" and message.get("id") == SUBSCRIBE_ID:
                 if not message.get("ok"):
                     raise RuntimeError(f"subscribe refused: {message}")
                 return
@@ -377,9 +456,9 @@ class RosbridgeConnection(Connection):
     async def send_message(self, message: dict[str, Any]) -> None:
         await self._ws.send_str(orjson.dumps(message).decode())
 
-    async def subscribe(self, topic: str) -> None:
+    async def subscribe(self, topics: list[str], multi: bool = False) -> None:
         # rosbridge answers a good subscribe with nothing: the first publish confirms it.
-        del topic
+        del topics, multi
         request = {"op": "subscribe", "id": f"subscribe:{ROS_TOPIC}:1", "topic": ROS_TOPIC}
         await self.send_message({**request, "type": "creos_messages/ControllerState", "compression": "none"})
         while True:
@@ -465,7 +544,7 @@ class Fleet:
 
 @contextlib.asynccontextmanager
 async def client_fleet(
-    transport: Transport, port: int, count: int, window: Window, kind: ServerKind = "gateway"
+    transport: Transport, port: int, count: int, window: Window, kind: ServerKind = "gateway", topics: int = 1
 ) -> AsyncIterator[Fleet]:
     """Connect and subscribe `count` clients concurrently; close them all on the way out."""
     # limit=0: the default connector stalls connection 101 (perf-baselines.md, finding 5).
@@ -484,7 +563,7 @@ async def client_fleet(
         else:
             connection = await MsgpackConnection.open(port, tally)
         fleet.connections.append(connection)  # listed at once, so that it is closed even on failure
-        await connection.subscribe(TOPIC)
+        await connection.subscribe(topics_of(topics), multi=kind == "multi")
 
     try:
         async with asyncio.timeout(CONNECT_TIMEOUT_S), asyncio.TaskGroup() as group:
@@ -623,13 +702,15 @@ async def gateway_counters(server: ServerProcess) -> dict[str, float] | None:
 
 @dataclass
 class RunResult:
-    """One server, one transport, one repeat. Rates are per second of the window."""
+    """One side, one transport, one scenario, one repeat. Rates are per second of the window."""
 
+    scenario: str
     server: ServerKind
     transport: Transport
     repeat: int
     clients: int
     rate: float
+    topics: int
     window_s: float
     received: int
     skipped: int
@@ -671,31 +752,37 @@ def gateway_rates(
     return {**rates, "loop_lag_max_ms": after["loop_lag_max_ms"]}
 
 
+def published_in_window(tallies: Sequence[Tally]) -> int:
+    """Per topic, the widest seq span any client saw (what the server published), summed over topics."""
+    widest: dict[str, int] = {}
+    for tally in tallies:
+        for topic, first in tally.first_seq.items():
+            widest[topic] = max(widest.get(topic, 0), tally.final_seq[topic] - first + 1)
+    return sum(widest.values())
+
+
 def summarize(
-    kind: ServerKind, transport: Transport, repeat: int, args: argparse.Namespace, fleet: Fleet, usage: Usage
+    kind: ServerKind, transport: Transport, repeat: int, scenario: Scenario, fleet: Fleet, usage: Usage
 ) -> RunResult:
     tallies = fleet.tallies
     received = sum(t.received for t in tallies)
     skipped = sum(t.skipped for t in tallies)
     latencies = sorted(itertools.chain.from_iterable(t.latencies for t in tallies))
-    # The widest seq span any client saw = samples the server published during the window.
-    published = max(
-        (t.final_seq - t.first_seq + 1 for t in tallies if t.first_seq is not None and t.final_seq is not None),
-        default=0,
-    )
     wall = usage.wall_s
     return RunResult(
+        scenario=scenario.name,
         server=kind,
         transport=transport,
         repeat=repeat,
-        clients=args.clients,
-        rate=args.rate,
+        clients=scenario.clients,
+        rate=scenario.rate,
+        topics=scenario.topics,
         window_s=wall,
         received=received,
         skipped=skipped,
         delivered_per_s=received / wall,
-        expected_per_s=args.clients * args.rate,
-        published_per_s=published / wall,
+        expected_per_s=scenario.clients * scenario.per_client,
+        published_per_s=published_in_window(tallies) / wall,
         skipped_fraction=skipped / (received + skipped) if received + skipped else math.nan,
         p50_ms=1e3 * percentile(latencies, 0.50),
         p99_ms=1e3 * percentile(latencies, 0.99),
@@ -710,16 +797,25 @@ def summarize(
 
 
 async def drive_clients(
-    server: ServerProcess, transport: Transport, repeat: int, args: argparse.Namespace
+    server: ServerProcess,
+    transport: Transport,
+    repeat: int,
+    scenario: Scenario,
+    args: argparse.Namespace,
+    profiled: bool = False,
 ) -> RunResult:
     window = Window()
-    async with client_fleet(transport, server.port, args.clients, window, server.kind) as fleet:
+    async with client_fleet(transport, server.port, scenario.clients, window, server.kind, scenario.topics) as fleet:
         await asyncio.sleep(args.warmup)
         # The scrapes bracket the window closely; their span is measured, so the rates are per second.
         before, scraped_at = await gateway_counters(server), time.monotonic()
+        if profiled:
+            os.kill(server.pid, signal.SIGUSR1)
         usage = await measure_window(server.pid, window, args.seconds)
+        if profiled:
+            os.kill(server.pid, signal.SIGUSR2)
         after, span = await gateway_counters(server), time.monotonic() - scraped_at
-        result = summarize(server.kind, transport, repeat, args, fleet, usage)
+        result = summarize(server.kind, transport, repeat, scenario, fleet, usage)
     result.gateway = gateway_rates(before, after, span)
     if transport == "rosbridge" and server.kind == "gateway" and result.gateway is not None:
         # rosbridge messages carry no seq: take what was published from the gateway's own counter.
@@ -731,12 +827,18 @@ async def drive_clients(
 
 
 async def run_once(
-    kind: ServerKind, transport: Transport, repeat: int, args: argparse.Namespace, workdir: Path
+    kind: ServerKind,
+    transport: Transport,
+    repeat: int,
+    scenario: Scenario,
+    args: argparse.Namespace,
+    workdir: Path,
+    profile: Path | None = None,
 ) -> RunResult:
     """Fresh server process, N clients, warm-up, window; the server is stopped whatever happens."""
-    server = await start_server(kind, transport, args.rate, workdir)
+    server = await start_server(kind, transport, scenario, workdir, profile)
     try:
-        result = await drive_clients(server, transport, repeat, args)
+        result = await drive_clients(server, transport, repeat, scenario, args, profiled=profile is not None)
     finally:
         code = await server.stop()
     result.server_exit_code = code
@@ -749,23 +851,44 @@ def run_budget(args: argparse.Namespace) -> float:
     return START_TIMEOUT_S + CONNECT_TIMEOUT_S + float(args.warmup + args.seconds) + 4 * SCRAPE_TIMEOUT_S + 30.0
 
 
-def schedule(transports: Sequence[Transport], repeats: int) -> list[tuple[int, Transport, ServerKind]]:
-    """Interleaved pairs; odd repeats start with the baseline, so neither always runs first."""
-    plan: list[tuple[int, Transport, ServerKind]] = []
+Plan = list[tuple[int, Scenario, Transport, ServerKind]]
+
+
+def sides_for(transport: Transport, sides: Sequence[ServerKind]) -> list[ServerKind]:
+    """rosbridge compares the face with the native /ws: no multi-sample side there."""
+    if transport == "rosbridge":
+        return ["gateway", "baseline"]
+    return list(sides)
+
+
+def schedule(
+    scenarios: Sequence[Scenario], transports: Sequence[Transport], sides: Sequence[ServerKind], repeats: int
+) -> Plan:
+    """Interleaved sides; each repeat rotates their order, so that none always runs first."""
+    plan: Plan = []
     for repeat in range(repeats):
-        order: tuple[ServerKind, ServerKind] = ("gateway", "baseline") if repeat % 2 == 0 else ("baseline", "gateway")
-        plan.extend((repeat, transport, kind) for transport in transports for kind in order)
+        for scenario in scenarios:
+            for transport in transports:
+                order = sides_for(transport, sides)
+                shift = repeat % len(order)
+                plan.extend((repeat, scenario, transport, kind) for kind in order[shift:] + order[:shift])
     return plan
 
 
 async def measured_run(
-    kind: ServerKind, transport: Transport, repeat: int, args: argparse.Namespace, workdir: Path, label: str
+    kind: ServerKind,
+    transport: Transport,
+    repeat: int,
+    scenario: Scenario,
+    args: argparse.Namespace,
+    workdir: Path,
+    label: str,
 ) -> RunResult:
     """One run on a quiet host; redone (up to `--retries` times) while other programs load the host."""
     for attempt in range(args.retries + 1):
         busy = await wait_for_quiet_host(args.quiet_below, args.quiet_wait) if args.quiet_below > 0 else math.nan
         async with asyncio.timeout(run_budget(args)):
-            result = await run_once(kind, transport, repeat, args, workdir)
+            result = await run_once(kind, transport, repeat, scenario, args, workdir)
         result.host_busy_before_pct = busy
         result.attempts = attempt + 1
         result.noisy = result.other_cpu_pct > args.noisy_above
@@ -775,20 +898,63 @@ async def measured_run(
     return result
 
 
-async def run_all(args: argparse.Namespace, results: list[RunResult], failures: list[dict[str, Any]]) -> None:
+@dataclass
+class Profiled:
+    """A gateway run under cProfile: where its CPU went, by category (not counted in the medians)."""
+
+    scenario: str
+    transport: Transport
+    server: ServerKind
+    delivered: int
+    breakdown: Breakdown
+
+
+async def run_all(
+    args: argparse.Namespace, results: list[RunResult], failures: list[dict[str, Any]], profiles: list[Profiled]
+) -> None:
     """Run the schedule, appending to `results` as it goes (so an interrupt keeps what was measured)."""
-    plan = schedule(args.transports, args.repeats)
+    plan = schedule(args.scenarios, args.transports, args.sides, args.repeats)
     with tempfile.TemporaryDirectory(prefix="hwgw-bench-") as tmp:
-        for index, (repeat, transport, kind) in enumerate(plan, 1):
-            label = f"[{index}/{len(plan)}] {transport} {side_name(transport, kind)}"
+        for index, (repeat, scenario, transport, kind) in enumerate(plan, 1):
+            label = f"[{index}/{len(plan)}] {scenario.name} {transport} {side_name(transport, kind)}"
             try:
-                result = await measured_run(kind, transport, repeat, args, Path(tmp), label)
+                result = await measured_run(kind, transport, repeat, scenario, args, Path(tmp), label)
             except Exception as error:  # a failed run is reported; the others still count
-                failures.append({"repeat": repeat, "transport": transport, "server": kind, "error": repr(error)})
+                failures.append(
+                    {
+                        "scenario": scenario.name,
+                        "repeat": repeat,
+                        "transport": transport,
+                        "server": kind,
+                        "error": repr(error),
+                    }
+                )
                 print(f"{label}: FAILED {error!r}", file=sys.stderr, flush=True)
                 continue
             results.append(result)
             print(f"{label}: {progress_line(result)}", file=sys.stderr, flush=True)
+        if args.profile:
+            await profile_runs(args, Path(tmp), profiles)
+
+
+async def profile_runs(args: argparse.Namespace, workdir: Path, profiles: list[Profiled]) -> None:
+    """One extra run of each gateway side under cProfile, after the measured ones."""
+    for scenario in args.scenarios:
+        for transport in args.transports:
+            for kind in sides_for(transport, args.sides):
+                if kind == "baseline":
+                    continue
+                label = f"[profile] {scenario.name} {transport} {side_name(transport, kind)}"
+                path = workdir / f"profile-{scenario.name}-{transport}-{kind}.pstats"
+                try:
+                    async with asyncio.timeout(run_budget(args)):
+                        result = await run_once(kind, transport, 0, scenario, args, workdir, profile=path)
+                    breakdown = profile_breakdown(path)
+                except Exception as error:
+                    print(f"{label}: FAILED {error!r}", file=sys.stderr, flush=True)
+                    continue
+                profiles.append(Profiled(scenario.name, transport, kind, result.received, breakdown))
+                print(f"{label}: done ({progress_line(result)})", file=sys.stderr, flush=True)
 
 
 # -- report -------------------------------------------------------------------------------------
@@ -823,16 +989,17 @@ class Stat:
         return cls(statistics.median(finite), min(finite), max(finite))
 
 
-Summary = dict[Transport, dict[ServerKind, dict[str, Stat]]]
+Group = tuple[str, Transport]
+Summary = dict[Group, dict[ServerKind, dict[str, Stat]]]
 
 
 def aggregate(results: Sequence[RunResult]) -> Summary:
     summary: Summary = {}
     for result in results:
-        summary.setdefault(result.transport, {}).setdefault(result.server, {})
-    for transport, servers in summary.items():
+        summary.setdefault((result.scenario, result.transport), {}).setdefault(result.server, {})
+    for (scenario, transport), servers in summary.items():
         for kind in servers:
-            runs = [r for r in results if r.transport == transport and r.server == kind]
+            runs = [r for r in results if (r.scenario, r.transport, r.server) == (scenario, transport, kind)]
             servers[kind] = {name: Stat.of(getattr(r, name) for r in runs) for name in METRICS}
             servers[kind]["runs"] = Stat.of([float(len(runs))])
     return summary
@@ -842,9 +1009,9 @@ def progress_line(result: RunResult) -> str:
     return (
         f"{result.delivered_per_s:,.0f} msg/s of {result.expected_per_s:,.0f}, "
         f"skipped {100 * result.skipped_fraction:.2f} %, p50 {result.p50_ms:.2f} ms, p99 {result.p99_ms:.2f} ms, "
-        f"cpu {result.server_cpu_pct:.0f} %, rss {result.server_rss_peak_mb:.1f} MB, "
-        f"client cpu {result.client_cpu_pct:.0f} %, other cpu {result.other_cpu_pct:.0f} %, "
-        f"alive {result.clients_alive}/{result.clients}"
+        f"cpu {result.server_cpu_pct:.0f} % ({result.server_us_per_msg:.2f} µs/msg), "
+        f"rss {result.server_rss_peak_mb:.1f} MB, client cpu {result.client_cpu_pct:.0f} %, "
+        f"other cpu {result.other_cpu_pct:.0f} %, alive {result.clients_alive}/{result.clients}"
     )
 
 
@@ -864,7 +1031,7 @@ TABLE_COLUMNS: tuple[tuple[str, str, str, float], ...] = (
     ("p99 ms", "p99_ms", ".2f", 1.0),
     ("max ms", "max_ms", ".1f", 1.0),
     ("server CPU %", "server_cpu_pct", ".0f", 1.0),
-    ("srv µs/msg", "server_us_per_msg", ".1f", 1.0),
+    ("srv µs/msg", "server_us_per_msg", ".2f", 1.0),
     ("peak RSS MB", "server_rss_peak_mb", ".1f", 1.0),
     ("client CPU %", "client_cpu_pct", ".0f", 1.0),
     ("other CPU %", "other_cpu_pct", ".0f", 1.0),
@@ -872,48 +1039,84 @@ TABLE_COLUMNS: tuple[tuple[str, str, str, float], ...] = (
 
 
 def table(summary: Summary, args: argparse.Namespace) -> str:
-    header = ["transport", "server", "runs", *(column[0] for column in TABLE_COLUMNS)]
+    header = ["scenario", "transport", "server", "runs", *(column[0] for column in TABLE_COLUMNS)]
     lines = [
-        f"N={args.clients} clients x R={args.rate:g} msg/s (expected {args.clients * args.rate:,.0f} msg/s), "
-        f"window {args.seconds:g} s; median (min-max) of {args.repeats} interleaved repeats",
+        f"window {args.seconds:g} s; median (min-max) of {args.repeats} interleaved repeats; "
+        + "; ".join(f"{scenario.name}: {scenario.describe()}" for scenario in args.scenarios),
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
     ]
-    for transport, servers in summary.items():
+    for (scenario, transport), servers in summary.items():
         for kind, stats in servers.items():
             cells = [_cell(stats[metric], fmt, scale) for _, metric, fmt, scale in TABLE_COLUMNS]
             side = side_name(transport, kind)
-            lines.append(f"| {transport} | {side} | {stats['runs'].median:.0f} | " + " | ".join(cells) + " |")
+            lines.append(
+                f"| {scenario} | {transport} | {side} | {stats['runs'].median:.0f} | " + " | ".join(cells) + " |"
+            )
     return "\n".join(lines)
 
 
-def _side(kind: str, stats: dict[str, Stat]) -> str:
-    return (
-        f"{kind} {stats['delivered_per_s'].median:,.0f} msg/s p50 {stats['p50_ms'].median:.1f} ms "
-        f"p99 {stats['p99_ms'].median:.1f} ms cpu {stats['server_cpu_pct'].median:.0f}% "
-        f"rss {stats['server_rss_peak_mb'].median:.0f} MB"
-    )
-
-
-RATIO_METRICS = {"cpu": "server_cpu_pct", "p99": "p99_ms", "delivered": "delivered_per_s", "rss": "server_rss_peak_mb"}
+RATIO_METRICS = {
+    "delivered": "delivered_per_s",
+    "cpu_per_msg": "server_us_per_msg",
+    "p99": "p99_ms",
+    "cpu": "server_cpu_pct",
+    "rss": "server_rss_peak_mb",
+}
 
 
 def _ratio(gateway: Stat, baseline: Stat) -> float:
     return gateway.median / baseline.median if baseline.median else math.nan
 
 
-def ratios(servers: dict[ServerKind, dict[str, Stat]]) -> dict[str, float]:
-    gateway, baseline = servers["gateway"], servers["baseline"]
-    return {name: _ratio(gateway[metric], baseline[metric]) for name, metric in RATIO_METRICS.items()}
+def ratios(servers: dict[ServerKind, dict[str, Stat]]) -> dict[ServerKind, dict[str, float]]:
+    """Each gateway side's medians over the baseline's (when both ran)."""
+    baseline = servers.get("baseline")
+    if baseline is None:
+        return {}
+    return {
+        kind: {name: _ratio(stats[metric], baseline[metric]) for name, metric in RATIO_METRICS.items()}
+        for kind, stats in servers.items()
+        if kind != "baseline"
+    }
 
 
-def summary_line(transport: Transport, servers: dict[ServerKind, dict[str, Stat]]) -> str:
-    """`ws: gateway … | baseline … | ratio cpu 1.2x p99 1.1x delivered 1.00x` (or the sides it has)."""
-    sides = [_side(side_name(transport, kind), servers[kind]) for kind in ("gateway", "baseline") if kind in servers]
-    if len(sides) == 2:
-        ratio = ratios(servers)
-        sides.append(f"ratio cpu {ratio['cpu']:.1f}x p99 {ratio['p99']:.1f}x delivered {ratio['delivered']:.2f}x")
-    return f"{transport}: " + " | ".join(sides)
+def summary_line(group: Group, servers: dict[ServerKind, dict[str, Stat]]) -> str:
+    """`multi-topic ws: gateway/bare delivered 1.00x cpu/msg 0.45x p99 0.9x | gateway+multi/bare …`."""
+    scenario, transport = group
+    bare = side_name(transport, "baseline")
+    parts = [
+        f"{side_name(transport, kind)}/{bare} delivered {r['delivered']:.2f}x "
+        f"cpu/msg {r['cpu_per_msg']:.2f}x p99 {r['p99']:.2f}x"
+        for kind, r in ratios(servers).items()
+    ]
+    return f"{scenario} {transport}: " + (" | ".join(parts) if parts else "no baseline to compare with")
+
+
+def profile_table(profiles: Sequence[Profiled], summary: Summary) -> str:
+    """The CPU breakdown of each profiled run: shares of its profiled time, applied to the measured µs/msg."""
+    lines = [
+        "CPU breakdown under cProfile, during the window only (own time by category, waits in epoll left out).",
+        "category's time per delivered message under the profiler (which inflates it); 'µs/msg' is its share",
+        "times the median server µs per delivered message of the unprofiled runs.",
+    ]
+    for profiled in profiles:
+        measured = summary.get((profiled.scenario, profiled.transport), {}).get(profiled.server)
+        us_per_msg = measured["server_us_per_msg"].median if measured else math.nan
+        side = side_name(profiled.transport, profiled.server)
+        lines.append(f"\n{profiled.scenario} {profiled.transport} {side} ({profiled.delivered:,} messages delivered)")
+        lines.append("| category | profiled s | profiled µs/msg | share % | µs/msg |")
+        lines.append("|---|---|---|---|---|")
+        total = profiled.breakdown.total
+        delivered = profiled.delivered or math.nan
+        for category, seconds in [*profiled.breakdown.categories, ("total", total)]:
+            share = seconds / total if total else math.nan
+            lines.append(
+                f"| {category} | {seconds:.2f} | {1e6 * seconds / delivered:.2f} | {100 * share:.1f} "
+                f"| {share * us_per_msg:.2f} |"
+            )
+        lines.append("top functions (tottime s): " + "; ".join(f"{name} {t:.2f}" for name, t in profiled.breakdown.top))
+    return "\n".join(lines)
 
 
 def _stat_json(stat: Stat) -> dict[str, float | None]:
@@ -926,7 +1129,7 @@ def _jsonable(value: Any) -> Any:
         return None
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
     return value
 
@@ -957,22 +1160,26 @@ def write_json(
     started: datetime.datetime,
     results: list[RunResult],
     failures: list[dict[str, Any]],
+    profiles: list[Profiled],
     complete: bool,
 ) -> None:
     summary = aggregate(results)
+    arguments = {k: v for k, v in vars(args).items() if k not in ("output", "scenarios")}
     document = {
         "benchmark": "fanout",
         "started_utc": started.isoformat(),
         "complete": complete,
-        "args": {k: v for k, v in vars(args).items() if k != "output"},
+        "args": {**arguments, "scenarios": [dataclasses.asdict(s) for s in args.scenarios]},
         "environment": environment(),
+        "load_average": os.getloadavg(),
         "summary": {
-            transport: {
+            f"{scenario} {transport}": {
                 **{kind: {m: _stat_json(s) for m, s in stats.items()} for kind, stats in servers.items()},
-                **({"ratio": _jsonable(ratios(servers))} if len(servers) == 2 else {}),
+                "ratio": _jsonable(ratios(servers)),
             }
-            for transport, servers in summary.items()
+            for (scenario, transport), servers in summary.items()
         },
+        "profiles": [_jsonable(dataclasses.asdict(p)) for p in profiles],
         "runs": [_jsonable(dataclasses.asdict(r)) for r in results],
         "failures": failures,
     }
@@ -985,22 +1192,29 @@ def report(
     started: datetime.datetime,
     results: list[RunResult],
     failures: list[dict[str, Any]],
+    profiles: list[Profiled],
     complete: bool,
 ) -> None:
     summary = aggregate(results)
     print()
+    print(f"load average (1, 5, 15 min) at the end: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print(table(summary, args))
     print()
-    for transport, servers in summary.items():
-        print(summary_line(transport, servers))
+    for group, servers in summary.items():
+        print(summary_line(group, servers))
+    if profiles:
+        print()
+        print(profile_table(profiles, summary))
     noisy = [r for r in results if r.noisy]
     if noisy:
-        names = ", ".join(f"{r.transport} {r.server} #{r.repeat + 1} ({r.other_cpu_pct:.0f} %)" for r in noisy)
+        names = ", ".join(
+            f"{r.scenario} {r.transport} {r.server} #{r.repeat + 1} ({r.other_cpu_pct:.0f} %)" for r in noisy
+        )
         print(f"\nWARNING: {len(noisy)} run(s) stayed noisy (other CPU > {args.noisy_above:g} %): {names}")
     if failures:
         print(f"\n{len(failures)} run(s) failed; see 'failures' in the JSON.")
     path = Path(args.output) / f"fanout-{started.strftime('%Y%m%dT%H%M%SZ')}.json"
-    write_json(path, args, started, results, failures, complete)
+    write_json(path, args, started, results, failures, profiles, complete)
     print(f"\nraw results: {path}")
 
 
@@ -1015,6 +1229,20 @@ def _transports(text: str) -> list[Transport]:
     return [cast(Transport, name) for name in dict.fromkeys(names)]
 
 
+def _sides(text: str) -> list[ServerKind]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names or any(name not in SIDES for name in names):
+        raise argparse.ArgumentTypeError(f"expected a comma-separated subset of {','.join(SIDES)}")
+    return [cast(ServerKind, name) for name in dict.fromkeys(names)]
+
+
+def _scenarios(text: str) -> list[Scenario]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names or any(name not in SCENARIOS for name in names):
+        raise argparse.ArgumentTypeError(f"expected a comma-separated subset of {','.join(SCENARIOS)}")
+    return [SCENARIOS[name] for name in dict.fromkeys(names)]
+
+
 def _positive(kind: type[int] | type[float]) -> Any:
     def parse(text: str) -> int | float:
         value = kind(text)
@@ -1027,18 +1255,32 @@ def _positive(kind: type[int] | type[float]) -> Any:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description="Fan-out of the gateway vs a bare server: N clients x R msg/s, WebSocket and msgpack/TCP."
+        description="Fan-out of the gateway vs a bare server: scenarios of N clients x topics x R Hz, "
+        "WebSocket and msgpack/TCP."
     )
-    parser.add_argument("--clients", type=_positive(int), default=50, help="connections (default 50)")
-    parser.add_argument("--rate", type=_positive(float), default=1000.0, help="msg/s published (default 1000)")
+    parser.add_argument(
+        "--scenarios",
+        type=_scenarios,
+        default=list(SCENARIOS.values()),
+        help="comma-separated: " + "; ".join(f"{name} ({s.describe()})" for name, s in SCENARIOS.items()),
+    )
+    parser.add_argument("--clients", type=_positive(int), help="a custom scenario instead: connections")
+    parser.add_argument("--rate", type=_positive(float), help="... msg/s published per topic (default 1000)")
+    parser.add_argument("--topics", type=_positive(int), help="... topics published together (default 1)")
+    parser.add_argument("--sides", type=_sides, default=list(SIDES), help="default gateway,multi,baseline")
     parser.add_argument("--seconds", type=_positive(float), default=5.0, help="measurement window (default 5)")
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds before the window (default 1)")
-    parser.add_argument("--repeats", type=_positive(int), default=3, help="interleaved pairs (default 3)")
+    parser.add_argument("--repeats", type=_positive(int), default=3, help="interleaved repeats (default 3)")
     parser.add_argument(
         "--transports",
         type=_transports,
         default=list(DEFAULT_TRANSPORTS),
         help="default ws,msgpack; rosbridge: rosbridge clients vs the gateway's native /ws",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also run each gateway side once under cProfile and print where its CPU goes",
     )
     parser.add_argument(
         "--quiet-below",
@@ -1056,8 +1298,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--retries", type=int, default=2, help="times a noisy run is redone (default 2)")
     parser.add_argument("--output", default=str(RESULTS_DIR), help="directory of the JSON results")
     args = parser.parse_args(argv)
-    if not 0.1 <= args.rate <= 10000:
-        parser.error("--rate: the sim device accepts 0.1 to 10000 Hz")
+    if args.clients is not None or args.rate is not None or args.topics is not None:
+        args.scenarios = [Scenario("custom", args.clients or 50, args.rate or 1000.0, args.topics or 1)]
+    for scenario in args.scenarios:
+        if not 0.1 <= scenario.rate <= 10000:
+            parser.error("--rate: the sim device accepts 0.1 to 10000 Hz")
+        if scenario.topics > 16:
+            parser.error("--topics: the sim device publishes at most 16 state topics")
     for name in ("warmup", "quiet_below", "quiet_wait", "retries"):
         if getattr(args, name) < 0:
             parser.error(f"--{name.replace('_', '-')}: must be >= 0")
@@ -1080,16 +1327,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = datetime.datetime.now(datetime.UTC)
     results: list[RunResult] = []
     failures: list[dict[str, Any]] = []
+    profiles: list[Profiled] = []
     complete = False
     try:
-        asyncio.run(run_all(args, results, failures))
+        asyncio.run(run_all(args, results, failures, profiles))
         complete = True
     except KeyboardInterrupt:
         print(f"\ninterrupted after {len(results)} run(s); reporting those", file=sys.stderr)
     finally:
         _kill_leftovers()
     if results or failures:
-        report(args, started, results, failures, complete)
+        report(args, started, results, failures, profiles, complete)
     return 0 if complete and not failures else 1
 
 

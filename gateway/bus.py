@@ -183,6 +183,10 @@ class Subscriber:
         if not min_interval and not self._pending and self.direct is not None and self.direct(item):
             self.delivered += 1
             return
+        self.enqueue(item, min_interval)
+
+    def enqueue(self, item: Outgoing, min_interval: float = 0.0) -> None:
+        """Put `item` in its mailbox slot (replacing an unsent older one) and wake the writer."""
         key = item.key
         was_pending = key in self._pending
         if was_pending:
@@ -259,7 +263,13 @@ class Bus:
         if routes is None:
             routes = self._routes[topic] = self._route(topic)
         for subscriber, interval in routes:
-            subscriber.offer(sample, interval)
+            # `Subscriber.offer` inlined: this loop runs once per sample per client.
+            if not interval and not subscriber._pending:
+                direct = subscriber.direct
+                if direct is not None and direct(sample):
+                    subscriber.delivered += 1
+                    continue
+            subscriber.enqueue(sample, interval)
         return sample
 
     def device_event(self, event: DeviceEvent) -> None:

@@ -48,3 +48,62 @@ def encode(message: Mapping[str, Any], encoding: Encoding) -> bytes:
         return websocket_text_frame(orjson.dumps(message))
     packed: bytes = msgpack.packb(message, use_bin_type=True)
     return packed
+
+
+def websocket_payload(frame: bytes) -> bytes:
+    """The payload of an unmasked frame that `_websocket_frame` built (its header removed)."""
+    marker = frame[1]
+    return frame[2 if marker < 126 else 4 if marker == 126 else 10 :]
+
+
+def _msgpack_array_header(count: int) -> bytes:
+    if count < 16:
+        return bytes((0x90 | count,))
+    if count < 1 << 16:
+        return struct.pack("!BH", 0xDC, count)
+    return struct.pack("!BI", 0xDD, count)
+
+
+def _groups(sizes: list[int], per_item: int, max_bytes: int) -> list[tuple[int, int]]:
+    """Consecutive (start, end) runs whose summed size plus `per_item` each stays within `max_bytes`."""
+    groups: list[tuple[int, int]] = []
+    start, total = 0, 0
+    for index, size in enumerate(sizes):
+        cost = size + per_item
+        if index > start and total + cost > max_bytes:
+            groups.append((start, index))
+            start, total = index, 0
+        total += cost
+    groups.append((start, len(sizes)))
+    return groups
+
+
+#: Bytes of a msgpack array header at most (0xdd + a 32-bit count); the JSON array's brackets are 2.
+_ARRAY_OVERHEAD = 5
+
+
+def pack_messages(frames: list[bytes], encoding: Encoding, max_bytes: int) -> list[bytes]:
+    """Encoded pushes (in order) packed into multi-sample frames of at most `max_bytes` each.
+
+    A JSON frame becomes a text frame holding a JSON array of the messages; msgpack, one msgpack
+    array of the maps. A run of one message stays as it was; a message alone over `max_bytes` goes
+    alone (it was within the limits when encoded). `max_bytes` counts the WebSocket payload (the
+    array's text) or the whole msgpack array.
+    """
+    budget = max_bytes - _ARRAY_OVERHEAD
+    if encoding == "json":
+        payloads = [websocket_payload(frame) for frame in frames]
+        out = []
+        for start, end in _groups([len(p) for p in payloads], 1, budget):  # 1: the comma
+            if end - start == 1:
+                out.append(frames[start])
+            else:
+                out.append(websocket_text_frame(b"[" + b",".join(payloads[start:end]) + b"]"))
+        return out
+    out = []
+    for start, end in _groups([len(f) for f in frames], 0, budget):
+        if end - start == 1:
+            out.append(frames[start])
+        else:
+            out.append(_msgpack_array_header(end - start) + b"".join(frames[start:end]))
+    return out

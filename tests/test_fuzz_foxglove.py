@@ -48,9 +48,11 @@ class Capture:
     def __init__(self) -> None:
         self.frames: list[bytes] = []
 
-    def try_write(self, frame: bytes) -> bool:
-        self.frames.append(frame)
-        return True
+    def room(self) -> int:
+        return -1  # every frame through `send`, one by one (a write would join a batch's frames)
+
+    def write(self, data: bytes) -> None:
+        self.frames.append(data)
 
     async def send(self, frames: list[bytes]) -> None:
         self.frames.extend(frames)

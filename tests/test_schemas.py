@@ -187,7 +187,10 @@ async def running(tmp_path: Path, config: str) -> AsyncIterator[RunningGateway]:
 class _NoTransport:
     encoding: Encoding = "json"
 
-    def try_write(self, frame: bytes) -> bool:
+    def room(self) -> int:
+        raise AssertionError("not connected")
+
+    def write(self, data: bytes) -> None:
         raise AssertionError("not connected")
 
     async def send(self, frames: list[bytes]) -> None:
@@ -206,9 +209,13 @@ class _NoTransport:
 def test_every_schema_file_is_a_strict_draft_2020_12_schema() -> None:
     names = {path.name for path in SCHEMA_DIR.glob("*.json")}
     expected = {f"request.{op}.json" for op in request_ops()} | {f"server.{op}.json" for op in SERVER_OPS}
-    assert names == expected
-    assert len(request_ops()) == 10
-    for name in sorted(names):
+    assert names == expected | {"frame.multi_state.json"}
+    assert len(request_ops()) == 11
+    multi = schema("frame.multi_state")
+    Draft202012Validator.check_schema(multi)
+    assert multi["type"] == "array"
+    assert multi["minItems"] == 2
+    for name in sorted(names - {"frame.multi_state.json"}):
         document = schema(name.removesuffix(".json"))
         assert document["$schema"] == DRAFT_2020_12, name
         Draft202012Validator.check_schema(document)
@@ -309,6 +316,7 @@ async def test_every_op_live(gateway: RunningGateway, transport: TransportName) 
     assert (await client.ok("list_devices"))["devices"][0]["locked_by"] == session
     assert await client.ok("unlock", device="sim-1") == {"device": "sim-1", "locked_by": None}
     await client.wait_for(lambda m: m["op"] == "device" and m["locked_by"] is None)
+    assert await client.ok("configure", max_frame_bytes=4096) == {"multi_state": False, "max_frame_bytes": 4096}
 
     # The data of every state push received matches the schema `describe` gives for its type.
     all_states = [*states, outputs, *(m for m in client.pushed if m["op"] == "state")]
@@ -322,6 +330,7 @@ async def test_every_op_live(gateway: RunningGateway, transport: TransportName) 
     await client.error("describe", ErrorCode.INVALID_ARGUMENT, type="no_such/Type")
     await client.error("unsubscribe", ErrorCode.INVALID_ARGUMENT, subscription=subscribed["subscription"])
     await client.error("command", ErrorCode.UNKNOWN_DEVICE, device="sim-9", type="led")
+    await client.error("configure", ErrorCode.INVALID_ARGUMENT, max_frame_bytes=hello["limits"]["max_frame_bytes"] + 1)
     await client.error("command", ErrorCode.UNKNOWN_COMMAND, device="sim-1", type="wiimote/State")
     await client.error("command", ErrorCode.UNKNOWN_COMMAND, device="sim-1", type="thymio_msgs/Led")
     message = await client.error("command", ErrorCode.INVALID_ARGUMENT, device="sim-1", type="led", data={"index": 3})

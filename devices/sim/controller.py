@@ -39,7 +39,9 @@ class SimOptions:
     connecting (0: never), to exercise restarts. `command_latency_s`: delay before each command is
     answered. `failing_commands`: command types answered with a device error.
     `block_loop_after_s` / `block_loop_s`: once, this long after connecting, block the whole event
-    loop for `block_loop_s` (a hung daemon, for watchdog tests).
+    loop for `block_loop_s` (a hung daemon, for watchdog tests). `state_topics`: each tick publishes
+    this many samples together, on `state` and `state/2` … `state/<n>` (as a device with several
+    topics per cycle does; the fan-out benchmark's multi-topic scenario).
     """
 
     rate_hz: float = field(default=100.0, metadata={"min": 0.1, "max": 10000.0})
@@ -50,6 +52,7 @@ class SimOptions:
     failing_commands: tuple[str, ...] = ()
     block_loop_after_s: float = field(default=0.0, metadata={"min": 0.0, "max": 86400.0})
     block_loop_s: float = field(default=0.0, metadata={"min": 0.0, "max": 600.0})
+    state_topics: int = field(default=1, metadata={"min": 1, "max": 16})
 
 
 class SimulatedFault(Exception):
@@ -96,6 +99,7 @@ class SimController(Adapter[SimOptions]):
         self.ctx.set_status("connected")
         self.ctx.publish("outputs", self._outputs)
         period = 1.0 / self.options.rate_hz
+        streams = ["state", *(f"state/{index}" for index in range(2, self.options.state_topics + 1))]
         started = next_tick = time.monotonic()
         blocked = False
         while True:
@@ -110,7 +114,9 @@ class SimController(Adapter[SimOptions]):
                 next_tick = now
             # Samples due since the last wake-up go out back to back, so the mean rate is exact.
             while next_tick <= now:
-                self.ctx.publish("state", controller_state(time.time()))
+                state = controller_state(time.time())
+                for stream in streams:
+                    self.ctx.publish(stream, state)
                 next_tick += period
             await asyncio.sleep(max(next_tick - time.monotonic(), 0.0))
 

@@ -1,9 +1,12 @@
 """Sending to one client of a socket face: its replies in order, then what its bus mailbox holds.
 
-While the client keeps up, each bus item is written straight to its socket as it is published; once it
-falls behind, the mailbox coalesces (newest wins) and one writer task sends replies first, then the
-due items. Every face with a socket of its own uses this; a face differs only in how it renders an
-item (`render`), which should cache its bytes on the item so fan-out encodes once.
+While the client keeps up, each bus item is rendered as it is published and joins the client's batch;
+at the end of the event-loop iteration (one `call_soon` for all clients) each batch leaves in one
+`write`, so the samples of one device cycle cost one send system call per client, not one each. Once
+a client falls behind, the mailbox coalesces (newest wins) and one writer task sends replies first,
+then the due items. Every face with a socket of its own uses this; a face differs only in how it
+renders an item (`render`), which should cache its bytes on the item so fan-out encodes once, and
+optionally how it packs several rendered items into fewer frames (`Outbox.combine`).
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Protocol
+from weakref import WeakKeyDictionary
 
 from gateway.bus import Outgoing, Subscriber
 from gateway.errors import ErrorCode
@@ -31,8 +35,11 @@ CLOSE_TIMEOUT_S = 1.0
 class Transport(Protocol):
     """A client connection able to send encoded frames and to close."""
 
-    def try_write(self, frame: bytes) -> bool:
-        """Write `frame` now unless the peer is backed up (then return False and write nothing)."""
+    def room(self) -> int:
+        """Bytes that may still be written at once; negative when the peer is backed up or gone."""
+
+    def write(self, data: bytes) -> None:
+        """Write `data` now, without waiting (the caller checked `room` first)."""
 
     async def send(self, frames: list[bytes]) -> None:
         """Send frames in order, waiting while the peer's buffers are full."""
@@ -44,8 +51,65 @@ class Transport(Protocol):
         """Drop the connection at once, discarding what is unsent."""
 
 
+#: Packs the rendered frames of several bus items (in order) into the frames to write.
+Combine = Callable[[list[bytes]], list[bytes]]
+
+
+class _Flusher:
+    """Writes every batch filled during one event-loop iteration, from one callback at its end.
+
+    Clients that receive the same frames in an iteration (the usual fan-out) share one joined (or
+    packed) bytes object: `joined` builds it once per distinct batch and keeps it for the flush.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._due: list[Outbox] = []
+        # (pack key, ids of the frames) -> (bytes to write, the frames: kept alive so no id is reused).
+        self._memo: dict[tuple[Hashable, ...], tuple[bytes, list[bytes]]] = {}
+
+    def joined(self, batch: list[bytes], pack_key: Hashable, combine: Combine | None) -> bytes:
+        """The bytes of `batch` (packed by `combine` when set) in one object, built once per flush."""
+        key = (pack_key, *map(id, batch))
+        cached = self._memo.get(key)
+        if cached is None:
+            cached = self._memo[key] = (b"".join(batch if combine is None else combine(batch)), batch)
+        return cached[0]
+
+    def add(self, outbox: Outbox) -> None:
+        """Flush `outbox` at the end of this iteration (it has just started a batch)."""
+        if not self._due:
+            self._loop.call_soon(self._flush)
+        self._due.append(outbox)
+
+    def _flush(self) -> None:
+        due, self._due = self._due, []
+        try:
+            for outbox in due:
+                try:
+                    outbox.flush_batch(self)
+                except Exception:  # one client's failure must not keep the others' batches back
+                    log.exception("client %s: writing a batch failed", outbox.name)
+        finally:
+            self._memo.clear()
+
+
+_flushers: WeakKeyDictionary[asyncio.AbstractEventLoop, _Flusher] = WeakKeyDictionary()
+
+
+def _flusher(loop: asyncio.AbstractEventLoop) -> _Flusher:
+    flusher = _flushers.get(loop)
+    if flusher is None:
+        flusher = _flushers[loop] = _Flusher(loop)
+    return flusher
+
+
 class Outbox:
-    """One client's outgoing frames; `render` turns a bus item into the face's bytes (None: skip it)."""
+    """One client's outgoing frames; `render` turns a bus item into the face's bytes (None: skip it).
+
+    A face may set a `combine` (`set_combine`) that packs the rendered bus items of one batch (and
+    of one mailbox round) into fewer frames, e.g. the native face's multi-sample array frames.
+    """
 
     def __init__(
         self,
@@ -65,8 +129,29 @@ class Outbox:
         self._room = asyncio.Event()
         self._room.set()
         self._closing = False
+        self._stopped = False
         self._sending = False
         self._writer: asyncio.Task[None] | None = None
+        self._batch: list[bytes] = []
+        self._batch_bytes = 0
+        self._batch_room = 0
+        self._flusher: _Flusher | None = None
+        self._combine: Combine | None = None
+        self._pack_key: Hashable = None
+
+    def set_combine(self, combine: Combine | None, pack_key: Hashable = None) -> None:
+        """Pack batches with `combine` from now on (None: one frame per item).
+
+        Outboxes whose `combine` gives equal frames for equal input share a `pack_key` (for example
+        the encoding and the frame limit), so that a batch sent to many clients is packed once.
+        """
+        self._combine = combine
+        self._pack_key = ("packed", pack_key) if combine is not None else None
+
+    @property
+    def name(self) -> str:
+        """The client's id, for logs."""
+        return self._name
 
     @property
     def closing(self) -> bool:
@@ -75,6 +160,7 @@ class Outbox:
 
     def start(self) -> None:
         """Take over the subscriber's direct path and start the writer."""
+        self._flusher = _flusher(asyncio.get_running_loop())
         self._subscriber.direct = self._write_now
         self._writer = asyncio.create_task(self._write_loop(), name=f"client:{self._name}:writer")
 
@@ -112,15 +198,60 @@ class Outbox:
     def stop(self) -> None:
         """Stop the writer now (the connection is gone)."""
         self._closing = True
+        self._stopped = True
+        self._batch = []
+        self._batch_bytes = 0
         if self._writer is not None and not self._writer.done():
             self._writer.cancel()
 
     def _write_now(self, item: Outgoing) -> bool:
-        """Write a pushed item straight to the socket when nothing is queued ahead of it."""
-        if self._results or self._sending or self._closing:
+        """Add a pushed item to this iteration's batch when nothing is queued ahead and the peer has room.
+
+        The room is read once per batch: the batch may take items while its bytes stay within what
+        the transport had room for when it began (at least one item, as when each was written alone),
+        so a batch holds at most the high-water mark plus one frame.
+        """
+        flusher = self._flusher
+        if self._results or self._sending or self._closing or flusher is None:
             return False
+        batch = self._batch
+        if batch:
+            if self._batch_bytes > self._batch_room:
+                return False
+        else:
+            room = self._transport.room()
+            if room < 0:
+                return False
+            self._batch_room = room
         frame = self._render(item)
-        return True if frame is None else self._transport.try_write(frame)
+        if frame is None:
+            return True
+        if not batch:
+            flusher.add(self)
+        batch.append(frame)
+        self._batch_bytes += len(frame)
+        return True
+
+    def flush_batch(self, flusher: _Flusher | None = None) -> None:
+        """Write this iteration's batch in one `write` (in order; combined when the face packs frames).
+
+        From the end-of-iteration `flusher`, clients with equal batches share the bytes it joins.
+        """
+        batch = self._batch
+        if not batch:
+            return
+        self._batch = []
+        self._batch_bytes = 0
+        if self._stopped:
+            return  # the connection is gone
+        combine = self._combine
+        if len(batch) == 1:
+            data = batch[0]
+        elif flusher is not None:
+            data = flusher.joined(batch, self._pack_key, combine)
+        else:
+            data = b"".join(batch if combine is None else combine(batch))
+        self._transport.write(data)
 
     async def _write_loop(self) -> None:
         try:
@@ -142,6 +273,7 @@ class Outbox:
                 except TimeoutError:
                     pass
             subscriber.wakeup.clear()
+            self.flush_batch()  # what was batched before this wake-up goes first
             frames = list(self._results)
             self._results.clear()
             self._queued_bytes = 0
@@ -151,10 +283,9 @@ class Outbox:
                     await self._transport.send(frames)
                 return
             due, next_due = subscriber.take_due(time.monotonic())
-            for item in due:
-                frame = self._render(item)
-                if frame is not None:
-                    frames.append(frame)
+            rendered = [frame for frame in map(self._render, due) if frame is not None]
+            combine = self._combine
+            frames.extend(combine(rendered) if combine is not None and len(rendered) > 1 else rendered)
             if frames:
                 self._sending = True
                 try:

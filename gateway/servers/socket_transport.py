@@ -27,7 +27,7 @@ def close_or_abort(transport: asyncio.BaseTransport, drain_s: float = CLOSE_DRAI
 
 
 class SocketTransport:
-    """Frames go out with one `write` each while the peer keeps up; otherwise the mailbox holds them."""
+    """Frames go out with one `write` per batch while the peer keeps up; otherwise the mailbox holds them."""
 
     encoding: Encoding
 
@@ -43,13 +43,18 @@ class SocketTransport:
         """Drop the connection at once, discarding whatever is unsent."""
         self._transport.abort()
 
-    def try_write(self, frame: bytes) -> bool:
-        """Write `frame` unless the peer is backed up or gone."""
+    def room(self) -> int:
+        """Bytes below the high-water mark of unsent data; negative when backed up or closing."""
         transport = self._transport
-        if transport.is_closing() or transport.get_write_buffer_size() > HIGH_WATER_BYTES:
-            return False
-        transport.write(frame)
-        return True
+        if transport.is_closing():
+            return -1
+        return HIGH_WATER_BYTES - transport.get_write_buffer_size()
+
+    def write(self, data: bytes) -> None:
+        """Write `data` now (one send system call when nothing is buffered); dropped once closing."""
+        transport = self._transport
+        if not transport.is_closing():
+            transport.write(data)
 
     async def send(self, frames: list[bytes]) -> None:
         """Write frames in order, then wait until the peer has taken most of them."""

@@ -1,6 +1,8 @@
 """The client's two wire transports: WebSocket (JSON text frames) and msgpack over TCP or a Unix socket.
 
-Each is a connected pipe of protocol messages (maps): `send`, `receive`, `close`. `open_transport` picks
+Each is a connected pipe of protocol messages (maps): `send`, `receive`, `close`. A multi-sample frame
+(an array of messages, sent after `configure {"multi_state": true}`) is received as its messages in
+order. `open_transport` picks
 one from the URL: ``ws://host:port/ws`` (or ``wss://``), ``tcp://host:port``, ``unix:/path/to.sock``.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextlib
+from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
@@ -62,6 +65,15 @@ def parse_url(url: str) -> Endpoint:
     raise ValueError(f"{url!r}: the scheme must be ws, wss, http, tcp or unix")
 
 
+def _messages(value: object, what: str) -> list[dict[str, Any]]:
+    """One decoded frame as its messages: a map, or an array of maps (a multi-sample frame)."""
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+        return value
+    raise ConnectionLost(f"the gateway sent a frame that is neither a map nor an array of maps: {what}")
+
+
 class Transport(abc.ABC):
     """A connection carrying protocol messages; every failure surfaces as `ConnectionLost`."""
 
@@ -84,6 +96,7 @@ class WebSocketTransport(Transport):
     def __init__(self, session: aiohttp.ClientSession, ws: aiohttp.ClientWebSocketResponse) -> None:
         self._session = session
         self._ws = ws
+        self._ready: deque[dict[str, Any]] = deque()
 
     @classmethod
     async def open(cls, url: str) -> WebSocketTransport:
@@ -111,18 +124,19 @@ class WebSocketTransport(Transport):
             raise ConnectionLost(f"send failed: {error}") from None
 
     async def receive(self) -> dict[str, Any]:
-        """The next text frame, decoded."""
+        """The next message: a text frame decoded, or the next one of a multi-sample frame."""
         import aiohttp
 
+        if self._ready:
+            return self._ready.popleft()
         try:
             frame = await self._ws.receive()
         except (ConnectionError, aiohttp.ClientError) as error:
             raise ConnectionLost(f"receive failed: {error}") from None
         if frame.type == aiohttp.WSMsgType.TEXT:
-            message = orjson.loads(frame.data)
-            if not isinstance(message, dict):
-                raise ConnectionLost(f"the gateway sent a non-object frame: {frame.data[:80]!r}")
-            return message
+            first, *rest = _messages(orjson.loads(frame.data), repr(frame.data[:80]))
+            self._ready.extend(rest)
+            return first
         if frame.type == aiohttp.WSMsgType.ERROR:
             raise ConnectionLost(f"WebSocket error: {self._ws.exception()}")
         raise ConnectionLost(f"WebSocket closed ({self._ws.close_code})")
@@ -141,6 +155,7 @@ class MsgpackTransport(Transport):
         self._reader = reader
         self._writer = writer
         self._unpacker = msgpack.Unpacker(raw=False, max_buffer_size=MAX_MESSAGE_BYTES)
+        self._ready: deque[dict[str, Any]] = deque()
 
     @classmethod
     async def open(cls, endpoint: Endpoint) -> MsgpackTransport:
@@ -164,7 +179,9 @@ class MsgpackTransport(Transport):
             raise ConnectionLost(f"send failed: {error}") from None
 
     async def receive(self) -> dict[str, Any]:
-        """The next map from the stream."""
+        """The next map from the stream (the maps of a multi-sample array one by one)."""
+        if self._ready:
+            return self._ready.popleft()
         while True:
             try:
                 message = next(self._unpacker)
@@ -173,9 +190,9 @@ class MsgpackTransport(Transport):
             except (ValueError, msgpack.UnpackException) as error:
                 raise ConnectionLost(f"undecodable msgpack from the gateway: {error}") from None
             else:
-                if not isinstance(message, dict):
-                    raise ConnectionLost(f"the gateway sent a non-map value: {message!r:.80}")
-                return message
+                first, *rest = _messages(message, f"{message!r:.80}")
+                self._ready.extend(rest)
+                return first
             try:
                 data = await self._reader.read(_READ_SIZE)
             except ConnectionError as error:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import operator
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from gateway import PROTOCOL_VERSION, __version__
-from gateway.bus import Outgoing
 from gateway.core.client import MAX_CLIENT_TIMEOUT_S, MAX_RATE_HZ, MIN_CLIENT_TIMEOUT_S, MIN_RATE_HZ, Client, Hub
 from gateway.errors import (
     BadRequest,
@@ -28,12 +28,23 @@ from gateway.errors import (
 )
 from gateway.faces.outbox import Outbox
 from gateway.faces.outbox import Transport as FrameTransport
-from gateway.wire import Encoding, encode
+from gateway.wire import Encoding, encode, pack_messages
 
 log = logging.getLogger(__name__)
 
-CAPABILITIES = ("auth", "describe", "estop", "subscribe.max_rate_hz", "coalescing", "commands.deadline", "locks")
+CAPABILITIES = (
+    "auth",
+    "describe",
+    "estop",
+    "subscribe.max_rate_hz",
+    "coalescing",
+    "commands.deadline",
+    "locks",
+    "multi_state",
+)
 MAX_ID_LENGTH = 128
+#: The smallest `configure.max_frame_bytes` (a state message of a small device fits in it).
+MIN_MULTI_FRAME_BYTES = 256
 
 RequestId = int | str | None
 
@@ -74,8 +85,12 @@ class Session:
         self.transport = transport
         self.client = Client(hub, peer, transport.encoding)
         self.id = self.client.id
-        self._outbox = Outbox(self.id, self.client.subscriber, transport, self._render, hub.server.max_queued_bytes)
+        # A C-level call to `item.frame(encoding)`: no Python frame per sample per client.
+        render = operator.methodcaller("frame", transport.encoding)
+        self._outbox = Outbox(self.id, self.client.subscriber, transport, render, hub.server.max_queued_bytes)
         self._closing_task: asyncio.Task[None] | None = None
+        self._multi_state = False
+        self._multi_frame_bytes = hub.server.max_frame_bytes
         self._ops: dict[str, Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]]] = {
             "auth": self._auth,
             "ping": self._ping,
@@ -86,6 +101,7 @@ class Session:
             "estop": self._estop,
             "lock": self._lock,
             "unlock": self._unlock,
+            "configure": self._configure,
         }
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -251,6 +267,25 @@ class Session:
         self.client.unlock(device, force)
         return {"device": device, "locked_by": None}
 
+    async def _configure(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        _check_fields(request, "configure", frozenset({"op", "id", "multi_state", "max_frame_bytes"}))
+        multi_state = request.get("multi_state", self._multi_state)
+        if not isinstance(multi_state, bool):
+            raise BadRequest(f"configure.multi_state: expected true or false, got {type(multi_state).__name__}")
+        limit = self.hub.server.max_frame_bytes
+        frame_bytes = request.get("max_frame_bytes", self._multi_frame_bytes)
+        if isinstance(frame_bytes, bool) or not isinstance(frame_bytes, int):
+            raise BadRequest(f"configure.max_frame_bytes: expected an integer, got {type(frame_bytes).__name__}")
+        if not MIN_MULTI_FRAME_BYTES <= frame_bytes <= limit:
+            bounds = f"[{MIN_MULTI_FRAME_BYTES}, {limit}]"
+            raise InvalidArgument(f"configure.max_frame_bytes: expected an integer in {bounds}, got {frame_bytes}")
+        self._multi_state, self._multi_frame_bytes = multi_state, frame_bytes
+        self._outbox.set_combine(self._pack if multi_state else None, (self.transport.encoding, frame_bytes))
+        return {"multi_state": multi_state, "max_frame_bytes": frame_bytes}
+
+    def _pack(self, frames: list[bytes]) -> list[bytes]:
+        return pack_messages(frames, self.transport.encoding, self._multi_frame_bytes)
+
     def _start_command(self, request_id: RequestId, request: Mapping[str, Any]) -> None:
         _check_fields(request, "command", frozenset({"op", "id", "device", "type", "data", "timeout_s"}))
         device = _string(request, "command", "device")
@@ -271,9 +306,6 @@ class Session:
             self._reply_error(request_id, InternalError("internal error; see the gateway's log"))
 
     # -- output ------------------------------------------------------------------------------
-
-    def _render(self, item: Outgoing) -> bytes:
-        return item.frame(self.transport.encoding)
 
     def _reply(self, request_id: RequestId, data: dict[str, Any]) -> None:
         self._push({"op": "result", "id": request_id, "ok": True, "data": data})

@@ -61,9 +61,13 @@ class WebSocketTransport:
         """A WebSocket message carries one flatbuffer as it is."""
         return message
 
-    def try_write(self, frame: bytes) -> bool:
+    def room(self) -> int:
         """Never write synchronously: the writer task sends (aiohttp's send is a coroutine)."""
-        return False
+        return -1
+
+    def write(self, data: bytes) -> None:
+        """Not used (`room` is always negative): the writer task sends each message."""
+        raise RuntimeError("the TDM WebSocket sends through aiohttp's writer only")
 
     async def send(self, frames: list[bytes]) -> None:
         """Send each frame as a binary message."""

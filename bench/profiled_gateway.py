@@ -1,0 +1,44 @@
+"""`python -m gateway` under cProfile, profiling only between two signals (the benchmark's window).
+
+Usage: python bench/profiled_gateway.py OUT.pstats run --config ...  SIGUSR1 starts the profiler,
+SIGUSR2 stops it and writes OUT.pstats; startup, connections and shutdown stay out of the profile.
+Times are wall-clock; the breakdown leaves out the event loop's waits in epoll (idle time).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+
+def main() -> int:
+    output = sys.argv[1]
+    # The default wall-clock timer: cheap (vDSO), so it distorts less than a CPU-time timer would;
+    # the idle waits in epoll are set apart by bench/profile_breakdown.py.
+    profiler = cProfile.Profile()
+
+    def start(signum: int, frame: FrameType | None) -> None:
+        profiler.enable()
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        profiler.disable()
+        profiler.dump_stats(output)
+
+    signal.signal(signal.SIGUSR1, start)
+    signal.signal(signal.SIGUSR2, stop)
+    # Imported after the handlers are set, as `python -m gateway` would import it.
+    from gateway.cli import main as gateway_main
+
+    sys.argv = ["hwgateway", *sys.argv[2:]]
+    return gateway_main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
