@@ -1,4 +1,4 @@
-"""Hypothesis budgets for the decoder fuzz targets: a few seconds each in `make test`, longer in `make fuzz`.
+"""Hypothesis budgets for the fuzz targets (seconds each in `make test`, longer in `make fuzz`); a capturing transport.
 
 `make fuzz` sets HWGW_FUZZ_SCALE (default there: 50) to multiply every target's example count.
 """
@@ -9,6 +9,9 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+from gateway.errors import ErrorCode
+from gateway.wire import Encoding
+
 
 def fuzz_settings(examples: int) -> settings:
     """Settings of one fuzz target: `examples` runs in `make test`, times HWGW_FUZZ_SCALE in `make fuzz`."""
@@ -16,3 +19,26 @@ def fuzz_settings(examples: int) -> settings:
     return settings(
         max_examples=examples * scale, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
     )
+
+
+class Capture:
+    """A face transport that keeps every frame a session sends, one by one."""
+
+    def __init__(self, encoding: Encoding = "json") -> None:
+        self.encoding: Encoding = encoding
+        self.frames: list[bytes] = []
+
+    def room(self) -> int:
+        return -1  # every frame through `send`, one by one (a write would join a batch's frames)
+
+    def write(self, data: bytes) -> None:
+        self.frames.append(data)
+
+    async def send(self, frames: list[bytes]) -> None:
+        self.frames.extend(frames)
+
+    async def close(self, code: ErrorCode, reason: str) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass

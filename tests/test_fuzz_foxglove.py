@@ -16,13 +16,12 @@ from gateway.bus import Bus
 from gateway.commands import CommandRouter
 from gateway.config import DeviceConfig, ServerConfig, SupervisorConfig
 from gateway.core.client import Hub
-from gateway.errors import ErrorCode
 from gateway.faces.foxglove import wire
 from gateway.faces.foxglove.catalog import Catalog
 from gateway.faces.foxglove.session import FoxgloveSession
 from gateway.supervisor import Supervisor
 from protocols.errors import ProtocolError
-from tests.fuzzing import fuzz_settings
+from tests.fuzzing import Capture, fuzz_settings
 
 pytestmark = pytest.mark.fuzz
 
@@ -40,28 +39,6 @@ requests = st.dictionaries(st.sampled_from(FIELDS), values, max_size=5) | st.bui
 binaries = st.binary(max_size=80) | st.builds(
     lambda opcode, body: bytes((opcode,)) + body, st.sampled_from([1, 2, 3]), st.binary(max_size=40)
 )
-
-
-class Capture:
-    """A transport that keeps every frame the session sends."""
-
-    def __init__(self) -> None:
-        self.frames: list[bytes] = []
-
-    def room(self) -> int:
-        return -1  # every frame through `send`, one by one (a write would join a batch's frames)
-
-    def write(self, data: bytes) -> None:
-        self.frames.append(data)
-
-    async def send(self, frames: list[bytes]) -> None:
-        self.frames.extend(frames)
-
-    async def close(self, code: ErrorCode, reason: str) -> None:
-        pass
-
-    def abort(self) -> None:
-        pass
 
 
 @given(binaries)

@@ -15,14 +15,13 @@ from gateway.bus import Bus
 from gateway.commands import CommandRouter
 from gateway.config import ServerConfig, SupervisorConfig
 from gateway.core.client import Hub
-from gateway.errors import ErrorCode
 from gateway.faces.native.session import Session
 from gateway.servers.http import _receive_text
 from gateway.supervisor import Supervisor
 from gateway.wire import Encoding
 from protocols.errors import ProtocolError
 from protocols.msgpack_stream import MsgpackStreamReader
-from tests.fuzzing import fuzz_settings
+from tests.fuzzing import Capture, fuzz_settings
 
 pytestmark = pytest.mark.fuzz
 
@@ -44,29 +43,6 @@ requests = st.dictionaries(st.sampled_from(FIELDS), values, max_size=6) | st.bui
 
 def _size(request: dict[str, Any]) -> int:
     return len(orjson.dumps(request, default=str))
-
-
-class Capture:
-    """A transport that keeps every frame the session sends."""
-
-    def __init__(self, encoding: Encoding) -> None:
-        self.encoding: Encoding = encoding
-        self.frames: list[bytes] = []
-
-    def room(self) -> int:
-        return -1  # every frame through `send`, one by one (a write would join a batch's frames)
-
-    def write(self, data: bytes) -> None:
-        self.frames.append(data)
-
-    async def send(self, frames: list[bytes]) -> None:
-        self.frames.extend(frames)
-
-    async def close(self, code: ErrorCode, reason: str) -> None:
-        pass
-
-    def abort(self) -> None:
-        pass
 
 
 def _session(encoding: Encoding) -> tuple[Session, Capture]:

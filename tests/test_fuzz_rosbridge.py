@@ -15,12 +15,11 @@ from gateway.bus import Bus
 from gateway.commands import CommandRouter
 from gateway.config import DeviceConfig, ServerConfig, SupervisorConfig
 from gateway.core.client import Hub
-from gateway.errors import ErrorCode
 from gateway.faces.rosbridge.names import RosNames, namings_of
 from gateway.faces.rosbridge.ops import RosbridgeSession
 from gateway.faces.rosbridge.server import _receive_binary, _receive_text
 from gateway.supervisor import Supervisor
-from tests.fuzzing import fuzz_settings
+from tests.fuzzing import Capture, fuzz_settings
 
 pytestmark = pytest.mark.fuzz
 
@@ -46,28 +45,6 @@ requests = st.dictionaries(st.sampled_from(FIELDS), values, max_size=6) | st.bui
     st.sampled_from(OPS),
     st.dictionaries(st.sampled_from(FIELDS[2:]), values, max_size=5),
 )
-
-
-class Capture:
-    """A transport that keeps every frame the session sends."""
-
-    def __init__(self) -> None:
-        self.frames: list[bytes] = []
-
-    def room(self) -> int:
-        return -1  # every frame through `send`, one by one (a write would join a batch's frames)
-
-    def write(self, data: bytes) -> None:
-        self.frames.append(data)
-
-    async def send(self, frames: list[bytes]) -> None:
-        self.frames.extend(frames)
-
-    async def close(self, code: ErrorCode, reason: str) -> None:
-        pass
-
-    def abort(self) -> None:
-        pass
 
 
 def _session() -> tuple[RosbridgeSession, Capture]:
