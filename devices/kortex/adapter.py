@@ -47,16 +47,17 @@ from google.protobuf.message import Message
 from devices.base import Adapter, Command
 from devices.kortex import convert
 from devices.kortex.connection import KortexConnection
-from devices.kortex.cyclic import CyclicCodec, CyclicLoop, Kortex2Codec, Kortex3Codec
+from devices.kortex.cyclic import CyclicCodec, CyclicLoop, Kortex2Codec, Kortex3Codec, open_cyclic_udp
 from devices.kortex.errors import KortexRequestError, KortexTimeout, LinkLost
 from devices.kortex.options import ANALOG_CHANNELS, ANALOG_OUTPUT_MAX, KortexOptions
-from devices.kortex.transport import MqttSettings, MqttTransport, open_mqtt, open_tcp, open_udp
+from devices.kortex.transport import MqttSettings, MqttTransport, open_mqtt, open_tcp
 from devices.sim.kortex_arm import SimulatedArm
 from devices.sim.mqtt_broker import EmbeddedBroker
 from gateway.errors import DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages.generic import Led
 from gateway.messages.kortex import Command as C61Command
 from gateway.messages.kortex import MessageId
+from gateway.realtime import SchedulingPolicy
 from protocols.kortex.frame import Frame, parse_payload
 from protocols.kortex.generated import Base_pb2, BaseCyclic_pb2, BaseCyclicKortex3_pb2, BaseKortex3_pb2, Common_pb2
 from protocols.kortex.services import STOP_RPC_NAMES, Function, ServiceId
@@ -122,7 +123,7 @@ class KortexAdapter(Adapter[KortexOptions]):
         #: "TCP" or "MQTT": what the RPC session runs on.
         self._rpc_link = "MQTT" if options.uses_mqtt else "TCP"
         self._publish_interval = 1.0 / options.publish_rate_hz if options.publish_rate_hz > 0 else 0.0
-        self._last_publish = 0.0
+        self._policy = SchedulingPolicy(options.cyclic_priority, tuple(options.cyclic_cpus))
 
     def capabilities(self) -> Mapping[str, Any]:
         """The API version, the loop rate, and whether there is a C61 wrist with its analog modes."""
@@ -297,7 +298,7 @@ class KortexAdapter(Adapter[KortexOptions]):
             raise LinkLost(
                 f"robot unreachable at {host}:{rpc_port} ({self._rpc_link}): {error or type(error).__name__}"
             ) from None
-        await open_udp(udp, host, udp_port)
+        link = await open_cyclic_udp(udp, host, udp_port, self._policy, round(options.cyclic_spin_us * 1000))
         for connection in (tcp, udp):
             try:
                 await connection.create_session(
@@ -320,7 +321,12 @@ class KortexAdapter(Adapter[KortexOptions]):
         self._last_feedback = None
         self._feedback_arrived.clear()
         self._cyclic = CyclicLoop(
-            udp, self._codec, options.cyclic_rate_hz, options.cyclic_reply_timeout_ms / 1000, self._on_feedback
+            link,
+            self._codec,
+            options.cyclic_rate_hz,
+            options.cyclic_reply_timeout_ms / 1000,
+            self._on_feedback,
+            self._publish_interval,
         )
 
     async def _subscribe_arm_state(self, tcp: KortexConnection) -> None:
@@ -505,13 +511,9 @@ class KortexAdapter(Adapter[KortexOptions]):
         )
 
     def _on_feedback(self, feedback: Message) -> None:
+        # On the event loop, at most every `publish_interval` (the cyclic thread thins the replies).
         self._last_feedback = feedback
         self._feedback_arrived.set()
-        if self._publish_interval:
-            now = time.monotonic()
-            if now - self._last_publish < self._publish_interval:
-                return
-            self._last_publish = now
         ctx = self.ctx
         if isinstance(feedback, BaseCyclicKortex3_pb2.Feedback):
             ctx.publish("actuators", convert.actuators(feedback.frame_id, feedback.actuators))

@@ -1,16 +1,29 @@
-"""The BaseCyclic loop on the UDP link: one request per period, never waiting for a reply.
+"""The BaseCyclic loop on the UDP link, on a real-time thread of its own: one request per period.
 
-Deadlines are absolute (``deadline += period``), because asyncio rounds every timer up to whole
-milliseconds (perf-baselines.md §C): a late wake-up sends the cycles that fell due back to back, so
-the mean rate holds. A request unanswered after the reply timeout is a dropped cycle, counted and
-forgotten, never an exception; the vendor's driver dies on exactly that (spec kortex.md §5).
+The UDP link's socket belongs to a `RealtimeThread` (gateway/realtime.py) for the link's whole
+life: it sends each cycle on an absolute deadline (`deadline += period`, a `time.perf_counter_ns`
+clock, sleep then a short spin), reads the replies right after each send, and hands the feedback
+to the event loop through a bounded `ToLoop`, so neither client work on the event loop nor
+asyncio's millisecond timers move a cycle. Frames that are not cyclic replies (session RPCs,
+KeepAlive, the last Refresh of low level) go to the `KortexConnection` on the event loop as
+before. A late wake-up sends the cycles that fell due back to back, so the mean rate holds; beyond
+`MAX_CATCH_UP_S` the missed cycles are skipped (counted). A request unanswered after the reply
+timeout is a dropped cycle, counted and forgotten, never an exception; the vendor's driver dies on
+exactly that (spec kortex.md §5).
+
+What to send comes from the event loop through a latest-value slot (`Kortex3Codec`'s plan): a
+command change is one reference swap that the next cycle picks up whole.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import socket
 import statistics
+import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,14 +33,16 @@ from google.protobuf.message import Message
 
 from devices.kortex.connection import KortexConnection
 from devices.kortex.convert import c61_command
-from devices.kortex.errors import KortexRequestError
+from devices.kortex.errors import KortexRequestError, LinkLost
 from gateway.messages.kortex import Command as C61Command
 from gateway.messages.kortex import KortexCyclicStats
+from gateway.realtime import NORMAL, Latest, RealtimeThread, SchedulingPolicy, ToLoop
 from protocols.errors import ProtocolError
 from protocols.kortex.errors import sub_error_code
 from protocols.kortex.frame import parse_payload
+from protocols.kortex.framing import check_udp
 from protocols.kortex.generated import BaseCyclic_pb2, BaseCyclicKortex3_pb2
-from protocols.kortex.router import ErrorResponse, Response
+from protocols.kortex.router import ErrorResponse, Response, Router
 from protocols.kortex.services import Function
 
 log = logging.getLogger(__name__)
@@ -38,17 +53,32 @@ MAX_CATCH_UP_S = 0.05
 _EXPIRED_MEMORY = 1024
 #: Error sub-codes meaning the session is gone: the link must be rebuilt, not the cycle dropped.
 _SESSION_LOST = frozenset(sub_error_code(name) for name in ("INVALID_SESSION", "INVALID_USER_SESSION_ACCESS"))
+#: How long the link's thread waits for a datagram between checks while no loop cycles (s).
+_IDLE_POLL_S = 0.05
+#: Feedback samples waiting for the event loop; past this the oldest are dropped (counted).
+FEEDBACK_BACKLOG = 32
+#: Frames for the connection (RPC replies) waiting for the event loop.
+_FRAME_BACKLOG = 256
+#: How long closing the link waits for its thread (s).
+_JOIN_TIMEOUT_S = 1.0
+_MAX_DATAGRAM = 65536
+#: How often `CyclicLoop.run` checks that the thread is alive (s).
+_THREAD_CHECK_S = 0.1
 
 
 class CyclicCodec(Protocol):
     """What one API version sends each cycle and how it reads the answer."""
 
     @property
-    def function(self) -> Function:
-        """The BaseCyclic function of the next request."""
+    def version(self) -> int:
+        """Bumped by every change of what the cycles send (read by `CyclicLoop.next_cycle`)."""
 
-    def request(self, frame_id: int) -> bytes:
-        """The request payload of cycle `frame_id`."""
+    @property
+    def sending(self) -> threading.Lock:
+        """Held while a cycle is built and sent, and while a change is published."""
+
+    def cycle(self, frame_id: int) -> tuple[int, bytes, int]:
+        """(function, payload, version) of cycle `frame_id`; called on the loop's thread."""
 
     def parse(self, payload: bytes) -> Message:
         """The feedback in a reply payload; `ProtocolError` if malformed."""
@@ -61,15 +91,27 @@ class Kortex2Codec:
     so the gateway never has anything to send with it.
     """
 
-    function = Function.BASE_CYCLIC_REFRESH_FEEDBACK
+    version = 0
 
-    def request(self, frame_id: int) -> bytes:
+    def __init__(self) -> None:
+        self.sending = threading.Lock()
+
+    def cycle(self, frame_id: int) -> tuple[int, bytes, int]:
         """RefreshFeedback takes Common.Empty."""
-        return b""
+        return Function.BASE_CYCLIC_REFRESH_FEEDBACK, b"", 0
 
     def parse(self, payload: bytes) -> BaseCyclic_pb2.Feedback:
         """A Kortex 2 BaseCyclic.Feedback."""
         return parse_payload(BaseCyclic_pb2.Feedback, payload)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Plan:
+    """What every cycle sends until the next plan; its `command` belongs to the loop's thread."""
+
+    version: int
+    low_level: bool
+    command: BaseCyclicKortex3_pb2.Command
 
 
 class Kortex3Codec:
@@ -79,54 +121,79 @@ class Kortex3Codec:
     while the arm is in LOW_LEVEL_SERVOING and the gateway commands its actuators; there each
     actuator is held at the position it had when low level began (velocity 0, flags 0, as the
     driver's `sendJointPositionCommands` does), and the Command carries the C61 wrist command.
+
+    `hold`, `release` and `set_wrist` run on the event loop; each publishes a new plan (a copy of
+    the event loop's own Command) in one reference swap, which `cycle` on the loop's thread reads
+    once per cycle: a cycle never sends half a change, and once `release` returns no cycle built
+    before it is sent (so a zeroing is never overtaken by the outputs it replaced).
     """
 
     def __init__(self) -> None:
         self._command = BaseCyclicKortex3_pb2.Command()
         self._command.wrist.c61.SetInParent()
-        self._low_level = False
+        self._plan = Latest(_Plan(0, False, self._copy()))
+        self.sending = threading.Lock()
+
+    @property
+    def version(self) -> int:
+        """The current plan's number."""
+        return self._plan.value.version
 
     @property
     def low_level(self) -> bool:
         """Whether each cycle is a Refresh commanding the actuators (the arm is in low-level servoing)."""
-        return self._low_level
-
-    @property
-    def function(self) -> Function:
-        """Refresh in low level, RefreshFeedback otherwise."""
-        return Function.BASE_CYCLIC_REFRESH if self._low_level else Function.BASE_CYCLIC_REFRESH_FEEDBACK
+        return self._plan.value.low_level
 
     def hold(self, positions: Sequence[float]) -> None:
         """Command every actuator to stay at `positions` (deg, joint 1 first) from the next cycle on."""
         del self._command.actuators[:]
         for position in positions:
             self._command.actuators.add(position=position, velocity=0.0, flags=0)
-        self._low_level = True
+        self._publish(low_level=True)
 
     def release(self) -> None:
         """Back to RefreshFeedback from the next cycle on (`refresh_request` still builds the last Refresh)."""
-        self._low_level = False
+        self._publish(low_level=False)
 
     def set_wrist(self, command: C61Command) -> None:
         """Send `command` with the next Refresh on."""
         self._command.wrist.c61.CopyFrom(c61_command(command))
+        self._publish(self._plan.value.low_level)
 
-    def request(self, frame_id: int) -> bytes:
-        """Refresh's Command in low level, RefreshFeedback's Empty otherwise."""
-        return self.refresh_request(frame_id) if self._low_level else b""
+    def cycle(self, frame_id: int) -> tuple[int, bytes, int]:
+        """Refresh with the plan's Command in low level, RefreshFeedback's Empty otherwise."""
+        plan = self._plan.value
+        if not plan.low_level:
+            return Function.BASE_CYCLIC_REFRESH_FEEDBACK, b"", plan.version
+        return Function.BASE_CYCLIC_REFRESH, _stamped(plan.command, frame_id), plan.version
 
     def refresh_request(self, frame_id: int) -> bytes:
-        """Refresh's Command: held actuators and wrist; command ids are the frame id, as the vendor sets them."""
-        command = self._command
-        command.frame_id = frame_id
-        for actuator in command.actuators:
-            actuator.command_id.identifier = frame_id
-        command.wrist.c61.command_id.identifier = frame_id
-        return command.SerializeToString()
+        """Refresh's Command as the event loop last set it (held actuators and wrist), for `frame_id`."""
+        return _stamped(self._copy(), frame_id)
 
     def parse(self, payload: bytes) -> BaseCyclicKortex3_pb2.Feedback:
         """A Kortex 3 BaseCyclic.Feedback."""
         return parse_payload(BaseCyclicKortex3_pb2.Feedback, payload)
+
+    def _copy(self) -> BaseCyclicKortex3_pb2.Command:
+        command = BaseCyclicKortex3_pb2.Command()
+        command.CopyFrom(self._command)
+        return command
+
+    def _publish(self, low_level: bool) -> None:
+        plan = _Plan(self._plan.value.version + 1, low_level, self._copy())
+        # Held only for the swap: a cycle being sent with the old plan finishes first, none follows.
+        with self.sending:
+            self._plan.put(plan)
+
+
+def _stamped(command: BaseCyclicKortex3_pb2.Command, frame_id: int) -> bytes:
+    """`command` serialized for `frame_id`; command ids are the frame id, as the vendor sets them."""
+    command.frame_id = frame_id
+    for actuator in command.actuators:
+        actuator.command_id.identifier = frame_id
+    command.wrist.c61.command_id.identifier = frame_id
+    return command.SerializeToString()
 
 
 @dataclass(slots=True)
@@ -141,56 +208,174 @@ class CyclicCounters:
     skipped: int = 0
 
 
-class CyclicLoop:
-    """Runs BaseCyclic at `rate_hz` on `connection`; hands every decoded feedback to `on_feedback`."""
+class _AtomicRouter(Router):
+    """A Router whose message ids may be drawn from two threads (the event loop's RPCs and the cycles)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ids = itertools.count(1)
+
+    def next_message_id(self) -> int:
+        """Pre-incremented and wrapped at 65536 like the vendor's; `next` on a count is atomic."""
+        return next(self._ids) & 0xFFFF
+
+
+class CyclicLink:
+    """The UDP 10001 link: one connected socket, read and written by one real-time thread.
+
+    Until a `CyclicLoop` runs on it (and after), the thread only hands every datagram to the
+    connection on the event loop; while one runs, it also cycles and keeps the loop's replies.
+    """
 
     def __init__(
         self,
         connection: KortexConnection,
+        sock: socket.socket,
+        policy: SchedulingPolicy,
+        spin_ns: int,
+    ) -> None:
+        self.connection = connection
+        self._sock = sock
+        loop = asyncio.get_running_loop()
+        self._frames: ToLoop[bytes] = ToLoop(loop, connection.frame_received, _FRAME_BACKLOG)
+        self._errors: ToLoop[OSError] = ToLoop(loop, connection.transport_error, 16)
+        self._cyclic: CyclicLoop | None = None
+        self.thread = RealtimeThread(f"{connection.name} cyclic", self._run, policy, spin_ns)
+
+    def send(self, frame: bytes) -> None:
+        """Send one Frame (from either thread: a datagram goes out whole)."""
+        try:
+            self._sock.send(check_udp(frame))
+        except OSError as error:
+            self._errors.post(error)
+
+    def close(self) -> None:
+        """Stop the thread (bounded) and close the socket."""
+        self._cyclic = None
+        if self.thread.stop(_JOIN_TIMEOUT_S):
+            self._sock.close()
+
+    def _run(self, thread: RealtimeThread) -> None:
+        while not thread.stopping:
+            cyclic = self._cyclic
+            if cyclic is None:
+                if thread.wait_readable(self._sock, _IDLE_POLL_S):
+                    self._receive(None)
+                continue
+            cyclic._tick(thread)
+
+    def _receive(self, cyclic: CyclicLoop | None) -> None:
+        """Read every datagram waiting; the cycles' replies go to `cyclic`, the rest to the connection."""
+        sock = self._sock
+        while True:
+            try:
+                data = sock.recv(_MAX_DATAGRAM)
+            except BlockingIOError:
+                return
+            except OSError as error:  # e.g. ICMP port unreachable: counted, not fatal
+                self._errors.post(error)
+                return
+            if cyclic is None or not cyclic._take(data):
+                self._frames.post(data)
+
+
+async def open_cyclic_udp(
+    connection: KortexConnection,
+    host: str,
+    port: int,
+    policy: SchedulingPolicy = NORMAL,
+    spin_ns: int = 100_000,
+) -> CyclicLink:
+    """Connect `connection` to the robot's UDP port (10001) through a `CyclicLink`'s thread."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setblocking(False)
+        sock.connect(address)
+    except OSError:
+        sock.close()
+        raise
+    # Both threads send requests on this link: ids must come from one atomic counter.
+    connection.router = _AtomicRouter()
+    link = CyclicLink(connection, sock, policy, spin_ns)
+    connection.attach(link.send, link.close)
+    link.thread.start()
+    return link
+
+
+class CyclicLoop:
+    """Runs BaseCyclic at `rate_hz` on `link`'s thread; hands decoded feedback to `on_feedback`.
+
+    `on_feedback` runs on the event loop, for at most one reply per `publish_interval_s` (0: every
+    reply); `latest_feedback` always holds the newest reply. Counters are written by the thread
+    and read anywhere.
+    """
+
+    def __init__(
+        self,
+        link: CyclicLink,
         codec: CyclicCodec,
         rate_hz: float,
         reply_timeout_s: float,
         on_feedback: Callable[[Message], None],
+        publish_interval_s: float = 0.0,
     ) -> None:
-        self.connection = connection
+        self.link = link
+        self.connection = link.connection
         self.codec = codec
         self.period_s = 1.0 / rate_hz
         self.reply_timeout_s = reply_timeout_s
         self.counters = CyclicCounters()
         self.frame_id = 0
-        self._on_feedback = on_feedback
-        self._inflight: OrderedDict[int, float] = OrderedDict()
+        self.latest_feedback: Latest[Message | None] = Latest(None)
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        self._feedback: ToLoop[Message] = ToLoop(loop, on_feedback, FEEDBACK_BACKLOG)
+        self._sent: ToLoop[tuple[int, int, int]] = ToLoop(loop, self._on_sent, 8)
+        self._period_ns = round(1e9 / rate_hz)
+        self._timeout_ns = round(reply_timeout_s * 1e9)
+        # Half a period of tolerance, so a sample every `publish_interval_s` is not aliased to every other.
+        self._publish_ns = max(0, round(publish_interval_s * 1e9) - self._period_ns // 2)
+        self._last_post_ns = 0
+        self._inflight: OrderedDict[int, int] = OrderedDict()
         self._expired: OrderedDict[int, None] = OrderedDict()
         self._periods: list[float] = []
-        self._last_send: float | None = None
-        self._waiters: list[asyncio.Future[int]] = []
-        self._failure: KortexRequestError | None = None
+        self._last_send_ns: int | None = None
+        self._deadline_ns = 0
+        self._waiters: list[tuple[asyncio.Future[int], int, int]] = []
+        self._cycle_wanted = False
+        self._failure: asyncio.Future[KortexRequestError] = loop.create_future()
+        self._failed = False  # the thread's own view of `_failure`
         self._first_error_logged = False
-        connection.on_response = self._on_response
+
+    @property
+    def feedback_overwritten(self) -> int:
+        """Feedback samples dropped because the event loop had not taken them yet."""
+        return self._feedback.overwritten
 
     async def run(self) -> None:
-        """Cycle until cancelled; raise only when the link or its session is gone."""
-        loop = asyncio.get_running_loop()
-        period = self.period_s
-        deadline = loop.time()
-        while True:
-            if self._failure is not None:
-                raise self._failure
-            now = loop.time()
-            behind = now - deadline
-            if behind > MAX_CATCH_UP_S:
-                missed = int(behind / period)
-                self.counters.skipped += missed
-                deadline += missed * period
-            while deadline <= now:
-                self._cycle(now)
-                deadline += period
-            await asyncio.sleep(deadline - loop.time())
+        """Cycle on the link's thread until cancelled; raise when the session is gone or the thread died."""
+        link = self.link
+        self._deadline_ns = time.perf_counter_ns()
+        link._cyclic = self
+        try:
+            while True:
+                await asyncio.wait([self._failure], timeout=_THREAD_CHECK_S)
+                if self._failure.done():
+                    raise self._failure.result()
+                if not link.thread.alive:
+                    raise LinkLost(f"{self.connection.name}: the cyclic thread ended ({link.thread.error!r})")
+        finally:
+            if link._cyclic is self:
+                link._cyclic = None
 
     def next_cycle(self) -> asyncio.Future[int]:
         """A future of the frame id of the next request sent (which carries the current command)."""
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._waiters.append(future)
+        future: asyncio.Future[int] = self._loop.create_future()
+        self._waiters.append((future, self.codec.version, self.counters.cycles))
+        self._cycle_wanted = True
         return future
 
     def stats(self, api: str) -> KortexCyclicStats:
@@ -216,52 +401,112 @@ class CyclicLoop:
             skipped=counters.skipped,
         )
 
-    def _cycle(self, now: float) -> None:
+    # -- on the link's thread ----------------------------------------------------------------------
+
+    def _tick(self, thread: RealtimeThread) -> None:
+        """Send the cycles due, read the replies, expire the old requests, sleep to the next deadline."""
+        period = self._period_ns
+        now = time.perf_counter_ns()
+        behind = now - self._deadline_ns
+        if behind > MAX_CATCH_UP_S * 1e9:
+            missed = behind // period
+            self.counters.skipped += missed
+            self._deadline_ns += missed * period
+        while self._deadline_ns <= now and not self._failed:
+            self._cycle(now)
+            self._deadline_ns += period
+        self.link._receive(self)
+        self._expire(time.perf_counter_ns())
+        thread.wait(self._deadline_ns)
+
+    def _cycle(self, now: int) -> None:
+        self.frame_id = frame_id = (self.frame_id + 1) & 0xFFFF
+        # Under the codec's lock: once a change is published, no cycle built before it is sent.
+        with self.codec.sending:
+            function, payload, version = self.codec.cycle(frame_id)
+            try:
+                message_id = self.connection.send_request(function, payload)
+            except ConnectionError:
+                return  # the link is gone: the adapter's watchdog sees its failure
+        self._inflight[message_id] = now
+        self.counters.cycles += 1
+        if self._last_send_ns is not None:
+            self._periods.append((now - self._last_send_ns) / 1e9)
+        self._last_send_ns = now
+        if self._cycle_wanted:
+            self._sent.post((frame_id, version, self.counters.cycles))
+
+    def _expire(self, now: int) -> None:
         inflight = self._inflight
-        limit = now - self.reply_timeout_s
+        limit = now - self._timeout_ns
         while inflight:
             message_id, sent_at = next(iter(inflight.items()))
             if sent_at > limit:
-                break
+                return
             del inflight[message_id]
             self.counters.dropped += 1
             self._expired[message_id] = None
             if len(self._expired) > _EXPIRED_MEMORY:
                 self._expired.popitem(last=False)
-        self.frame_id = (self.frame_id + 1) & 0xFFFF
-        message_id = self.connection.send_request(self.codec.function, self.codec.request(self.frame_id))
-        inflight[message_id] = now
-        self.counters.cycles += 1
-        if self._last_send is not None:
-            self._periods.append(now - self._last_send)
-        self._last_send = now
-        if self._waiters:
-            waiters, self._waiters = self._waiters, []
-            for waiter in waiters:
-                if not waiter.done():
-                    waiter.set_result(self.frame_id)
 
-    def _on_response(self, event: Response | ErrorResponse) -> None:
+    def _take(self, data: bytes) -> bool:
+        """Handle `data` if it answers one of the cycles (True); anything else is the connection's."""
+        try:
+            event = self.connection.router.receive(data)
+        except ProtocolError:
+            return False  # the connection counts it
+        if not isinstance(event, Response | ErrorResponse):
+            return False
         if self._inflight.pop(event.message_id, None) is None:
-            if event.message_id in self._expired:
-                del self._expired[event.message_id]
-                self.counters.late += 1
-            else:
-                self.connection.unmatched += 1
-            return
+            if event.message_id not in self._expired:
+                return False
+            del self._expired[event.message_id]
+            self.counters.late += 1
+            self.connection.last_received = time.monotonic()
+            return True
+        self.connection.last_received = time.monotonic()
         if isinstance(event, ErrorResponse):
             self.counters.errors += 1
             if event.error.sub_code in _SESSION_LOST:
-                self._failure = KortexRequestError("BaseCyclic", event.error)
+                self._fail(KortexRequestError("BaseCyclic", event.error))
             elif not self._first_error_logged:
                 self._first_error_logged = True
                 log.warning("%s: BaseCyclic refused (counted from now on): %s", self.connection.name, event.error)
-            return
+            return True
         try:
             feedback = self.codec.parse(event.frame.payload)
         except ProtocolError as error:
             self.counters.errors += 1
             log.debug("%s: undecodable BaseCyclic feedback: %s", self.connection.name, error)
-            return
+            return True
         self.counters.replies += 1
-        self._on_feedback(feedback)
+        self.latest_feedback.put(feedback)
+        now = time.perf_counter_ns()
+        if now - self._last_post_ns >= self._publish_ns:
+            self._last_post_ns = now
+            self._feedback.post(feedback)
+        return True
+
+    def _fail(self, error: KortexRequestError) -> None:
+        self._failed = True  # no more cycles on a session that is gone
+
+        def fail() -> None:
+            if not self._failure.done():
+                self._failure.set_result(error)
+
+        self._loop.call_soon_threadsafe(fail)
+
+    # -- on the event loop -------------------------------------------------------------------------
+
+    def _on_sent(self, sent: tuple[int, int, int]) -> None:
+        frame_id, version, cycles = sent
+        waiting = []
+        for future, wanted, after in self._waiters:
+            if future.done():
+                continue
+            if version >= wanted and cycles > after:
+                future.set_result(frame_id)
+            else:
+                waiting.append((future, wanted, after))
+        self._waiters = waiting
+        self._cycle_wanted = bool(waiting)

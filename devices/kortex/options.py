@@ -48,6 +48,11 @@ class KortexOptions:
     keep-alive, a silent broker is lost after 1.5 times this. `mqtt_broker`: with `simulate`, where
     the simulated arm's broker comes from: "embedded" (a pure-Python broker in the gateway, so the
     demo needs none installed) or "external" (the broker at `host`:`mqtt_port`, e.g. mosquitto).
+    `cyclic_priority`: SCHED_FIFO priority (1-99) of the cyclic loop's thread, applied when the
+    process may (CAP_SYS_NICE; the systemd unit grants it), else logged once at info; 0 keeps
+    normal scheduling. `cyclic_cpus`: CPUs the cyclic thread is pinned to (empty: any).
+    `cyclic_spin_us`: the end of each period the thread spends polling the clock instead of
+    sleeping (µs; the kernel wakes a sleeper 50-100 µs late): steadier periods for that much CPU.
     `simulate`: ignore host and ports and start a simulated arm of `api` on loopback (demo).
     """
 
@@ -65,6 +70,9 @@ class KortexOptions:
     rpc_timeout_ms: int = field(default=2000, metadata={"min": 10, "max": 60000})
     link_timeout_ms: int = field(default=3000, metadata={"min": 200, "max": 600_000})
     analog_output_modes: tuple[AnalogMode, ...] = ("voltage", "voltage", "voltage", "voltage")
+    cyclic_priority: int = field(default=0, metadata={"min": 0, "max": 99})
+    cyclic_cpus: tuple[int, ...] = ()
+    cyclic_spin_us: float = field(default=100.0, metadata={"min": 0.0, "max": 1000.0})
     estop_calls_arm_stop: bool = True
     arm_state_notifications: bool = True
     transport: Transport = "auto"
