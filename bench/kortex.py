@@ -1,17 +1,27 @@
-"""Kortex cyclic benchmark: the gateway's 1 kHz BaseCyclic loop against a bare asyncio UDP loop.
+"""Kortex cyclic benchmark: the gateway's 1 kHz BaseCyclic loop under client load, against bare loops.
 
 Method: a simulated arm (devices/sim/kortex_arm.py, Kortex 3) runs in its own process and timestamps
-every BaseCyclic request it receives, per session. In turn, (1) the real daemon (`python -m gateway
-run`) with one kortex device at `--rate` Hz, publishing every reply to the bus (`publish_rate_hz =
-rate`), with `--subscribers` WebSocket clients subscribed to all of its topics, and (2) a bare
-asyncio loop in its own process (this file with `--bare`) doing the same exchange: UDP
-CreateSession, then RefreshFeedback on absolute deadlines (what the gateway sends while no client
-commands the wrist: Refresh is for low-level servoing), each reply parsed, then CloseSession. The
-pair's order alternates between repeats. Figures are measured at the arm: achieved rate, and the
-send period's p50/p99 and jitter (|period - nominal|) p50/p99; medians over repeats; ratio
-gateway/bare. The gateway's own drop counters come from its `cyclic` stream.
+every BaseCyclic request it receives, per session. In turn, in one run:
 
-Run:  scripts/loopback-only.sh .venv/bin/python bench/kortex.py [--rate 1000] [--duration 10] [--repeats 1]
+1. the real daemon (`python -m gateway run`) with one kortex device at `--rate` Hz, publishing every
+   reply to the bus (`publish_rate_hz = rate`), with `--subscribers` WebSocket clients that each
+   receive every sample of `--topics` (default `actuators`: one sample per cycle) and count them;
+2. `bare-thread`: a bare blocking UDP loop in its own process (this file with `--bare thread`), the
+   mechanism the gateway's cyclic thread uses: sleep to an absolute deadline
+   (`time.perf_counter_ns`) less `--spin-us`, spin to it, send, read the replies, parse them;
+3. `bare-asyncio`: the same exchange on a bare asyncio loop (`--bare asyncio`), the mechanism the
+   gateway used before its loop had a thread (asyncio wakes on whole milliseconds).
+
+Each does UDP CreateSession, RefreshFeedback on absolute deadlines (what the gateway sends while no
+client commands the wrist), each reply parsed, then CloseSession. The order rotates between
+repeats. Figures are measured at the arm: achieved rate, the send period's p50/p99 and jitter
+(|period - nominal|) p50/p99; medians over repeats; the gateway against the bare thread loop (the
+goal: period and jitter p99 within +0.1 ms) and against bare asyncio. The gateway's drop counters
+come from its `cyclic` stream; "delivered" is the share of the samples published during the
+clients' window that every client received.
+
+Run:  scripts/loopback-only.sh .venv/bin/python bench/kortex.py [--rate 1000] [--duration 10] [--repeats 3]
+      [--subscribers 50] [--priority 0] [--spin-us 100]
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -27,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 
 THIS_FILE = Path(__file__).resolve()
 REPO_ROOT = THIS_FILE.parent.parent
@@ -37,6 +49,8 @@ from bench.common import read_json_line  # noqa: E402 - after the path fix above
 
 DEVICE = "bench-arm"
 START_TIMEOUT_S = 20.0
+#: SCHED_FIFO priority of the simulated arm when permitted: above any loop measured.
+ARM_PRIORITY = 50
 
 
 class Arm:
@@ -44,6 +58,7 @@ class Arm:
 
     def __init__(self, proc: asyncio.subprocess.Process, tcp: int, udp: int) -> None:
         self.proc, self.tcp, self.udp = proc, tcp, udp
+        self.scheduling = "normal scheduling"
 
     @classmethod
     async def start(cls) -> Arm:
@@ -54,7 +69,15 @@ class Arm:
         )  # fmt: skip
         assert proc.stdout is not None
         line = await read_json_line(proc.stdout, "listening")
-        return cls(proc, line["tcp"], line["udp"])
+        arm = cls(proc, line["tcp"], line["udp"])
+        try:
+            # A real arm is its own computer: give the simulated one the CPU whenever a datagram comes,
+            # so it timestamps arrivals, not the moments this shared machine got round to it.
+            os.sched_setscheduler(proc.pid, os.SCHED_FIFO, os.sched_param(ARM_PRIORITY))
+            arm.scheduling = f"SCHED_FIFO {ARM_PRIORITY}"
+        except OSError as error:
+            arm.scheduling = f"normal scheduling ({error.strerror})"
+        return arm
 
     async def stats(self) -> dict[str, Any]:
         assert self.proc.stdin is not None
@@ -85,13 +108,15 @@ def summarize(periods_ms: list[float], nominal_ms: float) -> dict[str, float]:
     }
 
 
-async def run_gateway(arm: Arm, rate: float, duration: float, subscribers: int) -> dict[str, Any]:
+async def run_gateway(arm: Arm, args: argparse.Namespace) -> dict[str, Any]:
+    rate, duration, subscribers = args.rate, args.duration, args.subscribers
     with tempfile.TemporaryDirectory() as workdir:
         config = Path(workdir) / "gateway.toml"
         config.write_text(
             '[server]\nhost = "127.0.0.1"\nhttp_port = 0\nmsgpack_port = -1\nunix_socket = ""\n\n'
             f'[devices.{DEVICE}]\nkind = "kortex"\nhost = "127.0.0.1"\ntcp_port = {arm.tcp}\nudp_port = {arm.udp}\n'
             f'api = "kortex3"\ncyclic_rate_hz = {rate!r}\npublish_rate_hz = {rate!r}\n'
+            f"cyclic_priority = {args.priority}\ncyclic_spin_us = {args.spin_us!r}\n"
         )
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "gateway", "run", "--config", str(config), "--log-format", "json",
@@ -102,43 +127,63 @@ async def run_gateway(arm: Arm, rate: float, duration: float, subscribers: int) 
         drain = asyncio.create_task(proc.stdout.read())
         port = int(listening["http"].rstrip("/").rsplit(":", 1)[1])
         received = [0] * subscribers
+        first_seq: dict[str, int] = {}
+        last_seq: dict[str, int] = {}
         last_stats: dict[str, Any] = {}
+        counting = False
+        topics = [f"{DEVICE}/{topic}" for topic in args.topics.split(",")]
+        stats_topic = f"{DEVICE}/cyclic"
         async with aiohttp.ClientSession() as http:
-            sockets = [await http.ws_connect(f"ws://127.0.0.1:{port}/ws") for _ in range(subscribers)]
+            # compress=0: no permessage-deflate offer, as in the baseline method (specs/perf-baselines.md).
+            url = f"ws://127.0.0.1:{port}/ws"
+            sockets = [await http.ws_connect(url, compress=0, max_msg_size=0) for _ in range(subscribers)]
             connected = asyncio.Event()
 
             async def consume(index: int, ws: aiohttp.ClientWebSocketResponse) -> None:
-                await ws.send_json({"op": "subscribe", "id": 1, "topics": [f"{DEVICE}/**"]})
-                async for message in ws:
-                    data = json.loads(message.data)
-                    if data["op"] == "device" and data["status"] == "connected":
-                        connected.set()
-                    elif data["op"] == "state":
-                        received[index] += 1
-                        if data["topic"] == f"{DEVICE}/cyclic":
+                await ws.send_str(orjson.dumps({"op": "subscribe", "id": 1, "topics": [*topics, stats_topic]}).decode())
+                loads = orjson.loads
+                async for message in ws:  # the hot path: one parse and a few lookups per sample
+                    data = loads(message.data)
+                    op = data["op"]
+                    if op == "state":
+                        topic = data["topic"]
+                        if topic == stats_topic:
                             last_stats.update(data["data"])
+                        elif counting:
+                            received[index] += 1
+                            first_seq.setdefault(topic, data["seq"])
+                            last_seq[topic] = data["seq"]
+                    elif op == "device" and data["status"] == "connected":
+                        connected.set()
 
             tasks = [asyncio.create_task(consume(i, ws)) for i, ws in enumerate(sockets)]
             await asyncio.wait_for(connected.wait(), START_TIMEOUT_S)
+            await asyncio.sleep(1.0)  # every client subscribed and past the latest-value replay
+            counting = True
             await asyncio.sleep(duration)
+            counting = False
             delivered = sum(received)
-            for ws in sockets:
-                await ws.close()
+            published = sum(last_seq[t] - first_seq[t] + 1 for t in last_seq)
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            for ws in sockets:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(ws.close(), 1.0)
         proc.terminate()
         await proc.wait()
         drain.cancel()
     stats = await arm.stats()
     [session] = stats["sessions"]
-    return {"periods_ms": session["periods_ms"], "gateway_stats": last_stats, "delivered": delivered}
+    share = delivered / (published * subscribers) if published else 0.0
+    return {"periods_ms": session["periods_ms"], "gateway_stats": last_stats, "delivered": share}
 
 
-async def run_bare(arm: Arm, rate: float, duration: float) -> dict[str, Any]:
+async def run_bare(arm: Arm, kind: str, args: argparse.Namespace) -> dict[str, Any]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(THIS_FILE), "--bare", "--udp-port", str(arm.udp),
-        "--rate", repr(rate), "--duration", repr(duration), stdout=asyncio.subprocess.PIPE, cwd=REPO_ROOT,
+        sys.executable, str(THIS_FILE), "--bare", kind, "--udp-port", str(arm.udp), "--rate", repr(args.rate),
+        "--duration", repr(args.duration + 1.0), "--spin-us", repr(args.spin_us), "--priority", str(args.priority),
+        stdout=asyncio.subprocess.PIPE, cwd=REPO_ROOT,
     )  # fmt: skip
     out, _ = await proc.communicate()
     result = json.loads(out.decode().strip().splitlines()[-1])
@@ -147,8 +192,8 @@ async def run_bare(arm: Arm, rate: float, duration: float) -> dict[str, Any]:
     return {"periods_ms": session["periods_ms"], "bare": result}
 
 
-async def bare_loop(udp_port: int, rate: float, duration: float) -> None:
-    """The reference: the same UDP exchange with nothing else in the process."""
+async def bare_asyncio(udp_port: int, rate: float, duration: float) -> None:
+    """A reference: the same UDP exchange on a bare asyncio loop, nothing else in the process."""
     from protocols.kortex.frame import parse_payload
     from protocols.kortex.generated import BaseCyclicKortex3_pb2, Session_pb2
     from protocols.kortex.router import Response, Router
@@ -193,6 +238,63 @@ async def bare_loop(udp_port: int, rate: float, duration: float) -> None:
     print(json.dumps({"sent": sent, "replies": parsed}))
 
 
+def bare_thread(udp_port: int, rate: float, duration: float, spin_us: float, priority: int) -> None:
+    """The reference: a blocking loop on absolute deadlines (sleep, then spin), nothing else in the process."""
+    import ctypes
+    import socket
+    import time
+
+    from protocols.kortex.frame import parse_payload
+    from protocols.kortex.generated import BaseCyclicKortex3_pb2, Session_pb2
+    from protocols.kortex.router import Response, Router
+    from protocols.kortex.services import Function
+
+    with contextlib.suppress(OSError):
+        ctypes.CDLL(None, use_errno=True).prctl(29, 1, 0, 0, 0)  # PR_SET_TIMERSLACK, as the gateway's thread
+    if priority:
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.connect(("127.0.0.1", udp_port))
+    router = Router()
+    info = Session_pb2.CreateSessionInfo(username="admin", password="admin", session_inactivity_timeout=35000)
+    sock.settimeout(2)
+    sock.send(router.request(Function.SESSION_CREATE_SESSION, info.SerializeToString())[1])
+    router.receive(sock.recv(65536))
+    sock.setblocking(False)
+    period, spin = round(1e9 / rate), round(spin_us * 1000)
+    sent = parsed = 0
+    deadline = start = time.perf_counter_ns()
+    end = start + round(duration * 1e9)
+    while deadline < end:
+        now = time.perf_counter_ns()
+        while deadline <= now:
+            sock.send(router.request(Function.BASE_CYCLIC_REFRESH_FEEDBACK)[1])
+            sent += 1
+            deadline += period
+        while True:
+            try:
+                event = router.receive(sock.recv(65536))
+            except BlockingIOError:
+                break
+            if isinstance(event, Response):
+                parse_payload(BaseCyclicKortex3_pb2.Feedback, event.frame.payload)
+                parsed += 1
+        remaining = deadline - spin - time.perf_counter_ns()
+        if remaining > 0:
+            time.sleep(remaining / 1e9)
+        while time.perf_counter_ns() < deadline:
+            pass
+    sock.setblocking(True)
+    sock.settimeout(1)
+    sock.send(router.request(Function.SESSION_CLOSE_SESSION)[1])
+    with contextlib.suppress(OSError):
+        while True:
+            sock.recv(65536)  # drain until the CloseSession reply (or the timeout)
+    sock.close()
+    print(json.dumps({"sent": sent, "replies": parsed}))
+
+
 def fmt(row: dict[str, float]) -> str:
     return (
         f"{row['rate_hz']:8.1f} Hz  period p50 {row['period_p50_ms']:.3f} ms  p99 {row['period_p99_ms']:.3f} ms  "
@@ -200,50 +302,79 @@ def fmt(row: dict[str, float]) -> str:
     )
 
 
+def load() -> str:
+    """The load averages (1, 5, 15 min), as `uptime` shows them."""
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+KINDS = ("gateway", "bare-thread", "bare-asyncio")
+
+
 async def main(args: argparse.Namespace) -> None:
     arm = await Arm.start()
     nominal = 1000.0 / args.rate
-    results: dict[str, list[dict[str, float]]] = {"gateway": [], "bare": []}
+    results: dict[str, list[dict[str, float]]] = {kind: [] for kind in KINDS}
+    drops: list[int] = []
+    delivered: list[float] = []
+    print(f"load average before: {load()}; simulated arm: {arm.scheduling}", flush=True)
     try:
         for repeat in range(args.repeats):
-            order = ("gateway", "bare") if repeat % 2 == 0 else ("bare", "gateway")
+            order = KINDS[repeat % 3 :] + KINDS[: repeat % 3]
             for kind in order:
                 if kind == "gateway":
-                    run = await run_gateway(arm, args.rate, args.duration, args.subscribers)
-                    extra = f"  gateway counters {run['gateway_stats']}  states delivered {run['delivered']}"
+                    run = await run_gateway(arm, args)
+                    stats = run["gateway_stats"]
+                    drops.append(int(stats.get("dropped", -1)))
+                    delivered.append(run["delivered"])
+                    extra = (
+                        f"  gateway counters {stats}  delivered {run['delivered']:.4f} of every sample to every client"
+                    )
                 else:
-                    run = await run_bare(arm, args.rate, args.duration)
-                    extra = f"  bare {run['bare']}"
+                    run = await run_bare(arm, kind.removeprefix("bare-"), args)
+                    extra = f"  {kind} {run['bare']}"
                 row = summarize(run["periods_ms"], nominal)
                 results[kind].append(row)
-                print(f"repeat {repeat + 1} {kind:7s} {fmt(row)}\n{extra}", flush=True)
+                print(f"repeat {repeat + 1} {kind:12s} {fmt(row)}\n{extra}", flush=True)
     finally:
         await arm.stop()
     medians = {
         kind: {key: statistics.median(row[key] for row in rows) for key in rows[0]} for kind, rows in results.items()
     }
-    print(f"\n{args.rate:g} Hz for {args.duration:g} s x {args.repeats}, {args.subscribers} WebSocket subscribers")
-    for kind in ("gateway", "bare"):
-        print(f"{kind:7s} {fmt(medians[kind])}")
-    gateway, bare = medians["gateway"], medians["bare"]
     print(
-        f"ratio gateway/bare: rate {gateway['rate_hz'] / bare['rate_hz']:.3f}, "
-        f"period p99 {gateway['period_p99_ms'] / bare['period_p99_ms']:.2f}, "
-        f"jitter p99 {gateway['jitter_p99_ms'] / bare['jitter_p99_ms']:.2f}"
+        f"\n{args.rate:g} Hz for {args.duration:g} s x {args.repeats}, {args.subscribers} WebSocket subscribers "
+        f"on {args.topics}, cyclic_priority {args.priority}, spin {args.spin_us:g} us; load average after: {load()}"
     )
+    for kind in KINDS:
+        print(f"{kind:12s} {fmt(medians[kind])}")
+    gateway = medians["gateway"]
+    for bare_kind in ("bare-thread", "bare-asyncio"):
+        bare = medians[bare_kind]
+        print(
+            f"gateway vs {bare_kind}: rate x{gateway['rate_hz'] / bare['rate_hz']:.3f}, "
+            f"period p99 {gateway['period_p99_ms'] - bare['period_p99_ms']:+.3f} ms "
+            f"(x{gateway['period_p99_ms'] / bare['period_p99_ms']:.2f}), "
+            f"jitter p99 {gateway['jitter_p99_ms'] - bare['jitter_p99_ms']:+.3f} ms "
+            f"(x{gateway['jitter_p99_ms'] / bare['jitter_p99_ms']:.2f})"
+        )
+    print(f"gateway dropped cycles per repeat {drops}; delivered share median {statistics.median(delivered):.4f}")
 
 
 def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--duration", type=float, default=10.0)
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--subscribers", type=int, default=10)
-    parser.add_argument("--bare", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--subscribers", type=int, default=50)
+    parser.add_argument("--topics", default="actuators", help="comma-separated streams every client takes")
+    parser.add_argument("--priority", type=int, default=0, help="SCHED_FIFO priority of the loops (0: normal)")
+    parser.add_argument("--spin-us", type=float, default=100.0, help="spin before each deadline (µs)")
+    parser.add_argument("--bare", choices=("thread", "asyncio"), help=argparse.SUPPRESS)
     parser.add_argument("--udp-port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.bare:
-        asyncio.run(bare_loop(args.udp_port, args.rate, args.duration))
+    if args.bare == "asyncio":
+        asyncio.run(bare_asyncio(args.udp_port, args.rate, args.duration))
+    elif args.bare == "thread":
+        bare_thread(args.udp_port, args.rate, args.duration, args.spin_us, args.priority)
     else:
         asyncio.run(main(args))
 

@@ -70,7 +70,7 @@ class KortexOptions:
     rpc_timeout_ms: int = field(default=2000, metadata={"min": 10, "max": 60000})
     link_timeout_ms: int = field(default=3000, metadata={"min": 200, "max": 600_000})
     analog_output_modes: tuple[AnalogMode, ...] = ("voltage", "voltage", "voltage", "voltage")
-    cyclic_priority: int = field(default=0, metadata={"min": 0, "max": 99})
+    cyclic_priority: int = field(default=10, metadata={"min": 0, "max": 99})
     cyclic_cpus: tuple[int, ...] = ()
     cyclic_spin_us: float = field(default=100.0, metadata={"min": 0.0, "max": 1000.0})
     estop_calls_arm_stop: bool = True
