@@ -119,34 +119,37 @@ async def test_session_handshake_on_both_links_and_close_at_shutdown(arm3: Simul
     assert arm3.requests[Function.BASE_UNSUBSCRIBE] == 1
 
 
-async def test_five_seconds_at_1_khz_with_5_percent_of_replies_lost() -> None:
+async def test_two_thousand_cycles_with_5_percent_of_replies_lost() -> None:
     arm = SimulatedArm("kortex3", faults=ArmFaults(udp_reply_loss=0.05), seed=7)
     await arm.start()
-    device = Device(options_for(arm, publish_rate_hz=50.0))
+    # A reply timeout far above any scheduling delay here: every dropped cycle is a lost reply.
+    device = Device(options_for(arm, publish_rate_hz=50.0, cyclic_reply_timeout_ms=500.0))
     try:
         device.start()
         await device.connected()
         adapter_loop = device.adapter._cyclic
         assert adapter_loop is not None
-        start_cycles = adapter_loop.counters.cycles
-        await asyncio.sleep(5.0)
         counters = adapter_loop.counters
+        # Counts of cycles, not of seconds: how fast they come is bench/kortex.py's business.
+        await device.until(lambda: counters.cycles >= 2000, timeout=60)
+        await device.until(lambda: device.latest("cyclic") is not None and device.latest("cyclic").cycles > 0)
         assert device.task is not None
         assert not device.task.done()  # no crash
-        sent = counters.cycles - start_cycles
-        assert sent >= 0.95 * 5000, f"rate not held: {sent} cycles in 5 s"
         [session] = [s for s in arm.sessions.values() if s.link.kind == "udp"]
         assert len(session.cyclic_times) >= counters.cycles - 50  # the requests reached the arm
-        # Every lost reply is a dropped cycle; replies that came after the timeout are counted apart.
-        in_flight = len(adapter_loop._inflight)
-        assert abs((counters.dropped - counters.late) - arm.udp_replies_lost) <= in_flight + 2
-        assert 0.02 * counters.cycles <= counters.dropped - counters.late <= 0.10 * counters.cycles
-        assert counters.replies + counters.dropped + in_flight >= counters.cycles - 2
+        # No more losses from now on: once the last lost request's timeout passed, each was one drop.
+        arm.faults.udp_reply_loss = 0.0
+        lost = arm.udp_replies_lost
+        await device.until(lambda: counters.dropped == lost, timeout=10)
+        assert counters.late == 0
+        assert 0.02 * counters.cycles <= counters.dropped <= 0.10 * counters.cycles
+        assert counters.replies + counters.dropped + len(adapter_loop._inflight) >= counters.cycles - 2
         assert counters.errors == 0
         stats = device.latest("cyclic")
         assert isinstance(stats, KortexCyclicStats)
-        assert stats.rate_hz > 900
+        assert stats.api == "kortex3"
         assert stats.dropped > 0
+        assert stats.cycles >= stats.replies + stats.dropped - 2
         assert device.latest("wrist/feedback") is not None
         assert len(device.latest("actuators").actuators) == 7
     finally:
@@ -161,13 +164,13 @@ async def test_kortex2_publishes_actuators_and_interconnect_and_refuses_the_wris
     try:
         device.start()
         await device.connected()
-        await asyncio.sleep(0.3)
+        await device.until(lambda: arm.requests[Function.BASE_CYCLIC_REFRESH_FEEDBACK] > 20)
+        await device.until(lambda: device.latest("interconnect") is not None)
         actuators = device.latest("actuators")
         assert len(actuators.actuators) == 7
         assert all(0 <= a.position < 360 for a in actuators.actuators)
         assert device.latest("interconnect").imu_acceleration_z == pytest.approx(9.81)
         assert device.latest("wrist/feedback") is None
-        assert arm.requests[Function.BASE_CYCLIC_REFRESH_FEEDBACK] > 20
         assert arm.requests[Function.BASE_CYCLIC_REFRESH] == 0
         with pytest.raises(UnknownCommand, match="api = kortex2"):
             await device.adapter.handle_command(Command("led", Led(), "c1", 0.0))
@@ -185,7 +188,7 @@ async def test_commands_reach_the_next_cycle_with_leases_and_ranges(arm3: Simula
         result = await device.adapter.handle_command(Command("kortex/WristCyclicC61/Command", command, "c1", 0.0))
         assert result is not None
         [session] = [s for s in arm3.sessions.values() if s.link.kind == "udp"]
-        await asyncio.sleep(0.05)
+        await device.until(lambda: session.wrist_commands and session.wrist_commands[-1][1].digital_outputs_state)
         frame_id, seen = session.wrist_commands[-1]
         assert frame_id == result["frame_id"]
         assert (seen.digital_outputs_state, seen.analog_output_a_channel_2_value) == (0b11, 20.0)
@@ -194,18 +197,16 @@ async def test_commands_reach_the_next_cycle_with_leases_and_ranges(arm3: Simula
                 Command("kortex/WristCyclicC61/Command", C61Command(analog_output_a_channel_1_value=12.0), "c1", 0.0)
             )
         await device.adapter.handle_command(Command("led", Led(rgb=(1.0, 0.0, 0.5)), "c2", 0.0))
-        await asyncio.sleep(0.05)
-        assert arm3.wrist.led_ring_rgb == 0xFF0080
+        await device.until(lambda: arm3.wrist.led_ring_rgb == 0xFF0080)
         assert arm3.wrist.digital_outputs_state == 0b11  # the led command leaves the outputs alone
         device.adapter.release("c2")
         await asyncio.sleep(0.05)
         assert arm3.wrist.digital_outputs_state == 0b11  # c2 holds no lease on them
         device.adapter.release("c1")
-        await asyncio.sleep(0.05)
-        assert arm3.wrist.digital_outputs_state == 0
+        await device.until(lambda: arm3.wrist.digital_outputs_state == 0)
         assert arm3.wrist.analog_output_a_channel_2_value == 0.0
         assert arm3.wrist.led_ring_rgb == 0xFF0080
-        assert device.latest("wrist/feedback").digital_inputs_state == 0
+        await device.until(lambda: device.latest("wrist/feedback").digital_inputs_state == 0)
     finally:
         await device.stop()
 

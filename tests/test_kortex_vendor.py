@@ -212,25 +212,23 @@ def cyclic_errors(device: Device) -> int:
 async def test_kortex3_refresh_only_in_low_level_while_the_wrist_is_commanded() -> None:
     arm, device = await started("kortex3")
     try:
-        await asyncio.sleep(0.2)
+        await device.until(lambda: arm.requests[Function.BASE_CYCLIC_REFRESH_FEEDBACK] > 50)
+        await device.until(lambda: device.latest("actuators") is not None)
         # No command yet: RefreshFeedback only, single-level servoing untouched.
         assert arm.requests[Function.BASE_CYCLIC_REFRESH] == 0
-        assert arm.requests[Function.BASE_CYCLIC_REFRESH_FEEDBACK] > 50
         assert arm.servoing_modes == []
         held = [actuator.position for actuator in device.latest("actuators").actuators]
         command = C61Command(digital_outputs_state=0b1001, led_ring_rgb=0x0000FF)
         await device.command(command, "kortex/WristCyclicC61/Command", client="c1")
         await device.command(Led(rgb=(0.0, 1.0, 0.0)), "led", client="c2")
         assert arm.servoing_modes == [Base_pb2.LOW_LEVEL_SERVOING]  # entered once, before the first Refresh
-        await asyncio.sleep(0.1)
-        assert arm.requests[Function.BASE_CYCLIC_REFRESH] > 20
+        await device.until(lambda: arm.requests[Function.BASE_CYCLIC_REFRESH] > 20)
         # Every actuator is commanded to hold where it was (the sim's feedback follows the command).
         assert arm.actuator_targets == pytest.approx(held, abs=1.0)
         assert len(arm.actuator_targets or []) == 7
         assert (arm.wrist.digital_outputs_state, arm.wrist.led_ring_rgb) == (0b1001, 0x00FF00)
         device.adapter.release("c1")  # c2 (the LED) still holds low level
-        await asyncio.sleep(0.05)
-        assert arm.wrist.digital_outputs_state == 0
+        await device.until(lambda: arm.wrist.digital_outputs_state == 0)
         assert arm.servoing_modes == [Base_pb2.LOW_LEVEL_SERVOING]
         device.adapter.release("c2")
         await device.until(lambda: len(arm.servoing_modes) == 2)
@@ -315,10 +313,9 @@ async def test_kortex2_base_feedback_has_no_emergency_stop_field() -> None:
 async def test_successes_with_a_sub_code_keep_the_arm_connected(api: Any) -> None:
     arm, device = await started(api, success_sub_code=5)
     try:
-        await asyncio.sleep(0.2)
         cyclic = device.adapter._cyclic
         assert cyclic is not None
-        assert cyclic.counters.replies > 20
+        await device.until(lambda: cyclic.counters.replies > 20)
         assert cyclic.counters.errors == 0
         assert device.adapter._arm_state_handle is not None  # ArmStateTopic's answer was taken too
     finally:

@@ -333,7 +333,10 @@ class CyclicLoop:
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._feedback: ToLoop[Message] = ToLoop(loop, on_feedback, FEEDBACK_BACKLOG)
-        self._sent: ToLoop[tuple[int, int, int]] = ToLoop(loop, self._on_sent, 8)
+        self._sent: ToLoop[tuple[int, int]] = ToLoop(loop, self._on_sent, 8)
+        #: (version, frame id) of the first cycle that carried the newest plan sent.
+        self._first_of_plan: Latest[tuple[int, int]] = Latest((-1, 0))
+        self._last_version = -1
         self._period_ns = round(1e9 / rate_hz)
         self._timeout_ns = round(reply_timeout_s * 1e9)
         # Half a period of tolerance, so a sample every `publish_interval_s` is not aliased to every other.
@@ -344,7 +347,7 @@ class CyclicLoop:
         self._periods: list[float] = []
         self._last_send_ns: int | None = None
         self._deadline_ns = 0
-        self._waiters: list[tuple[asyncio.Future[int], int, int]] = []
+        self._waiters: list[tuple[asyncio.Future[int], int]] = []
         self._cycle_wanted = False
         self._failure: asyncio.Future[KortexRequestError] = loop.create_future()
         self._failed = False  # the thread's own view of `_failure`
@@ -372,10 +375,17 @@ class CyclicLoop:
                 link._cyclic = None
 
     def next_cycle(self) -> asyncio.Future[int]:
-        """A future of the frame id of the next request sent (which carries the current command)."""
+        """A future of the frame id of the first request that carries the current command."""
         future: asyncio.Future[int] = self._loop.create_future()
-        self._waiters.append((future, self.codec.version, self.counters.cycles))
+        wanted = self.codec.version
+        # Flag first, then look: the thread records a cycle, then reads the flag, so one of the two
+        # sees a cycle sent in between (the GIL makes these steps sequentially consistent).
         self._cycle_wanted = True
+        version, frame_id = self._first_of_plan.value
+        if version >= wanted:
+            future.set_result(frame_id)  # the thread sent it already
+        else:
+            self._waiters.append((future, wanted))
         return future
 
     def stats(self, api: str) -> KortexCyclicStats:
@@ -433,8 +443,11 @@ class CyclicLoop:
         if self._last_send_ns is not None:
             self._periods.append((now - self._last_send_ns) / 1e9)
         self._last_send_ns = now
+        if version != self._last_version:
+            self._last_version = version
+            self._first_of_plan.put((version, frame_id))
         if self._cycle_wanted:
-            self._sent.post((frame_id, version, self.counters.cycles))
+            self._sent.post((frame_id, version))
 
     def _expire(self, now: int) -> None:
         inflight = self._inflight
@@ -498,15 +511,15 @@ class CyclicLoop:
 
     # -- on the event loop -------------------------------------------------------------------------
 
-    def _on_sent(self, sent: tuple[int, int, int]) -> None:
-        frame_id, version, cycles = sent
+    def _on_sent(self, sent: tuple[int, int]) -> None:
+        frame_id, version = sent
         waiting = []
-        for future, wanted, after in self._waiters:
+        for future, wanted in self._waiters:
             if future.done():
                 continue
-            if version >= wanted and cycles > after:
+            if version >= wanted:
                 future.set_result(frame_id)
             else:
-                waiting.append((future, wanted, after))
+                waiting.append((future, wanted))
         self._waiters = waiting
         self._cycle_wanted = bool(waiting)
