@@ -172,9 +172,15 @@ async def run_gateway(arm: Arm, args: argparse.Namespace) -> dict[str, Any]:
                     await asyncio.wait_for(ws.close(), 1.0)
         proc.terminate()
         await proc.wait()
-        drain.cancel()
+        log = (await drain).decode(errors="replace").splitlines()
+    problems = [line for line in log if '"warning"' in line or '"error"' in line or "LinkLost" in line]
+    for line in problems[:5]:
+        print(f"  gateway log: {line[:300]}")
     stats = await arm.stats()
-    [session] = stats["sessions"]
+    sessions = stats["sessions"]
+    if len(sessions) > 1:
+        print(f"  the gateway reconnected: {len(sessions)} UDP sessions; measuring the longest")
+    session = max(sessions, key=lambda s: s["requests"])
     share = delivered / (published * subscribers) if published else 0.0
     return {"periods_ms": session["periods_ms"], "gateway_stats": last_stats, "delivered": share}
 

@@ -83,7 +83,10 @@ def test_unit_declares_notify_watchdog_user_and_hardening() -> None:
         "ProtectHome": "yes",
         "PrivateTmp": "yes",
         "NoNewPrivileges": "yes",
-        "CapabilityBoundingSet": "",
+        # The one privilege: SCHED_FIFO for a 1 kHz control loop's thread (gateway/realtime.py).
+        "CapabilityBoundingSet": "CAP_SYS_NICE",
+        "AmbientCapabilities": "CAP_SYS_NICE",
+        "RestrictRealtime": "no",
         "RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6 AF_BLUETOOTH AF_NETLINK",
         "DevicePolicy": "closed",
     }.items():
