@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from devices.kortex.adapter import KortexAdapter
-from devices.kortex.cyclic import Kortex3Codec
+from devices.kortex.cyclic import EVENT_LOOP_STALL_S, Kortex3Codec
 from devices.kortex.options import KortexOptions
 from devices.sim.kortex_arm import SimulatedArm
 from gateway import realtime
@@ -308,7 +308,8 @@ async def test_estop_zeroing_is_never_overtaken_by_the_outputs_it_replaced() -> 
         await device.adapter.estop()
         outputs = [command.digital_outputs_state for _, command in session.wrist_commands]
         assert outputs[-1] == 0
-        assert set(outputs[outputs.index(0) :]) == {0}
+        zeroed = outputs.index(0, outputs.index(0xFF))  # the estop's zeroing
+        assert set(outputs[zeroed:]) == {0}  # after it, nothing but zeros
         assert arm.wrist.digital_outputs_state == 0
         refreshes = arm.requests[Function.BASE_CYCLIC_REFRESH]
         await device.until(lambda: arm.requests[Function.BASE_CYCLIC_REFRESH_FEEDBACK] > 0)
@@ -316,3 +317,62 @@ async def test_estop_zeroing_is_never_overtaken_by_the_outputs_it_replaced() -> 
     finally:
         await device.stop()
         await arm.stop()
+
+
+class ArmThread:
+    """A `SimulatedArm` on its own thread and event loop: it answers while the test's loop is blocked."""
+
+    def __init__(self) -> None:
+        self.arm = SimulatedArm("kortex3")
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=asyncio.run, args=(self._main(),), name="sim-arm")
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        await self.arm.start()
+        self._ready.set()
+        await self._stop.wait()
+        await self.arm.stop()
+
+    def start(self) -> None:
+        self._thread.start()
+        assert self._ready.wait(10)
+
+    def stop(self) -> None:
+        assert self._loop is not None
+        assert self._stop is not None
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+
+
+async def test_a_stalled_event_loop_has_the_thread_zero_the_outputs_until_it_runs_again() -> None:
+    arm_thread = ArmThread()
+    arm_thread.start()
+    arm = arm_thread.arm
+    device = Device(KortexOptions(host="127.0.0.1", tcp_port=arm.tcp_port, udp_port=arm.udp_port, api="kortex3"))
+    try:
+        device.start()
+        await device.connected()
+        await device.until(lambda: device.latest("actuators") is not None)
+        await device.command(C61Command(digital_outputs_state=0xFF), "kortex/WristCyclicC61/Command", "c1")
+        await device.until(lambda: arm.wrist.digital_outputs_state == 0xFF)
+        cyclic = device.adapter._cyclic
+        assert cyclic is not None
+        # The event loop stalls past EVENT_LOOP_STALL_S: nothing on it can end a lease or e-stop now.
+        end = time.monotonic() + EVENT_LOOP_STALL_S + 0.5
+        while time.monotonic() < end and cyclic.stalled_cycles < 10:
+            busy(0.01)
+        assert cyclic.stalled_cycles > 0
+        while arm.wrist.digital_outputs_state != 0 and time.monotonic() < end + 2:
+            busy(0.01)  # the zeroed Refresh is on its way to the arm
+        assert arm.wrist.digital_outputs_state == 0
+        assert arm.actuator_targets is not None  # the joints are still held, in low level
+        # Running again, the event loop's command (still leased to c1) goes out again.
+        await device.until(lambda: arm.wrist.digital_outputs_state == 0xFF)
+    finally:
+        await device.stop()
+        arm_thread.stop()
+    assert arm.wrist.digital_outputs_state == 0

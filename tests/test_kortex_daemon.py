@@ -55,6 +55,8 @@ async def test_websocket_command_reaches_the_arm_in_the_next_cycle(gateway: Runn
     client = await connect(gateway, "ws")
     await client.ok("subscribe", topics=["arm-1/**"])
     await client.wait_for(lambda m: m["op"] == "device" and m["device"] == "arm-1" and m["status"] == "connected")
+    # The joints are held where the feedback puts them: the first command needs one.
+    await client.wait_for(lambda m: m["op"] == "state" and m["topic"] == "arm-1/actuators", timeout=10)
     devices = (await client.ok("list_devices"))["devices"]
     [arm_device] = [d for d in devices if d["id"] == "arm-1"]
     assert "kortex/WristCyclicC61/Command" in arm_device["accepts"]

@@ -57,6 +57,8 @@ _SESSION_LOST = frozenset(sub_error_code(name) for name in ("INVALID_SESSION", "
 _IDLE_POLL_S = 0.05
 #: Feedback samples waiting for the event loop; past this the oldest are dropped (counted).
 FEEDBACK_BACKLOG = 32
+#: First cycles of new plans waiting for the event loop (plans change only on commands).
+_PLAN_BACKLOG = 256
 #: Frames for the connection (RPC replies) waiting for the event loop.
 _FRAME_BACKLOG = 256
 #: How long closing the link waits for its thread (s).
@@ -64,6 +66,9 @@ _JOIN_TIMEOUT_S = 1.0
 _MAX_DATAGRAM = 65536
 #: How often `CyclicLoop.run` checks that the thread is alive (s).
 _THREAD_CHECK_S = 0.1
+#: An event loop silent this long (s) can no longer end leases or e-stop: the thread zeroes the
+#: wrist's outputs itself (joints still held) until it hears from it again.
+EVENT_LOOP_STALL_S = 1.0
 
 
 class CyclicCodec(Protocol):
@@ -77,8 +82,11 @@ class CyclicCodec(Protocol):
     def sending(self) -> threading.Lock:
         """Held while a cycle is built and sent, and while a change is published."""
 
-    def cycle(self, frame_id: int) -> tuple[int, bytes, int]:
-        """(function, payload, version) of cycle `frame_id`; called on the loop's thread."""
+    def cycle(self, frame_id: int, safe: bool = False) -> tuple[int, bytes, int]:
+        """(function, payload, version) of cycle `frame_id`; called on the loop's thread.
+
+        `safe`: the event loop has stalled; send the plan with every output at 0.
+        """
 
     def parse(self, payload: bytes) -> Message:
         """The feedback in a reply payload; `ProtocolError` if malformed."""
@@ -96,8 +104,8 @@ class Kortex2Codec:
     def __init__(self) -> None:
         self.sending = threading.Lock()
 
-    def cycle(self, frame_id: int) -> tuple[int, bytes, int]:
-        """RefreshFeedback takes Common.Empty."""
+    def cycle(self, frame_id: int, safe: bool = False) -> tuple[int, bytes, int]:
+        """RefreshFeedback takes Common.Empty (and commands nothing, safe or not)."""
         return Function.BASE_CYCLIC_REFRESH_FEEDBACK, b"", 0
 
     def parse(self, payload: bytes) -> BaseCyclic_pb2.Feedback:
@@ -112,6 +120,8 @@ class _Plan:
     version: int
     low_level: bool
     command: BaseCyclicKortex3_pb2.Command
+    #: The same with the wrist's digital and analog outputs at 0 (sent while the event loop stalls).
+    safe_command: BaseCyclicKortex3_pb2.Command
 
 
 class Kortex3Codec:
@@ -131,7 +141,7 @@ class Kortex3Codec:
     def __init__(self) -> None:
         self._command = BaseCyclicKortex3_pb2.Command()
         self._command.wrist.c61.SetInParent()
-        self._plan = Latest(_Plan(0, False, self._copy()))
+        self._plan = Latest(_Plan(0, False, self._copy(), self._copy(safe=True)))
         self.sending = threading.Lock()
 
     @property
@@ -160,12 +170,13 @@ class Kortex3Codec:
         self._command.wrist.c61.CopyFrom(c61_command(command))
         self._publish(self._plan.value.low_level)
 
-    def cycle(self, frame_id: int) -> tuple[int, bytes, int]:
-        """Refresh with the plan's Command in low level, RefreshFeedback's Empty otherwise."""
+    def cycle(self, frame_id: int, safe: bool = False) -> tuple[int, bytes, int]:
+        """Refresh with the plan's Command in low level (outputs at 0 if `safe`), else RefreshFeedback."""
         plan = self._plan.value
         if not plan.low_level:
             return Function.BASE_CYCLIC_REFRESH_FEEDBACK, b"", plan.version
-        return Function.BASE_CYCLIC_REFRESH, _stamped(plan.command, frame_id), plan.version
+        command = plan.safe_command if safe else plan.command
+        return Function.BASE_CYCLIC_REFRESH, _stamped(command, frame_id), plan.version
 
     def refresh_request(self, frame_id: int) -> bytes:
         """Refresh's Command as the event loop last set it (held actuators and wrist), for `frame_id`."""
@@ -175,13 +186,18 @@ class Kortex3Codec:
         """A Kortex 3 BaseCyclic.Feedback."""
         return parse_payload(BaseCyclicKortex3_pb2.Feedback, payload)
 
-    def _copy(self) -> BaseCyclicKortex3_pb2.Command:
+    def _copy(self, safe: bool = False) -> BaseCyclicKortex3_pb2.Command:
         command = BaseCyclicKortex3_pb2.Command()
         command.CopyFrom(self._command)
+        if safe:
+            wrist = command.wrist.c61
+            wrist.digital_outputs_state = 0
+            wrist.analog_output_a_channel_1_value = wrist.analog_output_a_channel_2_value = 0.0
+            wrist.analog_output_b_channel_1_value = wrist.analog_output_b_channel_2_value = 0.0
         return command
 
     def _publish(self, low_level: bool) -> None:
-        plan = _Plan(self._plan.value.version + 1, low_level, self._copy())
+        plan = _Plan(self._plan.value.version + 1, low_level, self._copy(), self._copy(safe=True))
         # Held only for the swap: a cycle being sent with the old plan finishes first, none follows.
         with self.sending:
             self._plan.put(plan)
@@ -333,7 +349,7 @@ class CyclicLoop:
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._feedback: ToLoop[Message] = ToLoop(loop, on_feedback, FEEDBACK_BACKLOG)
-        self._sent: ToLoop[tuple[int, int]] = ToLoop(loop, self._on_sent, 8)
+        self._sent: ToLoop[tuple[int, int]] = ToLoop(loop, self._on_sent, _PLAN_BACKLOG)
         #: (version, frame id) of the first cycle that carried the newest plan sent.
         self._first_of_plan: Latest[tuple[int, int]] = Latest((-1, 0))
         self._last_version = -1
@@ -348,9 +364,14 @@ class CyclicLoop:
         self._last_send_ns: int | None = None
         self._deadline_ns = 0
         self._waiters: list[tuple[asyncio.Future[int], int]] = []
-        self._cycle_wanted = False
         self._failure: asyncio.Future[KortexRequestError] = loop.create_future()
         self._failed = False  # the thread's own view of `_failure`
+        #: `time.perf_counter_ns` of the event loop's last sign of life (written by `run`).
+        self._heartbeat_ns = time.perf_counter_ns()
+        self._stall_ns = round(EVENT_LOOP_STALL_S * 1e9)
+        self._stalled = False
+        #: Cycles sent with the outputs at 0 because the event loop had stalled.
+        self.stalled_cycles = 0
         self._first_error_logged = False
 
     @property
@@ -361,10 +382,11 @@ class CyclicLoop:
     async def run(self) -> None:
         """Cycle on the link's thread until cancelled; raise when the session is gone or the thread died."""
         link = self.link
-        self._deadline_ns = time.perf_counter_ns()
+        self._deadline_ns = self._heartbeat_ns = time.perf_counter_ns()
         link._cyclic = self
         try:
             while True:
+                self._heartbeat_ns = time.perf_counter_ns()
                 await asyncio.wait([self._failure], timeout=_THREAD_CHECK_S)
                 if self._failure.done():
                     raise self._failure.result()
@@ -378,9 +400,8 @@ class CyclicLoop:
         """A future of the frame id of the first request that carries the current command."""
         future: asyncio.Future[int] = self._loop.create_future()
         wanted = self.codec.version
-        # Flag first, then look: the thread records a cycle, then reads the flag, so one of the two
-        # sees a cycle sent in between (the GIL makes these steps sequentially consistent).
-        self._cycle_wanted = True
+        # The thread records the first cycle of a plan, then posts it: if it is not recorded yet,
+        # its post reaches `_on_sent` after this waiter is registered.
         version, frame_id = self._first_of_plan.value
         if version >= wanted:
             future.set_result(frame_id)  # the thread sent it already
@@ -431,22 +452,35 @@ class CyclicLoop:
 
     def _cycle(self, now: int) -> None:
         self.frame_id = frame_id = (self.frame_id + 1) & 0xFFFF
+        stalled = now - self._heartbeat_ns > self._stall_ns
+        if stalled != self._stalled:
+            self._stalled = stalled
+            if stalled:
+                log.warning(
+                    "%s: the event loop has not run for %.1f s: wrist outputs to 0 from the cyclic thread",
+                    self.connection.name,
+                    (now - self._heartbeat_ns) / 1e9,
+                )
+            else:
+                log.warning("%s: the event loop runs again: the commanded outputs resume", self.connection.name)
         # Under the codec's lock: once a change is published, no cycle built before it is sent.
         with self.codec.sending:
-            function, payload, version = self.codec.cycle(frame_id)
+            function, payload, version = self.codec.cycle(frame_id, stalled)
             try:
                 message_id = self.connection.send_request(function, payload)
             except ConnectionError:
                 return  # the link is gone: the adapter's watchdog sees its failure
         self._inflight[message_id] = now
         self.counters.cycles += 1
+        if stalled:
+            self.stalled_cycles += 1
         if self._last_send_ns is not None:
             self._periods.append((now - self._last_send_ns) / 1e9)
         self._last_send_ns = now
         if version != self._last_version:
+            # Recorded, then posted: `next_cycle` finds it in one or the other (a handful a second at most).
             self._last_version = version
             self._first_of_plan.put((version, frame_id))
-        if self._cycle_wanted:
             self._sent.post((frame_id, version))
 
     def _expire(self, now: int) -> None:
@@ -522,4 +556,3 @@ class CyclicLoop:
             else:
                 waiting.append((future, wanted))
         self._waiters = waiting
-        self._cycle_wanted = bool(waiting)
