@@ -30,9 +30,14 @@ from protocols.kortex.services import Function
 from tests.adapter_rig import AdapterRig
 
 
+# The RPC session on TCP 10000 (test_kortex_mqtt.py drives the MQTT one): the cyclic link is UDP either way.
 class Device(AdapterRig[KortexAdapter]):
     def __init__(self, options: KortexOptions) -> None:
         super().__init__(KortexAdapter, "arm-1", options)
+
+
+def tcp_options(arm: SimulatedArm) -> KortexOptions:
+    return KortexOptions(host="127.0.0.1", tcp_port=arm.tcp_port, udp_port=arm.udp_port, api="kortex3", transport="tcp")
 
 
 def cyclic_threads() -> list[threading.Thread]:
@@ -239,6 +244,7 @@ async def test_the_cyclic_thread_keeps_cycling_while_the_event_loop_is_blocked(a
         tcp_port=arm_process.tcp_port,
         udp_port=arm_process.udp_port,
         api="kortex3",
+        transport="tcp",
         publish_rate_hz=0.0,  # every reply to the bus
         cyclic_reply_timeout_ms=500.0,
     )
@@ -274,7 +280,7 @@ async def test_the_cyclic_thread_keeps_cycling_while_the_event_loop_is_blocked(a
 async def test_no_cyclic_thread_is_left_after_link_losses_and_stop() -> None:
     arm = SimulatedArm("kortex3")
     await arm.start()
-    device = Device(KortexOptions(host="127.0.0.1", tcp_port=arm.tcp_port, udp_port=arm.udp_port, api="kortex3"))
+    device = Device(tcp_options(arm))
     try:
         for _ in range(3):
             device.start()
@@ -297,7 +303,7 @@ async def test_no_cyclic_thread_is_left_after_link_losses_and_stop() -> None:
 async def test_estop_zeroing_is_never_overtaken_by_the_outputs_it_replaced() -> None:
     arm = SimulatedArm("kortex3")
     await arm.start()
-    device = Device(KortexOptions(host="127.0.0.1", tcp_port=arm.tcp_port, udp_port=arm.udp_port, api="kortex3"))
+    device = Device(tcp_options(arm))
     try:
         device.start()
         await device.connected()
@@ -352,7 +358,7 @@ async def test_a_stalled_event_loop_has_the_thread_zero_the_outputs_until_it_run
     arm_thread = ArmThread()
     arm_thread.start()
     arm = arm_thread.arm
-    device = Device(KortexOptions(host="127.0.0.1", tcp_port=arm.tcp_port, udp_port=arm.udp_port, api="kortex3"))
+    device = Device(tcp_options(arm))
     try:
         device.start()
         await device.connected()
