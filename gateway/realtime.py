@@ -110,12 +110,12 @@ def _set_timer_slack(nanoseconds: int) -> None:
         libc.prctl(_PR_SET_TIMERSLACK, nanoseconds, 0, 0, 0)
 
 
-def _lower_switch_interval() -> None:
+def _lower_switch_interval(interval_s: float) -> None:
     global _switch_users, _switch_saved
     with _switch_lock:
         if _switch_users == 0:
             _switch_saved = sys.getswitchinterval()
-            sys.setswitchinterval(min(_switch_saved, SWITCH_INTERVAL_S))
+        sys.setswitchinterval(min(sys.getswitchinterval(), interval_s))
         _switch_users += 1
 
 
@@ -181,6 +181,10 @@ class ToLoop(Generic[T]):
 class RealtimeThread:
     """Runs `body(self)` on a dedicated daemon thread until `stop`; `wait` sleeps to a deadline.
 
+    `switch_interval_s`: the interpreter's switch interval while the thread runs (None: leave it);
+    lower means a woken thread waits less for a busy event loop, and every thread switches (and
+    spends CPU on switching) more often.
+
     The body loops on `while not thread.stopping`, sleeping with `wait` (to a deadline) or
     `wait_readable` (for a socket); `stop` interrupts either within a millisecond. `spin_ns`: the
     end of each wait is spent polling the clock rather than in the kernel, which wakes a normal
@@ -193,10 +197,12 @@ class RealtimeThread:
         body: Callable[[RealtimeThread], None],
         policy: SchedulingPolicy = NORMAL,
         spin_ns: int = 100_000,
+        switch_interval_s: float | None = SWITCH_INTERVAL_S,
     ) -> None:
         self.name = name
         self.policy = policy
         self.spin_ns = spin_ns
+        self.switch_interval_s = switch_interval_s
         #: What `apply_policy` put in force, once the thread started.
         self.scheduling = ""
         #: The exception that ended the body, if one did.
@@ -228,7 +234,8 @@ class RealtimeThread:
 
     def start(self) -> None:
         """Start the thread; return once it applied its scheduling policy."""
-        _lower_switch_interval()
+        if self.switch_interval_s is not None:
+            _lower_switch_interval(self.switch_interval_s)
         self._thread.start()
         self._started.wait(1.0)
 
@@ -278,4 +285,5 @@ class RealtimeThread:
             log.exception("%s: the real-time thread failed", self.name)
         finally:
             self._started.set()
-            _restore_switch_interval()
+            if self.switch_interval_s is not None:
+                _restore_switch_interval()

@@ -298,7 +298,9 @@ class KortexAdapter(Adapter[KortexOptions]):
             raise LinkLost(
                 f"robot unreachable at {host}:{rpc_port} ({self._rpc_link}): {error or type(error).__name__}"
             ) from None
-        link = await open_cyclic_udp(udp, host, udp_port, self._policy, round(options.cyclic_spin_us * 1000))
+        switch_s = options.cyclic_switch_interval_us / 1e6 if options.cyclic_switch_interval_us > 0 else None
+        spin_ns = round(options.cyclic_spin_us * 1000)
+        link = await open_cyclic_udp(udp, host, udp_port, self._policy, spin_ns, switch_s)
         for connection in (tcp, udp):
             try:
                 await connection.create_session(

@@ -36,7 +36,7 @@ from devices.kortex.convert import c61_command
 from devices.kortex.errors import KortexRequestError, LinkLost
 from gateway.messages.kortex import Command as C61Command
 from gateway.messages.kortex import KortexCyclicStats
-from gateway.realtime import NORMAL, Latest, RealtimeThread, SchedulingPolicy, ToLoop
+from gateway.realtime import NORMAL, SWITCH_INTERVAL_S, Latest, RealtimeThread, SchedulingPolicy, ToLoop
 from protocols.errors import ProtocolError
 from protocols.kortex.errors import sub_error_code
 from protocols.kortex.frame import parse_payload
@@ -249,6 +249,7 @@ class CyclicLink:
         sock: socket.socket,
         policy: SchedulingPolicy,
         spin_ns: int,
+        switch_interval_s: float | None = SWITCH_INTERVAL_S,
     ) -> None:
         self.connection = connection
         self._sock = sock
@@ -256,7 +257,7 @@ class CyclicLink:
         self._frames: ToLoop[bytes] = ToLoop(loop, connection.frame_received, _FRAME_BACKLOG)
         self._errors: ToLoop[OSError] = ToLoop(loop, connection.transport_error, 16)
         self._cyclic: CyclicLoop | None = None
-        self.thread = RealtimeThread(f"{connection.name} cyclic", self._run, policy, spin_ns)
+        self.thread = RealtimeThread(f"{connection.name} cyclic", self._run, policy, spin_ns, switch_interval_s)
 
     def send(self, frame: bytes) -> None:
         """Send one Frame (from either thread: a datagram goes out whole)."""
@@ -301,6 +302,7 @@ async def open_cyclic_udp(
     port: int,
     policy: SchedulingPolicy = NORMAL,
     spin_ns: int = 100_000,
+    switch_interval_s: float | None = SWITCH_INTERVAL_S,
 ) -> CyclicLink:
     """Connect `connection` to the robot's UDP port (10001) through a `CyclicLink`'s thread."""
     loop = asyncio.get_running_loop()
@@ -315,7 +317,7 @@ async def open_cyclic_udp(
         raise
     # Both threads send requests on this link: ids must come from one atomic counter.
     connection.router = _AtomicRouter()
-    link = CyclicLink(connection, sock, policy, spin_ns)
+    link = CyclicLink(connection, sock, policy, spin_ns, switch_interval_s)
     connection.attach(link.send, link.close)
     link.thread.start()
     return link

@@ -53,6 +53,9 @@ class KortexOptions:
     normal scheduling. `cyclic_cpus`: CPUs the cyclic thread is pinned to (empty: any).
     `cyclic_spin_us`: the end of each period the thread spends polling the clock instead of
     sleeping (µs; the kernel wakes a sleeper 50-100 µs late): steadier periods for that much CPU.
+    `cyclic_switch_interval_us`: Python's thread switch interval while the loop runs (µs; 0 leaves
+    the interpreter's 5 ms): how long the woken loop may wait behind a busy event loop, at the cost
+    of more frequent switching between every thread of the process.
     `simulate`: ignore host and ports and start a simulated arm of `api` on loopback (demo).
     """
 
@@ -73,6 +76,7 @@ class KortexOptions:
     cyclic_priority: int = field(default=10, metadata={"min": 0, "max": 99})
     cyclic_cpus: tuple[int, ...] = ()
     cyclic_spin_us: float = field(default=100.0, metadata={"min": 0.0, "max": 1000.0})
+    cyclic_switch_interval_us: float = field(default=200.0, metadata={"min": 0.0, "max": 5000.0})
     estop_calls_arm_stop: bool = True
     arm_state_notifications: bool = True
     transport: Transport = "auto"
