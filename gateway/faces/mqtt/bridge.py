@@ -35,6 +35,7 @@ from gateway.faces.mqtt.commands import CommandService, request_of
 from gateway.faces.mqtt.discovery import Discovery
 from gateway.faces.mqtt.export import Exporter
 from gateway.faces.mqtt.federation import Importer, RemoteDevice
+from gateway.faces.mqtt.reader import BatchReader
 from gateway.faces.mqtt.topics import TopicMap
 from gateway.topics import check_device_id
 
@@ -87,6 +88,9 @@ class MqttBridge:
         self.last_error = ""
         self.received = 0
         self.rejected_topics = 0
+        #: Imported samples superseded by a newer one of the same topic in the same read batch.
+        self.coalesced = 0
+        self._batch: dict[str, tuple[str, str, str, bytes]] = {}
 
     # -- the Link the parts use --------------------------------------------------------------
 
@@ -229,9 +233,10 @@ class MqttBridge:
             self.importer.broker_lost()
 
     async def _serve(self, client: aiomqtt.Client) -> None:
+        self._client = client  # before subscribing: retained messages are dispatched as they arrive
+        BatchReader(client, self._on_message, self._flush_batch).install()
         options = SubscribeOptions(qos=1, noLocal=True)
         await client.subscribe([(f, options) for f in self.topics.subscriptions(self.importer is not None)])
-        self._client = client
         await client.publish(self.topics.gateway(self.topics.own, "status"), b"online", qos=1, retain=True)
         await self.exporter.republish()
         await self._republish_discovery()
@@ -252,14 +257,38 @@ class MqttBridge:
             await asyncio.gather(writer, reader, return_exceptions=True)
 
     async def _read(self, client: aiomqtt.Client) -> None:
-        async for message in client.messages:
-            self.received += 1
-            try:
-                self._dispatch(str(message.topic), _payload(message.payload), message.properties)
-            except Exception:
-                log.exception("MQTT message on %s failed", message.topic)
+        # The BatchReader hands every message to `_on_message`; aiomqtt's queue stays empty, and
+        # iterating it only ends (with MqttError) when the connection drops.
+        async for _ in client.messages:
+            pass
 
     # -- incoming ----------------------------------------------------------------------------
+
+    def _on_message(self, message: mqtt.MQTTMessage) -> None:
+        """One message off the socket: imported samples wait for the batch's end, the rest go now."""
+        self.received += 1
+        topic = message.topic
+        payload = _payload(message.payload)
+        if self.importer is not None:
+            parsed = self.topics.parse(topic)
+            if parsed is not None and parsed.kind == "state" and parsed.gateway != self.topics.own:
+                if self._batch.pop(topic, None) is not None:
+                    self.coalesced += 1  # latest value wins, as on the bus
+                self._batch[topic] = (parsed.gateway, parsed.device, parsed.bus_topic, payload)
+                return
+        self._dispatch(topic, payload, message.properties)
+
+    def _flush_batch(self) -> None:
+        """Import the samples of one read batch (the newest of each topic)."""
+        importer, batch = self.importer, self._batch
+        if importer is None or not batch:
+            return
+        self._batch = {}
+        for topic, (gateway, device, bus_topic, payload) in batch.items():
+            try:
+                importer.on_state(gateway, device, bus_topic, payload)
+            except Exception:
+                log.exception("MQTT message on %s failed", topic)
 
     def _dispatch(self, topic: str, payload: bytes, properties: Properties | None) -> None:
         parsed = self.topics.parse(topic)
@@ -345,6 +374,11 @@ class _BridgeCollector(Collector):
         )
         yield CounterMetricFamily("hwgw_mqtt_connects", "Successful connections to the broker", value=bridge.connects)
         yield CounterMetricFamily("hwgw_mqtt_received", "Messages received from the broker", value=bridge.received)
+        yield CounterMetricFamily(
+            "hwgw_mqtt_coalesced",
+            "Imported samples superseded by a newer one of their topic read in the same batch",
+            value=bridge.coalesced,
+        )
         yield CounterMetricFamily(
             "hwgw_mqtt_published", "Messages the exporter published", value=bridge.exporter.published
         )
