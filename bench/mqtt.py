@@ -27,6 +27,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import psutil
 
 THIS_FILE = Path(__file__).resolve()
@@ -87,6 +88,22 @@ async def wait_imported(client: Any, count: int) -> None:
             await asyncio.sleep(0.1)
 
 
+#: Bridge counters read from /metrics before and after the measured window (where samples are lost).
+COUNTERS = ("hwgw_mqtt_published_total", "hwgw_mqtt_received_total", "hwgw_mqtt_imported_total",
+            "hwgw_mqtt_coalesced_total")  # fmt: skip
+
+
+async def counters(gateway: RunningGateway) -> dict[str, float]:
+    async with aiohttp.ClientSession() as session, session.get(gateway.base_url + "/metrics") as response:
+        text = await response.text()
+    values = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in COUNTERS:
+            values[name.removeprefix("hwgw_mqtt_").removesuffix("_total")] = float(value)
+    return values
+
+
 def cpu(process: psutil.Process) -> float:
     times = process.cpu_times()
     return float(times.user + times.system)
@@ -124,8 +141,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await asyncio.sleep(1.0)
             before = {name: cpu(p) for name, p in processes.items()}
             wall = time.monotonic()
+            counted_before = {"A": await counters(a), "B": await counters(b)}
             via_count, direct_count = await receivers
             elapsed = time.monotonic() - wall
+            counted = {}
+            for name, gateway in (("A", a), ("B", b)):
+                after = await counters(gateway)
+                counted[name] = {key: int(value - counted_before[name].get(key, 0.0)) for key, value in after.items()}
             usage = {name: round(100 * (cpu(p) - before[name]) / elapsed, 1) for name, p in processes.items()}
             await via_b.close()
             await direct.close()
@@ -159,6 +181,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "p99_ms": round(percentile(direct_latency, 0.99), 3),
         },
         "cpu_percent": usage,
+        "bridge_counters": counted,
         "command_rtt_ms": {
             "via_broker": {"p50": round(statistics.median(rtt_via), 3), "p99": round(percentile(rtt_via, 0.99), 3)},
             "direct_on_a": {

@@ -1,8 +1,11 @@
 """Export: this gateway's devices and samples on the broker, retained, at most `publish_rate_hz` per topic.
 
-The exporter is a client of the core subscribed to the configured patterns. Its mailbox coalesces
-(latest value wins), so a slow or absent broker never blocks a device: while the broker is away the
-mailbox keeps the newest sample of each topic, and after a reconnect everything retained is sent again.
+The exporter is a client of the core subscribed to the configured patterns. While the broker is up
+and a topic's last sample went out at least 1/`publish_rate_hz` ago, a new sample is written at once,
+in the bus's `publish` call (the subscriber's direct path): on a loaded host, waking a task per
+sample let bursts of one topic's samples coalesce before they were sent. Otherwise the sample waits
+in the mailbox and then in `_held` (latest value wins per topic) until its topic is due, so a slow or
+absent broker never blocks a device; after a reconnect everything retained is sent again.
 """
 
 from __future__ import annotations
@@ -55,7 +58,10 @@ class Exporter:
         self.client = Client(hub, "mqtt", "json")
         self.client.credential = OPEN_ACCESS  # the operator configured this export; it reads everything
         self._patterns = patterns
-        self._rate_hz = rate_hz
+        self._interval = 1.0 / rate_hz
+        #: When each topic may be sent next (monotonic s), and samples waiting for that time.
+        self._not_before: dict[str, float] = {}
+        self._held: dict[str, Sample] = {}
         self._seen: set[str] = set()
         self._devices_due = False
         self.published = 0
@@ -63,7 +69,8 @@ class Exporter:
     def start(self) -> None:
         """Attach to the bus (device events and the configured patterns)."""
         self.client.join()
-        self.client.subscribe(self._patterns, self._rate_hz)
+        self.client.subscribe(self._patterns, None)  # the rate is kept here, so that the direct path applies
+        self.client.subscriber.direct = self._direct
 
     def stop(self) -> None:
         """Detach from the bus."""
@@ -78,6 +85,7 @@ class Exporter:
         for topic in self._hub.bus.topics():
             sample = self._hub.bus.latest(topic)
             if sample is not None and self.client.subscriber.interval_for(topic) is not None:
+                self._held.pop(topic, None)
                 await self._send(sample)
 
     async def run(self) -> None:
@@ -85,9 +93,22 @@ class Exporter:
         subscriber = self.client.subscriber
         while True:
             subscriber.wakeup.clear()
-            due, next_due = subscriber.take_due(time.monotonic())
-            states = [self._state(item) for item in due if isinstance(item, Sample)]
-            batch = [message for message in states if message is not None]
+            now = time.monotonic()
+            due, _ = subscriber.take_due(now)
+            for item in due:
+                if isinstance(item, Sample):
+                    self._held[item.topic] = item
+            batch = []
+            next_due: float | None = None
+            for topic in list(self._held):
+                not_before = self._not_before.get(topic, 0.0)
+                if not_before > now:
+                    next_due = not_before if next_due is None else min(next_due, not_before)
+                    continue
+                state = self._state(self._held.pop(topic))
+                if state is not None:
+                    batch.append(state)
+                    self._not_before[topic] = now + self._interval
             if batch:
                 self._link.publish_now(batch)  # QoS 0: nothing to wait for, written out together
                 self.published += len(batch)
@@ -98,10 +119,27 @@ class Exporter:
                 await asyncio.sleep(DEVICES_DEBOUNCE_S)
                 await self._send_devices()
                 continue
-            if not due:
+            if not subscriber.depth:
                 timeout = None if next_due is None else max(next_due - time.monotonic(), 0.0)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(subscriber.wakeup.wait(), timeout)
+
+    def _direct(self, item: Outgoing) -> bool:
+        """Write a sample at once when the broker is up and its topic is due; False: through the mailbox."""
+        if not isinstance(item, Sample) or not self._link.connected or item.topic in self._held:
+            return False
+        now = time.monotonic()
+        if self._not_before.get(item.topic, 0.0) > now:
+            return False
+        state = self._state(item)
+        if state is not None:
+            try:
+                self._link.publish_now([state])
+            except Exception:  # the connection just broke: the mailbox keeps the sample for the reconnect
+                return False
+            self._not_before[item.topic] = now + self._interval
+            self.published += 1
+        return True
 
     def _state(self, sample: Sample) -> tuple[str, bytes] | None:
         """The topic and payload of a sample of a local device (None for an imported one: loop guard)."""
