@@ -128,8 +128,9 @@ class MqttBridge:
                 info = paho.publish(topic, payload, 0, True)
                 if info.rc != mqtt.MQTT_ERR_SUCCESS:
                     raise aiomqtt.MqttCodeError(info.rc, "could not publish")
-            if cork:
-                paho.loop_write()  # write what paho queued while corked (what it cannot write, it keeps)
+            # Write now rather than on the writer callback paho registered (a loop turn and two
+            # epoll changes per message); what the socket cannot take, paho keeps for that callback.
+            paho.loop_write()
         finally:
             if cork:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)  # type: ignore[union-attr]
