@@ -166,7 +166,8 @@ class MqttConfig:
     (default: the host name); `base` is the topic root. Each exported topic is sent at most
     `publish_rate_hz` times a second (latest value wins); `topics` are the bus patterns exported.
     `import` shows other gateways' devices here; `ha_discovery` publishes Home Assistant discovery
-    under `ha_prefix`. Times are in seconds.
+    under `ha_prefix`. Times are in seconds. `token_file` holds the token this gateway presents
+    with the commands it forwards to other gateways that have `[auth]` tokens.
     """
 
     url: str = ""
@@ -184,6 +185,7 @@ class MqttConfig:
     ca_file: str = ""
     cert_file: str = ""
     key_file: str = ""
+    token_file: str = ""
 
     @property
     def enabled(self) -> bool:
@@ -522,6 +524,15 @@ def _build_mqtt(table: object) -> MqttConfig:
         raise ConfigError("mqtt.url", "ca_file and cert_file need an mqtts:// URL")
     if mqtt.reconnect_max_s < mqtt.reconnect_initial_s:
         raise ConfigError("mqtt.reconnect_max_s", "must be at least mqtt.reconnect_initial_s")
+    for key in ("ca_file", "cert_file", "key_file", "token_file"):
+        path = getattr(mqtt, key)
+        if path:
+            try:
+                content = Path(path).read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError) as error:
+                raise ConfigError(f"mqtt.{key}", f"cannot read {path}: {error}") from None
+            if key == "token_file" and not content:
+                raise ConfigError("mqtt.token_file", f"{path} is empty")
     return mqtt
 
 

@@ -17,6 +17,7 @@ import socket
 import ssl
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -76,7 +77,8 @@ class MqttBridge:
             hub, self.topics, self, config.topics, config.publish_rate_hz, self._is_local, self._new_topic
         )
         self.commands = CommandService(hub, self.topics, self, config.max_payload_bytes)
-        self.importer = Importer(hub.supervisor, self.topics, self) if config.import_ else None
+        token = Path(config.token_file).read_text(encoding="utf-8").strip() if config.token_file else ""
+        self.importer = Importer(hub.supervisor, self.topics, self, token) if config.import_ else None
         self.discovery = Discovery(self.topics, config.ha_prefix) if config.ha_discovery else None
         self._discovered: dict[str, bytes] = {}
         self._client: aiomqtt.Client | None = None
@@ -128,9 +130,13 @@ class MqttBridge:
                 info = paho.publish(topic, payload, 0, True)
                 if info.rc != mqtt.MQTT_ERR_SUCCESS:
                     raise aiomqtt.MqttCodeError(info.rc, "could not publish")
-            # Write now rather than on the writer callback paho registered (a loop turn and two
-            # epoll changes per message); what the socket cannot take, paho keeps for that callback.
-            paho.loop_write()
+            # Write now rather than on the writer callback paho registered (a loop turn per
+            # message); what the socket cannot take, paho keeps for that callback. Not from inside
+            # one of paho's callbacks (a sample published while a message is handled): paho holds
+            # its non-reentrant callback lock there, which loop_write takes again; its writer sends it.
+            if paho._in_callback_mutex.acquire(False):
+                paho._in_callback_mutex.release()
+                paho.loop_write()
         finally:
             if cork:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)  # type: ignore[union-attr]
@@ -175,6 +181,7 @@ class MqttBridge:
             "last_error": self.last_error,
             "import": self.importer is not None,
             "peers": self.commands.peers,
+            "auth": bool(self._hub.credentials),
         }
 
     def collector(self) -> Collector:
@@ -235,16 +242,16 @@ class MqttBridge:
 
     async def _serve(self, client: aiomqtt.Client) -> None:
         self._client = client  # before subscribing: retained messages are dispatched as they arrive
+        self.state = "connected"
+        self.connected_since = time.monotonic()
+        self.connects += 1
+        self.last_error = ""
         BatchReader(client, self._on_message, self._flush_batch).install()
         options = SubscribeOptions(qos=1, noLocal=True)
         await client.subscribe([(f, options) for f in self.topics.subscriptions(self.importer is not None)])
         await client.publish(self.topics.gateway(self.topics.own, "status"), b"online", qos=1, retain=True)
         await self.exporter.republish()
         await self._republish_discovery()
-        self.state = "connected"
-        self.connected_since = time.monotonic()
-        self.connects += 1
-        self.last_error = ""
         log.info("MQTT bridge connected to %s:%s as %s", self._host, self._port, self.topics.own)
         writer = asyncio.create_task(self.exporter.run(), name="mqtt-export")
         reader = asyncio.create_task(self._read(client), name="mqtt-read")

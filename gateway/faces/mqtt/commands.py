@@ -7,11 +7,18 @@ Each requesting peer (the `hwgw-peer` user property or the payload's `peer`, plu
 its own client of the core, so its leases are its own; they end when the peer's `status` goes
 `offline` or it publishes `release`. Bad input is answered where an answer topic exists, counted in
 `rejected`, and never stops the bridge.
+
+With tokens configured (`[auth]`), every request carries one: the MQTT 5 user property `token` or,
+for MQTT 3.1.1 clients, the payload's `token`. It is checked like on every other face (roles, device
+patterns, `AuthGuard` throttling); the broker hides who published, so every MQTT requester shares
+one failure budget (`AUTH_PEER`). A client of the core is kept per peer, client and token, created
+only once its token was accepted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections import Counter
 from collections.abc import Mapping
@@ -23,8 +30,15 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from gateway.core.client import Client, Hub
-from gateway.credentials import OPEN_ACCESS
-from gateway.errors import BadRequest, GatewayError, InternalError, InvalidArgument, RateLimited, TooLarge
+from gateway.errors import (
+    BadRequest,
+    GatewayError,
+    InternalError,
+    InvalidArgument,
+    RateLimited,
+    TooLarge,
+    Unauthorized,
+)
 from gateway.faces.mqtt.link import Link
 from gateway.faces.mqtt.topics import TopicMap
 
@@ -35,7 +49,12 @@ MAX_PEERS = 1024
 MAX_NAME_LENGTH = 128
 PEER_PROPERTY = "hwgw-peer"
 CLIENT_PROPERTY = "hwgw-client"
-_COMMAND_FIELDS = frozenset({"type", "data", "timeout_s", "transaction", "peer", "client"})
+#: The MQTT 5 user property (and, for MQTT 3.1.1, the payload field) that carries a request's token.
+TOKEN_PROPERTY = "token"
+#: The address AuthGuard counts MQTT token failures under (the broker hides the publisher).
+AUTH_PEER = "mqtt"
+MAX_TOKEN_LENGTH = 4096
+_COMMAND_FIELDS = frozenset({"type", "data", "timeout_s", "transaction", "peer", "client", "token"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +90,7 @@ class CommandService:
         self._topics = topics
         self._link = link
         self._max_payload = max_payload_bytes
-        self._peers: dict[tuple[str, str], Client] = {}
+        self._peers: dict[tuple[str, str, bytes], Client] = {}
         self._answers: set[asyncio.Task[None]] = set()
         #: Refused requests by error code (shown in /metrics).
         self.rejected: Counter[str] = Counter()
@@ -84,14 +103,22 @@ class CommandService:
 
     # -- peers -------------------------------------------------------------------------------
 
-    def _client(self, peer: str, client: str) -> Client:
-        key = (peer, client)
+    async def _client(self, peer: str, client: str, token: object) -> Client:
+        """The core client of `peer`'s `client` holding `token` (no token needed when auth is off)."""
+        if not self._hub.credentials:
+            key = (peer, client, b"")
+        elif not isinstance(token, str) or not 0 < len(token) <= MAX_TOKEN_LENGTH:
+            raise Unauthorized(f"a token is required: the MQTT 5 user property {TOKEN_PROPERTY!r} or a 'token' field")
+        else:
+            key = (peer, client, hashlib.sha256(token.encode()).digest())
         found = self._peers.get(key)
         if found is None:
             if len(self._peers) >= MAX_PEERS:
                 raise RateLimited(f"more than {MAX_PEERS} MQTT peers at once")
-            found = Client(self._hub, f"mqtt:{peer}", "json")
-            found.credential = OPEN_ACCESS  # the broker's ACLs guard who may publish on our topics
+            found = Client(self._hub, AUTH_PEER, "json")
+            if self._hub.credentials:
+                assert isinstance(token, str)
+                await found.authenticate(token)  # raises Unauthorized; throttled by the AuthGuard
             found.join()
             self._peers[key] = found
         return found
@@ -114,6 +141,9 @@ class CommandService:
 
     def command(self, device: str, request: Request) -> None:
         """Start a command for `device` (`<device>/set`); its answer goes out when it completes."""
+        self._spawn(self._command(device, request))
+
+    async def _command(self, device: str, request: Request) -> None:
         transaction: object = None
         try:
             body = self._decode(request)
@@ -127,29 +157,42 @@ class CommandService:
             timeout = body.get("timeout_s")
             if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
                 raise InvalidArgument("command.timeout_s: expected a number of seconds")  # the core checks its range
-            client = self._requester(request, body)
+            client = await self._requester(request, body)
             client.admit()
             task = client.command(device, type_name, body.get("data", {}), None if timeout is None else float(timeout))
+            self.accepted += 1
+            data = await task
         except GatewayError as error:
             self._answer(request, transaction, device, error=error)
             return
-        self.accepted += 1
-        task.add_done_callback(lambda done: self._command_done(request, transaction, device, done))
+        except Exception:
+            log.exception("MQTT command on %s failed", device)
+            self._answer(request, transaction, device, error=InternalError("internal error; see the gateway's log"))
+            return
+        self._answer(request, transaction, device, data=data)
 
     def estop(self, request: Request) -> None:
-        """Stop every local device (`estop`); answered with each device's outcome where asked."""
-        try:
-            body = self._decode(request, allow_empty=True)
-        except GatewayError as error:
-            self._answer(request, None, None, error=error)
-            body = {}  # an emergency stop goes ahead even when its payload is unreadable
-        transaction = body.get("transaction")
-        try:
-            runner = self._requester(request, body)
-        except GatewayError:
-            runner = self._client("mqtt", "")
+        """Stop every local device (`estop`); answered with each device's outcome where asked.
+
+        With auth on, any accepted token may stop (as on every face); without one it is refused.
+        """
 
         async def run() -> None:
+            try:
+                body = self._decode(request, allow_empty=True)
+            except GatewayError as error:
+                self._answer(request, None, None, error=error)
+                if self._hub.credentials:
+                    return  # no readable token: refused
+                body = {}  # an emergency stop goes ahead even when its payload is unreadable
+            transaction = body.get("transaction")
+            try:
+                runner = await self._requester(request, body)
+            except Unauthorized as error:
+                self._answer(request, transaction, None, error=error)
+                return
+            except GatewayError:
+                runner = await self._client("mqtt", "", self._token(request, body))
             outcome = await runner.estop()
             self._answer(request, transaction, None, data={"devices": outcome})
 
@@ -157,14 +200,20 @@ class CommandService:
 
     def release(self, request: Request) -> None:
         """A peer's client left (`release` with `{"peer", "client"}`): end that client's leases here."""
-        try:
-            body = self._decode(request)
-            peer = _name(body.get("peer"), "release.peer")
-            client = _name(body.get("client"), "release.client")
-        except GatewayError as error:
-            self.rejected[error.code.value] += 1
-            return
-        self.peer_gone(peer, client)
+
+        async def run() -> None:
+            try:
+                body = self._decode(request)
+                peer = _name(body.get("peer"), "release.peer")
+                client = _name(body.get("client"), "release.client")
+                if self._hub.credentials:
+                    await self._client(peer, client, self._token(request, body))  # refused without a good token
+            except GatewayError as error:
+                self.rejected[error.code.value] += 1
+                return
+            self.peer_gone(peer, client)
+
+        self._spawn(run())
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -181,28 +230,16 @@ class CommandService:
             raise BadRequest(f"payload: expected a JSON object, got {type(body).__name__}")
         return body
 
-    def _requester(self, request: Request, body: Mapping[str, Any]) -> Client:
+    @staticmethod
+    def _token(request: Request, body: Mapping[str, Any]) -> object:
+        return request.user.get(TOKEN_PROPERTY) or body.get("token")
+
+    async def _requester(self, request: Request, body: Mapping[str, Any]) -> Client:
         peer = request.user.get(PEER_PROPERTY) or body.get("peer") or "mqtt"
         client = request.user.get(CLIENT_PROPERTY) or body.get("client") or ""
-        return self._client(_name(peer, "peer"), _name(client, "client") if client else "")
-
-    def _command_done(
-        self, request: Request, transaction: object, device: str, task: asyncio.Task[dict[str, Any]]
-    ) -> None:
-        if task.cancelled():
-            return
-        error = task.exception()
-        if error is None:
-            self._answer(request, transaction, device, data=task.result())
-        else:
-            self._answer(
-                request,
-                transaction,
-                device,
-                error=error
-                if isinstance(error, GatewayError)
-                else InternalError("internal error; see the gateway's log"),
-            )
+        return await self._client(
+            _name(peer, "peer"), _name(client, "client") if client else "", self._token(request, body)
+        )
 
     def _answer(
         self,

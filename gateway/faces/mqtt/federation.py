@@ -5,7 +5,9 @@ Each imported device is a `RemoteDevice` adapter added to the supervisor at run 
 gateway's retained topics and are checked against their message types before they reach the bus; its
 availability follows the remote's `availability` topic and its gateway's `status` (last will
 `offline`: every device of that gateway turns `disconnected`). A command goes to the remote's
-`<device>/set` with our reply topic, the command's remaining deadline and the commanding client's id.
+`<device>/set` with our reply topic, the command's remaining deadline and the commanding client's id,
+and, when `[mqtt] token_file` is set, this gateway's token (user property `token`) for gateways that
+check tokens.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from gateway.bus import DeviceStatus
 from gateway.commands import MIN_COMMAND_TIMEOUT_S
 from gateway.config import DeviceConfig
 from gateway.errors import DeviceUnavailable, ErrorCode, GatewayError, RequestTimeout
-from gateway.faces.mqtt.commands import CLIENT_PROPERTY, PEER_PROPERTY
+from gateway.faces.mqtt.commands import CLIENT_PROPERTY, PEER_PROPERTY, TOKEN_PROPERTY
 from gateway.faces.mqtt.link import Link
 from gateway.faces.mqtt.topics import TopicMap, imported_id
 from gateway.messages import REGISTRY, from_plain, to_plain
@@ -96,8 +98,9 @@ class RemoteDevice(Adapter[RemoteOptions]):
 class Importer:
     """Keeps imported devices in step with what other gateways publish."""
 
-    def __init__(self, supervisor: Supervisor, topics: TopicMap, link: Link) -> None:
+    def __init__(self, supervisor: Supervisor, topics: TopicMap, link: Link, token: str = "") -> None:
         self._supervisor = supervisor
+        self._token = token
         self._topics = topics
         self._link = link
         self._remotes: dict[str, _Remote] = {}
@@ -237,7 +240,9 @@ class Importer:
         properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
         properties.ResponseTopic = self._topics.gateway(self._topics.own, "reply")
         properties.CorrelationData = correlation
-        properties.UserProperty = [(PEER_PROPERTY, self._topics.own), (CLIENT_PROPERTY, command.client_id)]
+        properties.UserProperty = self._credentials(
+            [(PEER_PROPERTY, self._topics.own), (CLIENT_PROPERTY, command.client_id)]
+        )
         body = {"type": command.type, "data": to_plain(command.message), "timeout_s": round(remaining, 6)}
         try:
             await self._link.publish(
@@ -265,7 +270,10 @@ class Importer:
             return
         remote.last_estop = now
         await self._link.publish(
-            self._topics.gateway(gateway, "estop"), orjson.dumps({"peer": self._topics.own}), qos=1
+            self._topics.gateway(gateway, "estop"),
+            orjson.dumps({"peer": self._topics.own}),
+            qos=1,
+            properties=self._properties([(PEER_PROPERTY, self._topics.own)]),
         )
 
     def forward_release(self, gateway: str, client_id: str) -> None:
@@ -280,9 +288,20 @@ class Importer:
 
     # -- helpers -----------------------------------------------------------------------------
 
+    def _credentials(self, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """`pairs` plus this gateway's token, when it has one."""
+        return [*pairs, (TOKEN_PROPERTY, self._token)] if self._token else pairs
+
+    def _properties(self, pairs: list[tuple[str, str]]) -> Properties:
+        properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+        properties.UserProperty = self._credentials(pairs)
+        return properties
+
     async def _quiet_publish(self, topic: str, payload: bytes) -> None:
         try:
-            await self._link.publish(topic, payload, qos=1)
+            await self._link.publish(
+                topic, payload, qos=1, properties=self._properties([(PEER_PROPERTY, self._topics.own)])
+            )
         except Exception as error:
             log.warning("MQTT publish to %s failed: %s", topic, error)
 

@@ -8,6 +8,11 @@ broker dropped QoS 0 samples and command replies waited behind the backlog (docs
 throughput"). Here paho's `recv` is served from one 64 KiB read, every whole packet in it is handled
 in the same callback, and messages go straight to the bridge's dispatcher, with no queue or task.
 
+Writing: aiomqtt registers paho's writer through `call_soon_threadsafe`, so a writer registered for a
+publish that was already written out (the bridge writes at once, see `MqttBridge.publish_now`) would
+be added after paho had unregistered it and then spin on an always-writable socket. Once connected,
+everything runs on the event loop, so the writer is added and removed synchronously here.
+
 Samples read in one batch are coalesced per topic (latest value wins, as the bus does for a slow
 subscriber); requests, replies and availability are dispatched in order, at once.
 """
@@ -79,10 +84,20 @@ class BatchReader:
         self._fd = sock.fileno()
         self._paho._sock_recv = self._recv  # type: ignore[method-assign]
         self._paho.on_message = self._message
+        self._paho.on_socket_register_write = self._register_write
         loop.remove_reader(self._fd)
         loop.add_reader(self._fd, self._readable)
         if self._recv.buffered or _pending(sock):
             self._schedule()
+
+    def _register_write(self, _client: mqtt.Client, _userdata: Any, sock: Any) -> None:
+        asyncio.get_running_loop().add_writer(sock.fileno(), self._writable)
+
+    def _writable(self) -> None:
+        try:
+            self._paho.loop_write()
+        except Exception as error:
+            self._fail(error)
 
     def _message(self, _client: mqtt.Client, _userdata: Any, message: mqtt.MQTTMessage) -> None:
         try:
