@@ -3,6 +3,8 @@
 The config listens on 127.0.0.1 only, turns Nagle off (`set_tcp_nodelay true`, without which QoS 1
 round trips take tens of milliseconds) and keeps nothing on disk. `restart` stops and starts the same
 broker on the same port (for outage tests); retained messages are lost with it, as after a real crash.
+`start_broker(tmp_path, tls=BrokerTls(...), users={...})` adds a TLS listener (optionally requiring a
+client certificate) and password authentication (`mosquitto_passwd`), for mqtts:// tests.
 """
 
 from __future__ import annotations
@@ -23,11 +25,28 @@ from tests.harness import free_port
 START_TIMEOUT_S = 5.0
 
 
-def broker_config(port: int) -> str:
+@dataclass(frozen=True)
+class BrokerTls:
+    """A TLS listener's files (PEM): the CA that signs client certificates, the server's chain and key."""
+
+    ca_file: Path
+    cert_file: Path
+    key_file: Path
+    require_certificate: bool = False
+
+
+def broker_config(port: int, tls: BrokerTls | None = None, password_file: Path | None = None) -> str:
     """A mosquitto.conf for tests: loopback only, no persistence, anonymous clients, TCP_NODELAY."""
+    secure = ""
+    if tls is not None:
+        secure += f"cafile {tls.ca_file}\ncertfile {tls.cert_file}\nkeyfile {tls.key_file}\n"
+        secure += f"require_certificate {'true' if tls.require_certificate else 'false'}\n"
+    if password_file is not None:
+        secure += f"password_file {password_file}\n"
     return (
         f"listener {port} 127.0.0.1\n"
-        "allow_anonymous true\n"
+        f"{secure}"
+        f"allow_anonymous {'false' if password_file is not None else 'true'}\n"
         "persistence false\n"
         "set_tcp_nodelay true\n"
         "log_dest stderr\n"
@@ -47,10 +66,11 @@ class Broker:
     config_path: Path
     port: int
     proc: asyncio.subprocess.Process | None = None
+    tls: bool = False
 
     @property
     def url(self) -> str:
-        return f"mqtt://127.0.0.1:{self.port}"
+        return f"{'mqtts' if self.tls else 'mqtt'}://127.0.0.1:{self.port}"
 
     async def start(self) -> None:
         """Start mosquitto and wait until it accepts connections."""
@@ -86,13 +106,25 @@ class Broker:
         await self.start()
 
 
-async def start_broker(tmp_path: Path) -> Broker:
-    """Start Debian's mosquitto on a free loopback port (skipped, or failed under HWGW_REQUIRE_PEERS, without it)."""
+async def start_broker(tmp_path: Path, tls: BrokerTls | None = None, users: dict[str, str] | None = None) -> Broker:
+    """Start Debian's mosquitto on a free loopback port (skipped, or failed under HWGW_REQUIRE_PEERS, without it).
+
+    `tls` makes the listener TLS-only; `users` (name → password) turns anonymous access off.
+    """
     executable = require_peer("mosquitto")
     port = free_port()
+    password_file = None
+    if users:
+        passwd = require_peer("mosquitto_passwd")
+        password_file = tmp_path / "mosquitto.passwd"
+        password_file.touch()
+        for user, password in users.items():
+            done = await asyncio.create_subprocess_exec(passwd, "-b", str(password_file), user, password)
+            if await done.wait() != 0:
+                raise RuntimeError("mosquitto_passwd failed")
     config_path = tmp_path / "mosquitto.conf"
-    config_path.write_text(broker_config(port))
-    broker = Broker(executable, config_path, port)
+    config_path.write_text(broker_config(port, tls, password_file))
+    broker = Broker(executable, config_path, port, tls=tls is not None)
     await broker.start()
     return broker
 

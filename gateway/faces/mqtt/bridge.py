@@ -42,6 +42,9 @@ from gateway.topics import check_device_id
 
 log = logging.getLogger(__name__)
 
+#: How long a connect may take, TCP and TLS handshakes and the CONNACK (s).
+CONNECT_TIMEOUT_S = 10.0
+
 
 def default_gateway_name() -> str:
     """The host's name as a topic segment (the `gateway` default)."""
@@ -217,7 +220,10 @@ class MqttBridge:
             self.state = "connecting"
             started = time.monotonic()
             try:
-                async with self._make_client() as client:
+                async with contextlib.AsyncExitStack() as stack:
+                    client = self._make_client()
+                    await self._connect(client)
+                    stack.push_async_exit(client)
                     await self._serve(client)
             except aiomqtt.MqttError as error:
                 self.last_error = str(error)
@@ -231,6 +237,33 @@ class MqttBridge:
                         self.last_error, delay)  # fmt: skip
             await asyncio.sleep(delay * random.uniform(0.9, 1.1))
             delay = min(delay * 2, self.config.reconnect_max_s)
+
+    async def _connect(self, client: aiomqtt.Client) -> None:
+        """Connect, or raise `MqttError` with the reason (a refused TLS handshake, a CONNACK error, no answer).
+
+        aiomqtt waits for the CONNACK without end, and when the broker drops the connection after
+        the TLS handshake (a TLS 1.3 broker refusing a missing client certificate) it only records
+        the error: race both, and give up after `CONNECT_TIMEOUT_S`.
+        """
+        disconnected: asyncio.Future[None] = client._disconnected
+        entering: asyncio.Future[Any] = asyncio.ensure_future(client.__aenter__())
+        await asyncio.wait({entering, disconnected}, timeout=CONNECT_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
+        if entering.done():
+            entering.result()  # raises the broker's refusal as MqttError
+            return
+        entering.cancel()
+        await asyncio.gather(entering, return_exceptions=True)
+        paho = client._client
+        sock = paho.socket()
+        if sock is not None:
+            loop = asyncio.get_running_loop()
+            loop.remove_reader(sock.fileno())
+            loop.remove_writer(sock.fileno())
+            sock.close()
+        if disconnected.done() and disconnected.exception() is not None:
+            error = disconnected.exception()
+            raise aiomqtt.MqttError(f"{type(error).__name__}: {error}")
+        raise aiomqtt.MqttError(f"the broker did not answer the connect within {CONNECT_TIMEOUT_S:g} s")
 
     def _lost(self) -> None:
         was_connected = self._client is not None
