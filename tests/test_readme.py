@@ -43,7 +43,7 @@ async def test_readme_first_example_prints_devices_a_result_and_samples(tmp_path
     assert "ws://127.0.0.1:8470/ws" in example  # the demo's default address, as the README says
     demo = await start_demo(tmp_path, 8470, 8471)
     try:
-        async with connect("ws://127.0.0.1:8470/ws") as gw, asyncio.timeout(15):
+        async with connect("ws://127.0.0.1:8470/ws") as gw, asyncio.timeout(45):
             # A newcomer types the example seconds after `make demo`: by then every device is up.
             events = gw.device_events()
             statuses = gw.device_status
