@@ -3,13 +3,20 @@
     scripts/loopback-only.sh .venv/bin/python bench/soak.py --seconds 60 --attackers 1000
 
 Each run starts the real daemon (`python -m gateway run`, default limits) with one `sim` device at
-1 kHz. Ten good clients (4 WebSocket, 3 msgpack TCP, 3 Unix) subscribe to its state and measure
-sample latency (receipt `time.time()` − `stamp`) and the share of published samples they received.
-In the attack run a separate process (this file with `attack`) keeps 1,000 hostile connections
-going from 127.0.x.y sources for the whole window: idle sockets, unfinished 1 MiB requests,
-never-reading request floods, slowloris HTTP headers and 4 GiB headers, each reconnecting when the
-gateway closes it. Reported: the good clients' p50/p99/max latency and delivered ratio in both
-runs, the daemon's RSS and open descriptors (peak and end), and the bytes it logged.
+1 kHz. Three kinds of process take part, so that none disturbs another's measurement:
+
+- `soak.py good`: ten good clients (4 WebSocket, 3 msgpack TCP, 3 Unix) subscribe to the device's
+  state and measure sample latency (receipt `time.time()` − `stamp`) and the share of published
+  samples they received; one more client measures ping round trips. It does nothing else.
+- `soak.py attack` (`--attack-procs` of them, the attackers split evenly): hostile connections from
+  127.0.x.y sources for the whole window: idle sockets, unfinished 1 MiB requests, never-reading
+  request floods, slowloris HTTP headers and 4 GiB headers, each reconnecting when the gateway
+  closes it.
+- this process: samples the daemon's RSS and descriptors every 0.25 s, probes `/healthz` once a
+  second on a new connection, and after the attackers have left, how long RSS and descriptors take
+  to come back.
+
+The same run without attackers comes first; the report gives both and their ratios.
 """
 
 from __future__ import annotations
@@ -43,6 +50,12 @@ TOPIC = "bench-1/state"
 GOOD_TRANSPORTS = ("ws",) * 4 + ("tcp",) * 3 + ("unix",) * 3
 ATTACKS = ("idle", "partial", "flood", "slowloris", "huge_header")
 WARMUP_S = 2.0
+#: Time the attack is given to ramp up before the measured window opens.
+RAMP_S = 2.0
+#: After the attack, how long descriptors and RSS are watched for their return (s).
+RECOVERY_S = 5.0
+#: Descriptors above the pre-attack count that still count as "back".
+FD_SLACK = 4
 SAMPLE_PERIOD_S = 0.25
 RECONNECT_S = 0.5
 MiB = 1024 * 1024
@@ -110,7 +123,7 @@ async def stop_daemon(daemon: Daemon) -> tuple[int | None, float]:
     return code, time.monotonic() - started
 
 
-# -- good clients -------------------------------------------------------------------------------
+# -- good clients (their own process) -----------------------------------------------------------
 
 
 @dataclass
@@ -139,11 +152,11 @@ class Tally:
         return 0 if self.first_seq is None or self.last_seq is None else self.last_seq - self.first_seq + 1
 
 
-async def good_client(daemon: Daemon, transport: str, tally: Tally, stop: asyncio.Event) -> None:
+async def good_client(args: argparse.Namespace, transport: str, tally: Tally, stop: asyncio.Event) -> None:
     subscribe = {"op": "subscribe", "id": 1, "topics": [TOPIC]}
     if transport == "ws":
         async with aiohttp.ClientSession() as http:
-            ws = await http.ws_connect(f"ws://{HOST}:{daemon.http_port}/ws", compress=0, max_msg_size=0)
+            ws = await http.ws_connect(f"ws://{HOST}:{args.http_port}/ws", compress=0, max_msg_size=0)
             await ws.send_str(json.dumps(subscribe))
             while not stop.is_set():
                 with contextlib.suppress(TimeoutError):
@@ -154,9 +167,9 @@ async def good_client(daemon: Daemon, transport: str, tally: Tally, stop: asynci
             await ws.close()
         return
     if transport == "tcp":
-        reader, writer = await asyncio.open_connection(HOST, daemon.msgpack_port)
+        reader, writer = await asyncio.open_connection(HOST, args.msgpack_port)
     else:
-        reader, writer = await asyncio.open_unix_connection(daemon.unix_socket)
+        reader, writer = await asyncio.open_unix_connection(args.unix_socket)
     writer.write(msgpack.packb(subscribe))
     unpacker = msgpack.Unpacker(raw=False)
     while not stop.is_set():
@@ -171,21 +184,67 @@ async def good_client(daemon: Daemon, transport: str, tally: Tally, stop: asynci
     writer.close()
 
 
-async def pinger(daemon: Daemon, stop: asyncio.Event) -> None:
-    """One client pinging every 100 ms, so that request handling is part of the load."""
-    reader, writer = await asyncio.open_connection(HOST, daemon.msgpack_port)
+async def pinger(args: argparse.Namespace, window: tuple[float, float], rtts: list[float], stop: asyncio.Event) -> None:
+    """One client pinging every 100 ms: request handling under attack, as round trips (s)."""
+    reader, writer = await asyncio.open_connection(HOST, args.msgpack_port)
+    unpacker = msgpack.Unpacker(raw=False)
     for request_id in itertools.count(1):
         if stop.is_set():
             break
+        sent = time.time()
         writer.write(msgpack.packb({"op": "ping", "id": request_id}))
-        await asyncio.sleep(0.1)
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(0.01):
-                await reader.read(65536)
+            async with asyncio.timeout(2.0):
+                while not any(isinstance(m, dict) and m.get("id") == request_id for m in unpacker):
+                    data = await reader.read(65536)
+                    if not data:
+                        return
+                    unpacker.feed(data)
+                if window[0] <= sent <= window[1]:
+                    rtts.append(time.time() - sent)
+        await asyncio.sleep(max(0.0, sent + 0.1 - time.time()))
     writer.close()
 
 
-# -- attackers (run in their own process) -------------------------------------------------------
+def _percentiles_ms(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    if len(ordered) < 2:
+        return {"count": len(ordered), "p50": float("nan"), "p99": float("nan"), "max": float("nan")}
+    return {
+        "count": len(ordered),
+        "p50": 1000 * statistics.median(ordered),
+        "p99": 1000 * statistics.quantiles(ordered, n=100)[98],
+        "max": 1000 * ordered[-1],
+    }
+
+
+async def good_main(args: argparse.Namespace) -> None:
+    """The good clients' process: measure the window, print one JSON line."""
+    stop = asyncio.Event()
+    window = (args.window_start, args.window_start + args.seconds)
+    tallies = [Tally(window_start=window[0], window_end=window[1]) for _ in GOOD_TRANSPORTS]
+    rtts: list[float] = []
+    tasks = [
+        asyncio.create_task(good_client(args, t, tally, stop))
+        for t, tally in zip(GOOD_TRANSPORTS, tallies, strict=True)
+    ]
+    tasks.append(asyncio.create_task(pinger(args, window, rtts, stop)))
+    await asyncio.sleep(max(0.0, window[1] + 0.5 - time.time()))
+    stop.set()
+    errors = [repr(r) for r in await asyncio.gather(*tasks, return_exceptions=True) if isinstance(r, BaseException)]
+    latencies = list(itertools.chain.from_iterable(t.latencies for t in tallies))
+    expected = sum(t.published for t in tallies)
+    result = {
+        "delivered_ratio": sum(t.received for t in tallies) / expected if expected else 0.0,
+        "latency_ms": _percentiles_ms(latencies),
+        "ping_ms": _percentiles_ms(rtts),
+        "cpu_s": time.process_time(),
+        "errors": errors,
+    }
+    print(json.dumps(result), flush=True)
+
+
+# -- attackers (their own processes) ----------------------------------------------------------
 
 
 def _ws_header(length: int, opcode: int = 1) -> bytes:
@@ -270,11 +329,16 @@ async def _attacker(args: argparse.Namespace, index: int, until: float, counts: 
 
 
 async def attack_main(args: argparse.Namespace) -> None:
+    """One attack process: attackers `--first` .. `--first + --attackers - 1` until the window ends."""
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    until = time.monotonic() + args.seconds
+    # Real attackers run on other hosts: here they share the daemon's cores, so they yield them first.
+    os.nice(19)
+    until = time.monotonic() + args.window_start + args.seconds - time.time()
     counts = {"connections": 0, "refused_or_reset": 0}
-    await asyncio.gather(*(_attacker(args, index, until, counts) for index in range(args.attackers)))
+    indices = range(args.first, args.first + args.attackers)
+    await asyncio.gather(*(_attacker(args, index, until, counts) for index in indices))
+    counts["cpu_ms"] = round(1000 * time.process_time())
     print(json.dumps(counts), flush=True)
 
 
@@ -286,119 +350,159 @@ class RunResult:
     attackers: int
     seconds: float
     delivered_ratio: float
-    p50_ms: float
-    p99_ms: float
-    max_ms: float
-    rss_start_mb: float
+    latency_ms: dict[str, float]
+    ping_ms: dict[str, float]
+    rss_before_mb: float
     rss_peak_mb: float
-    rss_end_mb: float
+    rss_after_mb: float
+    fds_before: int
     fds_peak: int
-    fds_end: int
+    fds_after: list[tuple[float, int]]
+    fds_back_s: float | None
     log_bytes: int
-    healthz_ok_during: float
+    healthz_ok: int
+    healthz_probes: int
     healthz_outcomes: dict[str, int]
+    healthz_ms_max: float
     loop_lag_max_ms: float
+    daemon_cpu_s: float
     stop_exit_code: int | None
     stop_s: float
     attack_counts: dict[str, int]
+    good_errors: list[str]
 
 
-async def run(attackers: int, seconds: float) -> RunResult:
+def _child(args: argparse.Namespace, mode: str, daemon: Daemon, window_start: float, *extra: str) -> list[str]:
+    return [
+        sys.executable, __file__, mode, "--seconds", str(args.seconds), "--window-start", repr(window_start),
+        "--http-port", str(daemon.http_port), "--msgpack-port", str(daemon.msgpack_port),
+        "--unix-socket", daemon.unix_socket, *extra,
+    ]  # fmt: skip
+
+
+async def _probe_healthz(port: int, outcomes: Counter[str]) -> tuple[bool, float, float]:
+    """One `/healthz` on a new connection: (answered 200, time taken in s, loop_lag_max_ms)."""
+    started = time.monotonic()
+    connector = aiohttp.TCPConnector(force_close=True)
+    try:
+        async with (
+            aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=2)) as http,
+            http.get(f"http://{HOST}:{port}/healthz") as response,
+        ):
+            outcomes[str(response.status)] += 1
+            lag = 0.0
+            if response.status in (200, 503):
+                lag = float((await response.json())["loop_lag_max_ms"])
+            return response.status == 200, time.monotonic() - started, lag
+    except (aiohttp.ClientError, TimeoutError) as error:
+        outcomes[type(error).__name__] += 1
+        return False, time.monotonic() - started, 0.0
+
+
+async def run(args: argparse.Namespace, attackers: int) -> RunResult:
     workdir = Path(tempfile.mkdtemp(prefix="hwgw-soak-"))
     daemon = await start_daemon(workdir)
     process = psutil.Process(daemon.proc.pid)
-    stop = asyncio.Event()
-    tallies = [Tally() for _ in GOOD_TRANSPORTS]
-    clients = [
-        asyncio.create_task(good_client(daemon, t, tally, stop))
-        for t, tally in zip(GOOD_TRANSPORTS, tallies, strict=True)
-    ]
-    pings = asyncio.create_task(pinger(daemon, stop))
-    await asyncio.sleep(WARMUP_S)
-    attack = None
-    if attackers:
-        attack = await asyncio.create_subprocess_exec(
-            sys.executable, __file__, "attack", "--attackers", str(attackers), "--seconds", str(seconds + 1),
-            "--http-port", str(daemon.http_port), "--msgpack-port", str(daemon.msgpack_port),
-            "--unix-socket", daemon.unix_socket, stdout=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        await asyncio.sleep(1.0)  # let the attack ramp up before the window opens
-    rss_start = process.memory_info().rss
+    window_start = time.time() + WARMUP_S + (RAMP_S if attackers else 0.0)
+    window_end = window_start + args.seconds
+    good = await asyncio.create_subprocess_exec(
+        *_child(args, "good", daemon, window_start), stdout=asyncio.subprocess.PIPE
+    )
+    await asyncio.sleep(WARMUP_S - 0.5)
+    rss_before, fds_before = process.memory_info().rss, process.num_fds()
+    attacks = []
+    procs = max(1, min(args.attack_procs, attackers))
+    for index in range(procs if attackers else 0):
+        first, last = attackers * index // procs, attackers * (index + 1) // procs
+        attacks.append(
+            await asyncio.create_subprocess_exec(
+                *_child(args, "attack", daemon, window_start, "--first", str(first), "--attackers", str(last - first)),
+                stdout=asyncio.subprocess.PIPE,
+            )
+        )
+    await asyncio.sleep(max(0.0, window_start - time.time()))
     log_start = daemon.log_path.stat().st_size
-    start = time.time()
-    for tally in tallies:
-        tally.window_start, tally.window_end = start, start + seconds
-    rss_peak, fds_peak = rss_start, process.num_fds()
-    health_ok = health_total = 0
-    health_outcomes: Counter[str] = Counter()
-    loop_lag_max_ms = 0.0
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
-        while time.time() < start + seconds:
-            await asyncio.sleep(SAMPLE_PERIOD_S)
-            rss_peak = max(rss_peak, process.memory_info().rss)
-            fds_peak = max(fds_peak, process.num_fds())
-            if int(time.time() * 4) % 4 == 0:
-                health_total += 1
-                try:
-                    async with http.get(f"http://{HOST}:{daemon.http_port}/healthz") as response:
-                        health_ok += response.status == 200
-                        health_outcomes[str(response.status)] += 1
-                        if response.status in (200, 503):
-                            body = await response.json()
-                            loop_lag_max_ms = max(loop_lag_max_ms, body["loop_lag_max_ms"])
-                except (aiohttp.ClientError, TimeoutError) as error:
-                    health_outcomes[type(error).__name__] += 1
+    cpu_start = sum(process.cpu_times()[:2])
+    rss_peak, fds_peak = rss_before, fds_before
+    outcomes: Counter[str] = Counter()
+    probes: list[asyncio.Task[tuple[bool, float, float]]] = []
+    next_probe = window_start
+    while (now := time.time()) < window_end:
+        if now >= next_probe:
+            probes.append(asyncio.create_task(_probe_healthz(daemon.http_port, outcomes)))
+            next_probe += 1.0
+        rss_peak = max(rss_peak, process.memory_info().rss)
+        fds_peak = max(fds_peak, process.num_fds())
+        await asyncio.sleep(SAMPLE_PERIOD_S)
+    answers = await asyncio.gather(*probes)
     log_bytes = daemon.log_path.stat().st_size - log_start
-    counts: dict[str, int] = {}
-    if attack is not None:
+    daemon_cpu = sum(process.cpu_times()[:2]) - cpu_start
+    counts: Counter[str] = Counter()
+    for attack in attacks:
         assert attack.stdout is not None
         with contextlib.suppress(TimeoutError, ValueError):
             async with asyncio.timeout(15):
-                counts = json.loads(await attack.stdout.readline())
+                counts.update(json.loads(await attack.stdout.readline()))
         with contextlib.suppress(ProcessLookupError):
             attack.kill()
         await attack.wait()
-    await asyncio.sleep(1.0)
-    rss_end, fds_end = process.memory_info().rss, process.num_fds()
-    stop.set()
-    await asyncio.gather(*clients, pings, return_exceptions=True)
+    left = time.monotonic()
+    fds_after: list[tuple[float, int]] = []
+    fds_back_s = None
+    while (elapsed := time.monotonic() - left) < RECOVERY_S:
+        fds = process.num_fds()
+        fds_after.append((round(elapsed, 2), fds))
+        rss_peak = max(rss_peak, process.memory_info().rss)
+        if fds_back_s is None and fds <= fds_before + FD_SLACK:
+            fds_back_s = elapsed
+        await asyncio.sleep(SAMPLE_PERIOD_S)
+    rss_after = process.memory_info().rss
+    assert good.stdout is not None
+    good_result = json.loads(await good.stdout.readline())
+    await good.wait()
     code, stop_s = await stop_daemon(daemon)
-    latencies = sorted(itertools.chain.from_iterable(t.latencies for t in tallies))
-    expected = sum(t.published for t in tallies)
     return RunResult(
         attackers=attackers,
-        seconds=seconds,
-        delivered_ratio=sum(t.received for t in tallies) / expected if expected else 0.0,
-        p50_ms=1000 * statistics.median(latencies) if latencies else float("nan"),
-        p99_ms=1000 * statistics.quantiles(latencies, n=100)[98] if len(latencies) > 100 else float("nan"),
-        max_ms=1000 * latencies[-1] if latencies else float("nan"),
-        rss_start_mb=rss_start / 1e6,
+        seconds=args.seconds,
+        delivered_ratio=good_result["delivered_ratio"],
+        latency_ms=good_result["latency_ms"],
+        ping_ms=good_result["ping_ms"],
+        rss_before_mb=rss_before / 1e6,
         rss_peak_mb=rss_peak / 1e6,
-        rss_end_mb=rss_end / 1e6,
+        rss_after_mb=rss_after / 1e6,
+        fds_before=fds_before,
         fds_peak=fds_peak,
-        fds_end=fds_end,
+        fds_after=fds_after,
+        fds_back_s=fds_back_s,
         log_bytes=log_bytes,
-        healthz_ok_during=health_ok / health_total if health_total else float("nan"),
-        healthz_outcomes=dict(health_outcomes),
-        loop_lag_max_ms=loop_lag_max_ms,
+        healthz_ok=sum(ok for ok, _, _ in answers),
+        healthz_probes=len(answers),
+        healthz_outcomes=dict(outcomes),
+        healthz_ms_max=1000 * max((took for _, took, _ in answers), default=0.0),
+        loop_lag_max_ms=max((lag for _, _, lag in answers), default=0.0),
+        daemon_cpu_s=daemon_cpu,
         stop_exit_code=code,
         stop_s=stop_s,
-        attack_counts=counts,
+        attack_counts=dict(counts),
+        good_errors=good_result["errors"],
     )
 
 
 def _table(results: list[RunResult]) -> str:
     rows = [
-        "| run | delivered | p50 ms | p99 ms | max ms | RSS start/peak/end MB | fds peak/end | log bytes "
-        "| /healthz ok | stop |",
+        "| run | delivered | p50 / p99 / max ms | ping p99 ms | /healthz ok (slowest ms) | RSS before/peak/after MB "
+        "| fds before/peak, back after | log bytes | daemon CPU s | stop |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         name = f"{r.attackers} attackers" if r.attackers else "no attackers"
+        lat = r.latency_ms
+        back = "never" if r.fds_back_s is None else f"{r.fds_back_s:.2f} s"
         rows.append(
-            f"| {name} | {r.delivered_ratio:.4f} | {r.p50_ms:.2f} | {r.p99_ms:.2f} | {r.max_ms:.1f} | "
-            f"{r.rss_start_mb:.0f}/{r.rss_peak_mb:.0f}/{r.rss_end_mb:.0f} | {r.fds_peak}/{r.fds_end} | "
-            f"{r.log_bytes} | {r.healthz_ok_during:.2f} | exit {r.stop_exit_code} in {r.stop_s:.2f} s |"
+            f"| {name} | {r.delivered_ratio:.4f} | {lat['p50']:.2f} / {lat['p99']:.2f} / {lat['max']:.1f} | "
+            f"{r.ping_ms['p99']:.2f} | {r.healthz_ok}/{r.healthz_probes} ({r.healthz_ms_max:.0f}) | "
+            f"{r.rss_before_mb:.0f}/{r.rss_peak_mb:.0f}/{r.rss_after_mb:.0f} | {r.fds_before}/{r.fds_peak}, {back} | "
+            f"{r.log_bytes} | {r.daemon_cpu_s:.1f} | exit {r.stop_exit_code} in {r.stop_s:.2f} s |"
         )
     return "\n".join(rows)
 
@@ -406,16 +510,23 @@ def _table(results: list[RunResult]) -> str:
 async def main(args: argparse.Namespace) -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    baseline = await run(0, args.seconds)
-    attacked = await run(args.attackers, args.seconds)
-    results = [baseline, attacked]
+    results = [] if args.attack_only else [await run(args, 0)]
+    results.append(await run(args, args.attackers))
     print(_table(results))
+    attacked = results[-1]
+    if len(results) == 2:
+        baseline = results[0]
+        print(
+            f"attacked/baseline: delivered {attacked.delivered_ratio / baseline.delivered_ratio:.4f}, "
+            f"p99 {attacked.latency_ms['p99'] / baseline.latency_ms['p99']:.2f}x"
+        )
     print(
-        f"attacked/baseline: delivered ratio {attacked.delivered_ratio / baseline.delivered_ratio:.4f}, "
-        f"p99 {attacked.p99_ms / baseline.p99_ms:.2f}x; attack connections: {attacked.attack_counts}; "
-        f"/healthz answers {baseline.healthz_outcomes} / {attacked.healthz_outcomes}; "
-        f"loop lag max {baseline.loop_lag_max_ms:.0f} / {attacked.loop_lag_max_ms:.0f} ms"
+        f"attack connections: {attacked.attack_counts}; /healthz answers {attacked.healthz_outcomes}; "
+        f"loop lag max {attacked.loop_lag_max_ms:.0f} ms; fds after the attack (s, fds): {attacked.fds_after}"
     )
+    for result in results:
+        if result.good_errors:
+            print(f"good clients' errors ({result.attackers} attackers): {result.good_errors}")
     RESULTS_DIR.mkdir(exist_ok=True)
     out = RESULTS_DIR / f"soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
     out.write_text(json.dumps([asdict(r) for r in results], indent=2))
@@ -424,9 +535,13 @@ async def main(args: argparse.Namespace) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", nargs="?", default="bench", choices=["bench", "attack"])
+    parser.add_argument("mode", nargs="?", default="bench", choices=["bench", "good", "attack"])
     parser.add_argument("--seconds", type=float, default=60.0, help="measured window per run (s)")
     parser.add_argument("--attackers", type=int, default=1000, help="hostile connections at once")
+    parser.add_argument("--attack-procs", type=int, default=4, help="processes the attackers are split over")
+    parser.add_argument("--attack-only", action="store_true", help="skip the run without attackers")
+    parser.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--window-start", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--http-port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--msgpack-port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--unix-socket", help=argparse.SUPPRESS)
@@ -435,4 +550,5 @@ def _parser() -> argparse.ArgumentParser:
 
 if __name__ == "__main__":
     arguments = _parser().parse_args()
-    asyncio.run(attack_main(arguments) if arguments.mode == "attack" else main(arguments))
+    entry = {"bench": main, "good": good_main, "attack": attack_main}[arguments.mode]
+    asyncio.run(entry(arguments))

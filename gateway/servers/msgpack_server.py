@@ -25,6 +25,8 @@ from protocols.msgpack_stream import MessageTooLarge, MsgpackStreamReader
 log = logging.getLogger(__name__)
 
 READ_SIZE = 65536
+#: Requests handled from one read before the reader lets the event loop run other connections.
+YIELD_EVERY = 32
 _PARTIAL_REASON = "a request begun {:g} s ago is still unfinished (server.read_timeout_s)"
 _IDLE_REASON = "nothing received for {:g} s (server.idle_timeout_s; send ping to stay connected)"
 _TIMEOUTS = RateLimitedLog("msgpack clients timed out", 10.0, logging.INFO)
@@ -195,7 +197,11 @@ class MsgpackServer:
             waiting_for_auth = not session.client.authenticated and auth_deadline != math.inf
             try:
                 async with asyncio.timeout_at(_loop_time(auth_deadline) if waiting_for_auth else None):
+                    handled = 0
                     while (message := decoder.next_message()) is not None:
+                        handled += 1
+                        if handled % YIELD_EVERY == 0:
+                            await asyncio.sleep(0)  # one read may hold thousands of requests: let others run
                         value, size = message
                         if isinstance(value, dict) and not all(isinstance(key, str) for key in value):
                             # Else a map packed with bin keys would read as one without an "id".

@@ -15,7 +15,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from gateway import PROTOCOL_VERSION, __version__
-from gateway.core.client import MAX_CLIENT_TIMEOUT_S, MAX_RATE_HZ, MIN_CLIENT_TIMEOUT_S, MIN_RATE_HZ, Client, Hub
+from gateway.core.client import (
+    MAX_CLIENT_TIMEOUT_S,
+    MAX_RATE_HZ,
+    MIN_CLIENT_TIMEOUT_S,
+    MIN_RATE_HZ,
+    Client,
+    Hub,
+    TokenBucket,
+)
 from gateway.errors import (
     BadRequest,
     ErrorCode,
@@ -28,9 +36,11 @@ from gateway.errors import (
 )
 from gateway.faces.outbox import Outbox
 from gateway.faces.outbox import Transport as FrameTransport
+from gateway.servers.limits import RateLimitedLog
 from gateway.wire import Encoding, encode, pack_messages
 
 log = logging.getLogger(__name__)
+_REFUSALS_LOG = RateLimitedLog("clients closed for refused requests", 10.0, logging.INFO)
 
 CAPABILITIES = (
     "auth",
@@ -91,6 +101,10 @@ class Session:
         self._closing_task: asyncio.Task[None] | None = None
         self._multi_state = False
         self._multi_frame_bytes = hub.server.max_frame_bytes
+        # Refused requests (bad frames, over the rate...) cost an answer each: past this budget a
+        # client that keeps sending them is closed rather than answered thousands of times a second.
+        self._refusals = TokenBucket(hub.server.max_requests_per_s, hub.server.request_burst)
+        self._refused_out = False
         self._ops: dict[str, Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]]] = {
             "auth": self._auth,
             "ping": self._ping,
@@ -159,6 +173,8 @@ class Session:
 
         An `estop` never waits: it goes ahead of a full result queue.
         """
+        if self._refused_out:
+            return
         if not (isinstance(request, Mapping) and request.get("op") == "estop"):
             await self._outbox.room()
         request_id: RequestId = None
@@ -192,7 +208,7 @@ class Session:
             if op == "auth":
                 self.client.join()  # device pushes only after the auth result
         except GatewayError as error:
-            self._reply_error(request_id, error)
+            await self._refuse(request_id, error)
         except Exception:
             log.exception("client %s: request failed", self.id)
             self._reply_error(request_id, InternalError("internal error; see the gateway's log"))
@@ -202,8 +218,24 @@ class Session:
 
         Like any request, it waits while the client does not read its answers.
         """
+        if self._refused_out:
+            return
         await self._outbox.room()
-        self._reply_error(None, BadRequest(message))
+        await self._refuse(None, BadRequest(message))
+
+    async def _refuse(self, request_id: RequestId, error: GatewayError) -> None:
+        """Answer a refused request, or close the client once it has spent its budget of refusals."""
+        if self._refusals.take():
+            self._reply_error(request_id, error)
+            return
+        self._refused_out = True
+        server = self.hub.server
+        _REFUSALS_LOG.log("closing client %s: it keeps sending requests that are refused", self.id)
+        await self.close(
+            ErrorCode.RATE_LIMITED,
+            f"more than {server.request_burst} refused requests, then {server.max_requests_per_s:g} a second "
+            "(server.request_burst, server.max_requests_per_s); last: " + error.message[:200],
+        )
 
     async def _auth(self, request: Mapping[str, Any]) -> dict[str, Any]:
         _check_fields(request, "auth", frozenset({"op", "id", "token"}))
