@@ -108,7 +108,7 @@ class Gateway:
         self.mqtt = MqttBridge(config.mqtt, self.hub) if config.mqtt.enabled else None
         if self.mqtt is not None:
             self.metrics.registry.register(self.mqtt.collector())
-        self.tdm = TdmServer(self.hub, config.tdm) if config.tdm.enabled else None
+        self.tdm = TdmServer(self.hub, config.tdm, self.limits) if config.tdm.enabled else None
         self._foxglove = FoxgloveServer(self.hub, self.limits) if config.foxglove.enabled else None
         self.config_digest = config_digest(config)
         self.recorder = BusRecorder(config, self.bus, self.supervisor, self.router) if config.record.enabled else None

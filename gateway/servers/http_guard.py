@@ -293,6 +293,24 @@ class GuardedHttpProtocol(asyncio.Protocol):
         close_or_abort(self._transport)
 
 
+def guard_of(request: web.Request) -> GuardedHttpProtocol | None:
+    """The guard of the connection `request` came on (None when it left, or under a plain aiohttp site)."""
+    transport = request.transport
+    protocol = transport.get_protocol() if transport is not None else None
+    return protocol if isinstance(protocol, GuardedHttpProtocol) else None
+
+
+def reserve_refusal(guard: GuardedHttpProtocol | None) -> web.Response | None:
+    """The 503 for a WebSocket asked on a connection admitted past the cap (the reserve is for `/healthz`)."""
+    if guard is None or not guard.in_reserve:
+        return None
+    refusal = web.Response(
+        status=503, text="too many clients (server.max_clients); try again later\n", headers={"Retry-After": "1"}
+    )
+    refusal.force_close()
+    return refusal
+
+
 def guarded_factory(
     inner_factory: Callable[[], Any],
     limits: ConnectionLimits,

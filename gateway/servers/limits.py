@@ -188,3 +188,43 @@ class RateLimitedLog:
             extra={"condition": self.what},
         )
         return True
+
+
+class LogBudget:
+    """Lets `burst` lines through per `interval_s`; the lines left out are counted in one line later.
+
+    Connection lines ("client c7 connected") are worth having one by one, but a thousand
+    reconnecting attackers would write them by the megabyte.
+    """
+
+    def __init__(self, what: str, burst: int, interval_s: float) -> None:
+        self.what = what
+        self.burst = burst
+        self.interval_s = interval_s
+        self._started = -float("inf")
+        self._used = 0
+        self._left_out = 0
+
+    def log(self, logger: logging.Logger, message: str, *args: object) -> None:
+        """Log `message` at INFO if the budget allows, else count it."""
+        now = time.monotonic()
+        if now - self._started >= self.interval_s:
+            if self._left_out:
+                logger.info(
+                    "%d %s lines left out in %.0f s (at most %d per %.0f s are logged)",
+                    self._left_out,
+                    self.what,
+                    now - self._started,
+                    self.burst,
+                    self.interval_s,
+                )
+            self._started, self._used, self._left_out = now, 0, 0
+        if self._used >= self.burst:
+            self._left_out += 1
+            return
+        self._used += 1
+        logger.info(message, *args)
+
+
+#: Every face's connect and disconnect lines share this budget.
+CONNECTION_LINES = LogBudget("client connect/disconnect", 100, 10.0)

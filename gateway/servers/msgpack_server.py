@@ -127,6 +127,10 @@ class MsgpackServer:
             await self._serve_connection(reader, writer)
         except (ConnectionError, OSError) as error:  # the peer vanished while we said goodbye
             log.debug("msgpack connection ended: %s", error)
+        except asyncio.CancelledError:
+            # Only the loop's end cancels a handler (shutdown aborted its socket first); asyncio's
+            # stream callback would log each cancellation as an error, with a traceback.
+            close_or_abort(writer.transport)
         finally:
             del self._handlers[task]
 

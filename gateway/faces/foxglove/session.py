@@ -30,6 +30,7 @@ from gateway.faces.foxglove.catalog import (
     schema_advertisement,
 )
 from gateway.faces.outbox import Outbox, Transport
+from gateway.servers.limits import CONNECTION_LINES
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +135,9 @@ class FoxgloveSession:
             self._poller = asyncio.create_task(self._poll(), name=f"client:{self.id}:foxglove-topics")
         self.client.join()
         self._outbox.start()
-        log.info("foxglove client %s connected from %s (%s)", self.id, self.client.peer, self.subprotocol)
+        CONNECTION_LINES.log(
+            log, "foxglove client %s connected from %s (%s)", self.id, self.client.peer, self.subprotocol
+        )
 
     def refuse(self, message: str) -> None:
         """Queue a `status` error (sent before the connection closes)."""
@@ -162,7 +165,7 @@ class FoxgloveSession:
             self._poller.cancel()
         self._outbox.stop()
         self.client.leave()
-        log.info("foxglove client %s disconnected", self.id)
+        CONNECTION_LINES.log(log, "foxglove client %s disconnected", self.id)
 
     async def _poll(self) -> None:
         """Advertise topics as they appear on the bus."""

@@ -36,7 +36,7 @@ from gateway.errors import (
 )
 from gateway.faces.outbox import Outbox
 from gateway.faces.outbox import Transport as FrameTransport
-from gateway.servers.limits import RateLimitedLog
+from gateway.servers.limits import CONNECTION_LINES, RateLimitedLog
 from gateway.wire import Encoding, encode, pack_messages
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,9 @@ class Session:
         self.hub.sessions.add(self)
         self.client.join()
         self._outbox.start()
-        log.info("client %s connected from %s (%s)", self.id, self.client.peer, self.transport.encoding)
+        CONNECTION_LINES.log(
+            log, "client %s connected from %s (%s)", self.id, self.client.peer, self.transport.encoding
+        )
 
     async def close(self, code: ErrorCode, reason: str) -> None:
         """Send `close {code, reason}` after what is queued, then close the transport."""
@@ -164,7 +166,7 @@ class Session:
         self.hub.sessions.discard(self)
         self._outbox.stop()
         self.client.leave()
-        log.info("client %s disconnected", self.id)
+        CONNECTION_LINES.log(log, "client %s disconnected", self.id)
 
     # -- requests ----------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from gateway.errors import (
 from gateway.faces.outbox import Outbox, Transport
 from gateway.faces.rosbridge import cbor, rosapi
 from gateway.faces.rosbridge import names as ros
+from gateway.servers.limits import CONNECTION_LINES
 from gateway.wire import websocket_binary_frame, websocket_text_frame
 
 log = logging.getLogger(__name__)
@@ -169,7 +170,7 @@ class RosbridgeSession:
         self.hub.sessions.add(self)
         self.client.join()
         self._outbox.start()
-        log.info("rosbridge client %s connected from %s", self.id, self.client.peer)
+        CONNECTION_LINES.log(log, "rosbridge client %s connected from %s", self.id, self.client.peer)
 
     async def close(self, code: ErrorCode, reason: str) -> None:
         """Send what is queued, then close the WebSocket (rosbridge has no goodbye message)."""
@@ -193,7 +194,7 @@ class RosbridgeSession:
         self._topics.clear()
         self._routes.clear()
         self._advertised.clear()
-        log.info("rosbridge client %s disconnected", self.id)
+        CONNECTION_LINES.log(log, "rosbridge client %s disconnected", self.id)
 
     # -- requests ----------------------------------------------------------------------------
 

@@ -1,7 +1,9 @@
 """The TDM face's listeners: TCP (length-prefixed flatbuffers) and WebSocket (one binary message each).
 
 The WebSocket listener is an aiohttp application behind the same Host guard as the gateway's own
-HTTP listener (DNS rebinding), at every path (Thymio Suite connects to `/`).
+HTTP listener (DNS rebinding), at every path (Thymio Suite connects to `/`). Both listeners count
+toward the gateway's shared connection caps (`server.max_clients` in all, `max_clients_per_peer`):
+a WebSocket past them gets HTTP 503 with the reason, a TCP connection one `Error` message and the close.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from typing import Any
 
 from aiohttp import WSMsgType, web
 
@@ -17,9 +20,13 @@ from gateway.core.client import Hub
 from gateway.errors import ErrorCode
 from gateway.faces.tdm.session import TdmSession
 from gateway.servers.hosts import HostPolicy, host_guard
-from gateway.servers.socket_transport import SocketTransport
+from gateway.servers.http_guard import GuardedHttpProtocol, guard_of, listen_guarded, reserve_refusal
+from gateway.servers.limits import ConnectionLimits, Refused
+from gateway.servers.socket_transport import SocketTransport, close_or_abort
 from protocols.errors import ProtocolError
+from protocols.tdm import codec
 from protocols.tdm.framing import MAX_MESSAGE_BYTES, FrameReader, frame
+from protocols.tdm.messages import ErrorType
 
 log = logging.getLogger(__name__)
 
@@ -88,28 +95,26 @@ class WebSocketTransport:
 class TdmServer:
     """Both listeners of the TDM face; `tcp_port` / `ws_port` are the bound ports once started."""
 
-    def __init__(self, hub: Hub, config: TdmConfig) -> None:
+    def __init__(self, hub: Hub, config: TdmConfig, limits: ConnectionLimits) -> None:
         self.hub = hub
         self.config = config
         self.tcp_port: int | None = None
         self.ws_port: int | None = None
+        self._limits = limits
+        self._guards: dict[asyncio.BaseTransport, GuardedHttpProtocol] = {}
         self._tcp: asyncio.Server | None = None
         self._runner: web.AppRunner | None = None
-        self._site: web.TCPSite | None = None
+        self._ws_listener: asyncio.Server | None = None
 
     async def start(self) -> None:
         """Listen on both ports; `OSError` (naming the address) when one cannot be bound."""
         config = self.config
         app = web.Application(middlewares=[host_guard(HostPolicy(self.hub.server.allowed_hosts))])
         app.router.add_get("/{tail:.*}", self._websocket)
-        self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
-        self._site = web.TCPSite(self._runner, config.host, config.ws_port, reuse_address=True)
-        try:
-            await self._site.start()
-        except OSError as error:
-            raise OSError(error.errno, f"TDM WebSocket {config.host}:{config.ws_port}: {error.strerror}") from None
-        self.ws_port = self._runner.addresses[0][1]
+        self._runner, self._ws_listener = await listen_guarded(
+            app, "TDM WebSocket", config.host, config.ws_port, None, self.hub.server, self._limits, self._guards
+        )
+        self.ws_port = self._ws_listener.sockets[0].getsockname()[1]
         try:
             self._tcp = await asyncio.start_server(self._serve_tcp, config.host, config.tcp_port, reuse_address=True)
         except OSError as error:
@@ -121,16 +126,31 @@ class TdmServer:
         """Stop listening (the gateway closes the sessions with every other face's)."""
         if self._tcp is not None:
             self._tcp.close()
-        if self._site is not None:
-            await self._site.stop()
+        if self._ws_listener is not None:
+            self._ws_listener.close()
 
     async def cleanup(self) -> None:
-        """Release the WebSocket application once the sessions are closed."""
+        """Release the WebSocket application once the sessions are closed (aborting what is left)."""
+        for transport in list(self._guards):
+            if isinstance(transport, asyncio.WriteTransport):
+                transport.abort()
         if self._runner is not None:
             await self._runner.cleanup()
 
     async def _serve_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
+        try:
+            ticket = self._limits.admit(str(peer[0]) if peer else None)
+        except Refused:  # logged (once per interval) by the limits; the TDM's Error carries no text
+            writer.write(frame(codec.error(0, ErrorType.UNKNOWN_ERROR)))
+            close_or_abort(writer.transport)
+            return
+        try:
+            await self._serve_admitted(reader, writer, peer)
+        finally:
+            ticket.release()
+
+    async def _serve_admitted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: Any) -> None:
         transport = TcpTransport(writer, self.hub.server.send_buffer_bytes)
         session = TdmSession(self.hub, transport, str(peer[0]) if peer else "unknown", self.ws_port or 0)
         session.start()
@@ -155,14 +175,38 @@ class TdmServer:
             writer.close()
 
     async def _websocket(self, request: web.Request) -> web.StreamResponse:
+        guard = guard_of(request)
+        if guard is None:
+            return await self._serve_websocket(request, None)
+        guard.request_started()  # the headers are in: no header deadline while the request lasts
+        try:
+            return await self._serve_websocket(request, guard)
+        finally:
+            guard.request_finished()
+
+    async def _serve_websocket(self, request: web.Request, guard: GuardedHttpProtocol | None) -> web.StreamResponse:
+        refusal = reserve_refusal(guard)  # past the cap: the reserve is for /healthz only
+        if refusal is not None:
+            return refusal
         ws = web.WebSocketResponse(compress=False, max_msg_size=MAX_MESSAGE_BYTES + 1, heartbeat=None)
         await ws.prepare(request)
         session = TdmSession(
             self.hub, WebSocketTransport(ws, request.transport), str(request.remote), self.ws_port or 0
         )
         session.start()
+        closing: set[asyncio.Task[None]] = set()
+
+        def read_timed_out(reason: str) -> None:
+            task = asyncio.create_task(session.close(ErrorCode.TIMEOUT, reason))
+            closing.add(task)
+            task.add_done_callback(closing.discard)
+
+        if guard is not None:
+            guard.upgraded(MAX_MESSAGE_BYTES, read_timed_out)
         try:
             async for message in ws:
+                if guard is not None and message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
+                    guard.message_taken()
                 if message.type == WSMsgType.BINARY:
                     await session.receive(message.data)
                 elif message.type == WSMsgType.TEXT:

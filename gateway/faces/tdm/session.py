@@ -28,6 +28,7 @@ from gateway.errors import (
 from gateway.faces.outbox import Outbox
 from gateway.faces.outbox import Transport as FrameTransport
 from gateway.faces.tdm import nodes
+from gateway.servers.limits import CONNECTION_LINES
 from protocols.errors import ProtocolError
 from protocols.tdm import codec
 from protocols.tdm.framing import MAX_MESSAGE_BYTES
@@ -125,7 +126,7 @@ class TdmSession:
         """Register with the hub and start the writer; nothing is sent before the client's handshake."""
         self.hub.sessions.add(self)
         self._outbox.start()
-        log.info("tdm client %s connected from %s", self.id, self.client.peer)
+        CONNECTION_LINES.log(log, "tdm client %s connected from %s", self.id, self.client.peer)
 
     async def close(self, code: ErrorCode, reason: str) -> None:
         """Send what is queued, then close (the TDM protocol has no goodbye message)."""
@@ -150,7 +151,7 @@ class TdmSession:
             task.cancel()
         self._outbox.stop()
         self.client.leave()
-        log.info("tdm client %s disconnected", self.id)
+        CONNECTION_LINES.log(log, "tdm client %s disconnected", self.id)
 
     def _spawn(self, coroutine: Any, name: str) -> None:
         task: asyncio.Task[None] = asyncio.create_task(coroutine, name=f"tdm:{self.id}:{name}")
