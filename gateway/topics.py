@@ -81,6 +81,26 @@ def _match(pattern: tuple[str, ...], segments: list[str]) -> bool:
     return p == len(pattern)
 
 
+@lru_cache(maxsize=4096)
+def _shape(pattern: str) -> tuple[tuple[str, ...], int, bool, str | None, str | None]:
+    """A parsed pattern with what rules most topics out at once.
+
+    (segments, fewest topic segments it can match, whether it has `**`, its first and last
+    segment when they are literal).
+    """
+    segments = parse_pattern(pattern)
+    fixed = sum(1 for segment in segments if segment != "**")
+    first = segments[0] if segments[0] not in ("*", "**") else None
+    last = segments[-1] if segments[-1] not in ("*", "**") else None
+    return segments, fixed, "**" in segments, first, last
+
+
 def matches(pattern: str, topic: str) -> bool:
     """True when `topic` matches `pattern` (`*` is exactly one segment, `**` zero or more)."""
-    return _match(parse_pattern(pattern), topic.split("/"))
+    segments, fixed, globstar, first, last = _shape(pattern)
+    parts = topic.split("/")
+    if len(parts) < fixed or (not globstar and len(parts) != fixed):
+        return False
+    if (first is not None and parts[0] != first) or (last is not None and parts[-1] != last):
+        return False
+    return _match(segments, parts)

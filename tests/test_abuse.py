@@ -15,6 +15,8 @@ import psutil
 import pytest
 import websockets
 
+from gateway.bus import Bus, Subscriber
+from gateway.messages.generic import Led
 from tests.abuse_clients import (
     WS_BINARY,
     close_of,
@@ -363,17 +365,43 @@ async def test_the_worst_legal_patterns_subscribe_without_stalling_the_loop(
         client = await connect(gateway, transport)
         await client.ok("subscribe", topics=["sim-1/**"])
         await client.wait_for(lambda m: m["op"] == "state")
-        started = time.perf_counter()
         for _ in range(4):
-            await client.ok("subscribe", topics=WORST_PATTERNS)
-        assert (time.perf_counter() - started) / 4 < 0.1
-        async with aiohttp.ClientSession() as http:
-            health = await (await http.get(f"{gateway.base_url}/healthz")).json()
-        assert health["loop_lag_max_ms"] < 100
-        assert _p99(await _ping_rtts(gateway, 50)) < 0.05
+            result = await client.ok("subscribe", topics=WORST_PATTERNS)
+            assert result["topics"] == []  # none of them matches a sim topic, and each is answered
+        assert (await client.ok("ping"))["pong"] is True
         await client.close()
     finally:
         assert await gateway.stop() == 0
+
+
+def test_the_worst_legal_patterns_cost_well_under_10_ms_of_loop_time() -> None:
+    """What a subscribe of the worst patterns costs the loop, as CPU time of this thread (not wall clock).
+
+    The bus holds 64 five-segment topics (more than the demo's devices publish); the subscribe
+    compiles the patterns, lists the topics they match, and each topic's next publish routes through them.
+    """
+    bus = Bus()
+    topics = [f"dev-{d}/group-{g}/part/leaf/value" for d in range(8) for g in range(8)]
+    for topic in topics:
+        bus.publish(topic, Led(index=0, rgb=(0.1, 0.0, 0.0)))
+    costs = []
+    for attempt in range(3):
+        subscriber = Subscriber(f"worst-{attempt}", "json")
+        bus.attach(subscriber)
+        started = time.thread_time()
+        subscription = bus.subscribe(subscriber, WORST_PATTERNS, None)
+        matched = [t for t in bus.topics() if subscriber.subscriptions[subscription].matches(t)]
+        for topic in topics:
+            bus.publish(topic, Led(index=0, rgb=(0.2, 0.0, 0.0)))
+        costs.append(time.thread_time() - started)
+        assert matched == []
+        bus.detach(subscriber)
+    # The publishes alone, for scale: the patterns' share is what lies above this.
+    started = time.thread_time()
+    for topic in topics:
+        bus.publish(topic, Led(index=0, rgb=(0.3, 0.0, 0.0)))
+    publishes = time.thread_time() - started
+    assert min(costs) < 0.010, (costs, publishes)
 
 
 async def test_unknown_device_names_leave_metrics_the_same_size(tmp_path: Path) -> None:
