@@ -22,6 +22,7 @@ from gateway.errors import (
     UnknownDevice,
 )
 from gateway.messages import REGISTRY, from_plain, info_of, to_plain
+from gateway.messages.schema import is_large
 from gateway.supervisor import DeviceHandle, Supervisor
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,7 @@ class CommandRouter:
         self._observe = observe
         self.watchers: list[CommandWatcher] = []
         self._numbers = itertools.count(1)
+        self._large_validations: asyncio.Semaphore | None = None
 
     def _tell(self, event: CommandSeen | CommandAnswered) -> None:
         for watcher in self.watchers:
@@ -148,7 +150,7 @@ class CommandRouter:
                 f"device {device_id!r} ({handle.kind}) does not accept {type_name!r}; "
                 f"it accepts: {', '.join(adapter.accepts) or 'nothing'}"
             )
-        message = from_plain(info.cls, data, "data")
+        message = await self._validate(info.cls, data)
         if handle.status != "connected":
             raise DeviceUnavailable(f"device {device_id!r} is {handle.status}: {handle.detail}".rstrip(": "))
         command = Command(type_name, message, client_id, deadline)
@@ -163,6 +165,19 @@ class CommandRouter:
             log.exception("device %s failed on %s", device_id, type_name)
             raise DeviceError(f"{type(error).__name__}: {error}") from None
         return _plain_result(result)
+
+    async def _validate(self, cls: type[Any], data: object) -> Any:
+        """`from_plain` on the loop for ordinary payloads; in a worker thread, one at a time, for large ones.
+
+        A payload at its array limits (32768 words, 4096 nested constants) takes milliseconds to
+        check even on the fast paths; in a worker the GIL hands the loop back every switch interval.
+        """
+        if not is_large(data):
+            return from_plain(cls, data, "data")
+        if self._large_validations is None:
+            self._large_validations = asyncio.Semaphore(1)
+        async with self._large_validations:
+            return await asyncio.to_thread(from_plain, cls, data, "data")
 
     async def estop(self, client_id: str = "") -> list[dict[str, Any]]:
         """Stop every device's actuators at once; report each device's outcome (`client_id`: who asked)."""

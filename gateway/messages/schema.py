@@ -8,6 +8,7 @@ class under its ecosystem name (``wiimote/State``). JSON and msgpack share the o
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import typing
 from collections.abc import Callable, Mapping
@@ -53,11 +54,17 @@ class Int:
     minimum: int | None = None
     maximum: int | None = None
     choices: tuple[int, ...] | None = None
+    _bounds: tuple[int, int] = dataclasses.field(init=False, repr=False, compare=False, default=(0, 0))
+
+    def __post_init__(self) -> None:
+        bits = self.bits
+        low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if self.signed else (0, (1 << bits) - 1)
+        bounds = (low if self.minimum is None else self.minimum, high if self.maximum is None else self.maximum)
+        object.__setattr__(self, "_bounds", bounds)  # parse runs per element of arrays of thousands
 
     def bounds(self) -> tuple[int, int]:
         """The inclusive range the value must lie in."""
-        low, high = (-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1) if self.signed else (0, (1 << self.bits) - 1)
-        return (low if self.minimum is None else self.minimum, high if self.maximum is None else self.maximum)
+        return self._bounds
 
     def parse(self, value: object, path: str) -> int:
         """Validate an integer."""
@@ -70,7 +77,7 @@ class Int:
             if value not in self.choices:
                 raise InvalidArgument(f"{path}: {value} is not one of {list(self.choices)}")
             return value
-        low, high = self.bounds()
+        low, high = self._bounds
         if not low <= value <= high:
             raise InvalidArgument(f"{path}: {value} is outside [{low}, {high}]")
         return value
@@ -106,7 +113,10 @@ class Float:
         """Validate a finite number within range."""
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise InvalidArgument(f"{path}: expected a number, got {_type_name(value)}")
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            raise InvalidArgument(f"{path}: {value} does not fit a float{self.bits}") from None
         if not math.isfinite(number):
             raise InvalidArgument(f"{path}: must be finite")
         if self.bits == 32 and abs(number) > _FLOAT32_MAX:
@@ -201,7 +211,20 @@ class Array:
             raise InvalidArgument(f"{path}: expected {self.length} elements, got {len(value)}")
         if len(value) > self.max_length:
             raise InvalidArgument(f"{path}: more than {self.max_length} elements")
-        return tuple(self.item.parse(element, f"{path}[{index}]") for index, element in enumerate(value))
+        fast = _parse_numbers(self.item, value, path)
+        if fast is not None:
+            return fast
+        parse = self.item.parse
+        parsed: list[Any] = []
+        append = parsed.append
+        try:
+            # The element's path is only built for the element that fails (tens of thousands otherwise).
+            for element in value:
+                append(parse(element, path))
+        except InvalidArgument as error:
+            index = len(parsed)
+            raise _repath(error, path, f"{path}[{index}]", functools.partial(parse, value[index])) from None
+        return tuple(parsed)
 
     def plain(self, value: Any) -> Any:
         """A list of plain elements."""
@@ -219,6 +242,42 @@ class Array:
     def default(self) -> tuple[Any, ...]:
         """Zeros of the fixed length, or the empty tuple."""
         return tuple(self.item.default() for _ in range(self.length or 0))
+
+
+def _parse_numbers(item: Spec, value: list[Any] | tuple[Any, ...], path: str) -> tuple[Any, ...] | None:
+    """Arrays of plain ints (or numbers, for a float spec) checked in C loops: type set, min and max.
+
+    Raises for an all-int array with an element out of range (naming the first); None when the fast
+    path cannot decide (mixed types, a float out of range, not a number spec): the element-wise path
+    then gives the exact error and its element's path.
+    """
+    if not value or type(item) not in (Int, Float):
+        return None
+    types = set(map(type, value))
+    if isinstance(item, Int):
+        if item.choices is not None or types != {int}:
+            return None
+        low, high = item.bounds()
+        if low <= min(value) and max(value) <= high:
+            return tuple(value)
+        index = next(i for i, element in enumerate(value) if not low <= element <= high)
+        item.parse(value[index], f"{path}[{index}]")  # raises, naming the first element out of range
+        return None
+    if not types <= {float, int}:
+        return None
+    assert isinstance(item, Float)
+    try:
+        numbers = tuple(map(float, value))
+    except OverflowError:  # an int beyond any float: the element-wise path names it
+        return None
+    if not math.isfinite(sum(numbers)):  # an inf or nan (or an overflowing sum: decided element-wise)
+        return None
+    smallest, largest = min(numbers), max(numbers)
+    if item.bits == 32 and max(-smallest, largest) > _FLOAT32_MAX:
+        return None
+    if (item.minimum is not None and smallest < item.minimum) or (item.maximum is not None and largest > item.maximum):
+        return None
+    return numbers
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,15 +393,67 @@ def type_name(value: object) -> str:
 
 def from_plain(cls: type[T], data: object, path: str = "data") -> T:
     """Build a message from plain data; missing fields take defaults, unknown fields are refused."""
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):  # the ABC check is slow: dicts first
         raise InvalidArgument(f"{path}: expected an object, got {_type_name(data)}")
     info = info_of(cls)
-    known = {name for name, _ in info.fields}
-    for key in data:
-        if key not in known:
-            raise InvalidArgument(f"{path}: unknown field {key!r} (fields: {', '.join(sorted(known))})")
-    values = {name: spec.parse(data[name], f"{path}.{name}") for name, spec in info.fields if name in data}
+    known = _field_names(info)
+    if not known.issuperset(data):
+        for key in data:
+            if key not in known:
+                raise InvalidArgument(f"{path}: unknown field {key!r} (fields: {', '.join(sorted(known))})")
+    values = {}
+    for name, spec in info.fields:
+        if name in data:
+            try:
+                # The path is built only when a field fails (nested in a long array, thousands otherwise).
+                values[name] = spec.parse(data[name], path)
+            except InvalidArgument as error:
+                raise _repath(error, path, f"{path}.{name}", functools.partial(spec.parse, data[name])) from None
     return cls(**values)
+
+
+def _repath(error: InvalidArgument, given: str, actual: str, parse_again: Callable[[str], object]) -> InvalidArgument:
+    """`error`, raised under the cheap path `given`, as if raised under `actual` (parsing again if need be)."""
+    if type(error) is InvalidArgument and error.message.startswith(given):
+        return InvalidArgument(actual + error.message[len(given) :])
+    try:
+        parse_again(actual)
+    except InvalidArgument as again:
+        return again
+    return error
+
+
+#: Elements (over all arrays and maps of a payload) beyond which validation runs off the event loop.
+LARGE_PAYLOAD_ELEMENTS = 1024
+
+
+def is_large(data: object, budget: int = LARGE_PAYLOAD_ELEMENTS) -> bool:
+    """True when `data` holds more than `budget` array elements and map entries (stops counting there)."""
+    pending = [data]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, list | tuple):
+            budget -= len(value)
+            items: Any = value
+        elif isinstance(value, dict):
+            budget -= len(value)
+            items = value.values()
+        else:
+            continue
+        if budget < 0:
+            return True
+        pending.extend(item for item in items if isinstance(item, list | tuple | dict))
+    return False
+
+
+_FIELD_NAMES: dict[type[Any], frozenset[str]] = {}
+
+
+def _field_names(info: MessageInfo) -> frozenset[str]:
+    names = _FIELD_NAMES.get(info.cls)
+    if names is None:
+        names = _FIELD_NAMES[info.cls] = frozenset(name for name, _ in info.fields)
+    return names
 
 
 def to_plain(value: Any) -> dict[str, Any]:
