@@ -40,6 +40,7 @@ LONG = 32768
     [
         ({"words": [*range(-16384, 16384)]}, ("words", tuple(range(-16384, 16384)))),
         ({"words": [1, 2.0, 3]}, ("words", (1, 2, 3))),  # an integral float is an integer, as element-wise
+        ({"words": [1, 2.0] * 16384}, ("words", (1, 2) * 16384)),
         ({"floats": [0, 1.5, -2] * 1000}, ("floats", (0.0, 1.5, -2.0) * 1000)),
         ({"ratios": [0, 0.5, 1]}, ("ratios", (0.0, 0.5, 1.0))),
         ({"picks": [1, 2, 4, 4]}, ("picks", (1, 2, 4, 4))),
@@ -72,6 +73,12 @@ def test_valid_arrays_give_the_values_element_wise_validation_gives(
         ({"floats": [1e308, 1e308]}, "data.floats[0]: 1e+308 does not fit a float32"),
         ({"ratios": [0.5, 1.5]}, "data.ratios[1]: 1.5 is above the maximum 1.0"),
         ({"ratios": [0.5, None]}, "data.ratios[1]: expected a number, got null"),
+        ({"words": [0] * (LONG - 1) + ["x"]}, f"data.words[{LONG - 1}]: expected an integer, got str"),
+        ({"words": [0, 40000, "x"]}, "data.words[1]: 40000 is outside [-32768, 32767]"),
+        ({"words": [0, 1.5, "x"]}, "data.words[1]: expected an integer, got float"),
+        ({"words": [0, 2.0, float("nan")]}, "data.words[2]: expected an integer, got float"),
+        ({"floats": [0, True]}, "data.floats[1]: expected a number, got bool"),
+        ({"picks": [1, 2, "x"]}, "data.picks[2]: expected an integer, got str"),
         ({"words": [0] * (LONG + 1)}, "data.words: more than 32768 elements"),
     ],
 )
@@ -101,8 +108,9 @@ def test_nested_messages_in_long_arrays_are_checked_with_their_paths() -> None:
 
 
 def test_large_payloads_are_told_apart_cheaply() -> None:
-    assert not is_large({"data": [0] * (LARGE_PAYLOAD_ELEMENTS - 1)})  # the map counts as one
-    assert is_large({"data": [0] * (LARGE_PAYLOAD_ELEMENTS + 1)})
-    assert is_large({"constants": [{"name": "c", "value": 1}] * (LARGE_PAYLOAD_ELEMENTS // 2)})
+    assert not is_large({"data": [0] * 65536})  # numbers take the fast path on the loop
+    assert not is_large({"constants": [{"name": "c", "value": 1}] * (LARGE_PAYLOAD_ELEMENTS // 3 - 1)})
+    assert is_large({"constants": [{"name": "c", "value": 1}] * (LARGE_PAYLOAD_ELEMENTS // 3 + 1)})
+    assert is_large({"nested": [[0]] * (LARGE_PAYLOAD_ELEMENTS + 1)})
     assert not is_large({"a": 1, "b": "x" * 100_000})
     assert not is_large(None)
