@@ -40,7 +40,7 @@ def raise_open_file_limit() -> int:
 #: A connection that ends holding this much of an unfinished request triggers a garbage collection.
 LARGE_PARTIAL_BYTES = 64 * 1024
 #: At most one such collection per this many seconds.
-COLLECT_INTERVAL_S = 5.0
+COLLECT_INTERVAL_S = 1.0
 _collect_pending = False
 _malloc_trim = getattr(ctypes.CDLL(None), "malloc_trim", None) if sys.platform == "linux" else None
 _last_collect = -float("inf")
