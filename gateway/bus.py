@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from gateway.messages import to_plain, type_name
-from gateway.topics import check_topic, matches, parse_pattern
+from gateway.topics import check_topic, matches_any, parse_pattern
 from gateway.wire import Encoding, encode
 
 DeviceStatus = Literal["connecting", "connected", "disconnected", "stopped"]
@@ -151,7 +151,7 @@ class Subscription:
 
     def matches(self, topic: str) -> bool:
         """True when any pattern matches `topic`."""
-        return any(matches(pattern, topic) for pattern in self.patterns)
+        return matches_any(self.patterns, topic)
 
 
 class Subscriber:

@@ -97,9 +97,19 @@ def _shape(pattern: str) -> tuple[tuple[str, ...], int, bool, str | None, str | 
 
 def matches(pattern: str, topic: str) -> bool:
     """True when `topic` matches `pattern` (`*` is exactly one segment, `**` zero or more)."""
-    segments, fixed, globstar, first, last = _shape(pattern)
+    return _matches_parts(pattern, topic.split("/"))
+
+
+def matches_any(patterns: tuple[str, ...], topic: str) -> bool:
+    """True when `topic` matches one of `patterns` (the topic is split once for all of them)."""
     parts = topic.split("/")
-    if len(parts) < fixed or (not globstar and len(parts) != fixed):
+    return any(_matches_parts(pattern, parts) for pattern in patterns)
+
+
+def _matches_parts(pattern: str, parts: list[str]) -> bool:
+    segments, fixed, globstar, first, last = _shape(pattern)
+    count = len(parts)
+    if count < fixed or (not globstar and count != fixed):
         return False
     if (first is not None and parts[0] != first) or (last is not None and parts[-1] != last):
         return False
