@@ -23,7 +23,7 @@ from gateway.core.client import Hub
 from gateway.errors import ErrorCode
 from gateway.faces.native.session import Session
 from gateway.servers.hosts import HostPolicy, host_guard
-from gateway.servers.http_guard import GuardedHttpProtocol
+from gateway.servers.http_guard import GuardedHttpProtocol, close_on_read_timeout, reserve_refusal
 from gateway.servers.socket_transport import CLOSE_DRAIN_S, SocketTransport
 from gateway.wire import Encoding
 
@@ -117,13 +117,8 @@ def build_app(
 
     async def websocket(request: web.Request) -> web.StreamResponse:
         guard = connection_guards.get(request.transport) if request.transport is not None else None
-        if guard is not None and guard.in_reserve:
-            refusal = web.Response(
-                status=503,
-                text="too many clients (server.max_clients); try again later\n",
-                headers={"Retry-After": "1"},
-            )
-            refusal.force_close()
+        refusal = reserve_refusal(guard)  # past the cap: the reserve is for /healthz only
+        if refusal is not None:
             return refusal
         if not _origin_allowed(request, server.allowed_origins):
             log.warning("refused a WebSocket from origin %s", request.headers.get("Origin"))
@@ -142,15 +137,7 @@ def build_app(
         transport = WebSocketTransport(ws, request.transport, server.send_buffer_bytes)
         session = Session(hub, transport, str(request.remote))
         session.start()
-        closing: set[asyncio.Task[None]] = set()
-
-        def read_timed_out(reason: str) -> None:
-            task = asyncio.create_task(session.close(ErrorCode.TIMEOUT, reason))
-            closing.add(task)
-            task.add_done_callback(closing.discard)
-
-        if guard is not None:
-            guard.upgraded(server.max_frame_bytes, read_timed_out)
+        close_on_read_timeout(guard, server.max_frame_bytes, session.close)
         auth_deadline = time.monotonic() + server.auth_timeout_s
         try:
             while True:

@@ -11,12 +11,13 @@ import asyncio
 import logging
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from aiohttp import web
 
 from gateway.config import ServerConfig
+from gateway.errors import ErrorCode
 from gateway.servers.limits import HTTP_RESERVE, ConnectionLimits, RateLimitedLog, Refused, Ticket
 from gateway.servers.socket_transport import close_or_abort
 from protocols.errors import ProtocolError
@@ -298,6 +299,44 @@ def guard_of(request: web.Request) -> GuardedHttpProtocol | None:
     transport = request.transport
     protocol = transport.get_protocol() if transport is not None else None
     return protocol if isinstance(protocol, GuardedHttpProtocol) else None
+
+
+#: What serves one guarded request: the request and its connection's guard (None without one).
+GuardedHandler = Callable[[web.Request, "GuardedHttpProtocol | None"], Awaitable[web.StreamResponse]]
+#: Closing tasks started by read timeouts, held until done.
+_closing: set[asyncio.Task[None]] = set()
+
+
+async def serve_guarded(request: web.Request, serve: GuardedHandler) -> web.StreamResponse:
+    """`serve(request, guard)`; the headers are in, so no header deadline while the request lasts."""
+    guard = guard_of(request)
+    if guard is None:
+        return await serve(request, None)
+    guard.request_started()
+    try:
+        return await serve(request, guard)
+    finally:
+        guard.request_finished()
+
+
+def close_on_read_timeout(
+    guard: GuardedHttpProtocol | None,
+    max_message_bytes: int,
+    close: Callable[[ErrorCode, str], Coroutine[Any, Any, None]],
+) -> None:
+    """Arm `guard`'s read timeout on an upgraded WebSocket: `close(ErrorCode.TIMEOUT, reason)` when late.
+
+    A message held unfinished past the read timeout closes the socket; `max_message_bytes` bounds one.
+    """
+    if guard is None:
+        return
+
+    def read_timed_out(reason: str) -> None:
+        task = asyncio.create_task(close(ErrorCode.TIMEOUT, reason))
+        _closing.add(task)
+        task.add_done_callback(_closing.discard)
+
+    guard.upgraded(max_message_bytes, read_timed_out)
 
 
 def reserve_refusal(guard: GuardedHttpProtocol | None) -> web.Response | None:

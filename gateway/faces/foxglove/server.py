@@ -24,7 +24,13 @@ from gateway.faces.foxglove.catalog import Catalog
 from gateway.faces.foxglove.session import CAPABILITIES, FoxgloveSession
 from gateway.servers.hosts import HostPolicy, host_guard
 from gateway.servers.http import WebSocketTransport, _origin_allowed
-from gateway.servers.http_guard import GuardedHttpProtocol, guarded_factory
+from gateway.servers.http_guard import (
+    GuardedHttpProtocol,
+    close_on_read_timeout,
+    guarded_factory,
+    reserve_refusal,
+    serve_guarded,
+)
 from gateway.servers.limits import ConnectionLimits
 
 log = logging.getLogger(__name__)
@@ -112,24 +118,12 @@ class FoxgloveServer:
             await self._runner.cleanup()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
-        guard = self._guards.get(request.transport) if request.transport is not None else None
-        if guard is None:
-            return await self._serve(request, None)
-        guard.request_started()  # the headers are in: no header deadline while the request lasts
-        try:
-            return await self._serve(request, guard)
-        finally:
-            guard.request_finished()
+        return await serve_guarded(request, self._serve)
 
     async def _serve(self, request: web.Request, guard: GuardedHttpProtocol | None) -> web.StreamResponse:
         server = self.hub.server
-        if guard is not None and guard.in_reserve:
-            refusal = web.Response(
-                status=503,
-                text="too many clients (server.max_clients); try again later\n",
-                headers={"Retry-After": "1"},
-            )
-            refusal.force_close()
+        refusal = reserve_refusal(guard)  # past the cap: the reserve is for /healthz only
+        if refusal is not None:
             return refusal
         if not _origin_allowed(request, server.allowed_origins):
             log.warning("refused a Foxglove WebSocket from origin %s", request.headers.get("Origin"))
@@ -167,15 +161,7 @@ class FoxgloveServer:
             session.refuse("this gateway needs a token: connect to ws://<host>:<port>/?token=<token>")
             await session.close(ErrorCode.UNAUTHORIZED, "token required")
             return ws
-        closing: set[asyncio.Task[None]] = set()
-
-        def read_timed_out(reason: str) -> None:
-            task = asyncio.create_task(session.close(ErrorCode.TIMEOUT, reason))
-            closing.add(task)
-            task.add_done_callback(closing.discard)
-
-        if guard is not None:
-            guard.upgraded(server.max_frame_bytes, read_timed_out)
+        close_on_read_timeout(guard, server.max_frame_bytes, session.close)
         try:
             async for message in ws:
                 if guard is not None and message.type in (WSMsgType.TEXT, WSMsgType.BINARY):

@@ -16,13 +16,19 @@ import orjson
 from aiohttp import WSMsgType, web
 
 from gateway.core.client import Hub
-from gateway.errors import ErrorCode, Unauthorized
+from gateway.errors import Unauthorized
 from gateway.faces.rosbridge import cbor
 from gateway.faces.rosbridge.names import RosNames
 from gateway.faces.rosbridge.ops import RosbridgeSession
 from gateway.servers.hosts import HostPolicy, host_guard
 from gateway.servers.http import WebSocketTransport, _origin_allowed
-from gateway.servers.http_guard import GuardedHttpProtocol, guard_of, listen_guarded, reserve_refusal
+from gateway.servers.http_guard import (
+    GuardedHttpProtocol,
+    close_on_read_timeout,
+    listen_guarded,
+    reserve_refusal,
+    serve_guarded,
+)
 from gateway.servers.limits import ConnectionLimits
 
 log = logging.getLogger(__name__)
@@ -33,14 +39,7 @@ def handler(hub: Hub, names: RosNames) -> Callable[[web.Request], Awaitable[web.
     server = hub.server
 
     async def rosbridge(request: web.Request) -> web.StreamResponse:
-        guard = guard_of(request)
-        if guard is None:
-            return await serve(request, None)
-        guard.request_started()  # the headers are in: no header deadline while the request lasts
-        try:
-            return await serve(request, guard)
-        finally:
-            guard.request_finished()
+        return await serve_guarded(request, serve)
 
     async def serve(request: web.Request, guard: GuardedHttpProtocol | None) -> web.StreamResponse:
         refusal = reserve_refusal(guard)
@@ -66,15 +65,7 @@ def handler(hub: Hub, names: RosNames) -> Callable[[web.Request], Awaitable[web.
                 raise web.HTTPUnauthorized(text="token refused\n") from None
         await ws.prepare(request)
         session.start()
-        closing: set[asyncio.Task[None]] = set()
-
-        def read_timed_out(reason: str) -> None:
-            task = asyncio.create_task(session.close(ErrorCode.TIMEOUT, reason))
-            closing.add(task)
-            task.add_done_callback(closing.discard)
-
-        if guard is not None:
-            guard.upgraded(server.max_frame_bytes, read_timed_out)
+        close_on_read_timeout(guard, server.max_frame_bytes, session.close)
         try:
             async for message in ws:
                 if guard is not None and message.type in (WSMsgType.TEXT, WSMsgType.BINARY):

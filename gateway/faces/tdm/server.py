@@ -20,7 +20,13 @@ from gateway.core.client import Hub
 from gateway.errors import ErrorCode
 from gateway.faces.tdm.session import TdmSession
 from gateway.servers.hosts import HostPolicy, host_guard
-from gateway.servers.http_guard import GuardedHttpProtocol, guard_of, listen_guarded, reserve_refusal
+from gateway.servers.http_guard import (
+    GuardedHttpProtocol,
+    close_on_read_timeout,
+    listen_guarded,
+    reserve_refusal,
+    serve_guarded,
+)
 from gateway.servers.limits import ConnectionLimits, Refused
 from gateway.servers.socket_transport import SocketTransport, close_or_abort
 from protocols.errors import ProtocolError
@@ -175,14 +181,7 @@ class TdmServer:
             writer.close()
 
     async def _websocket(self, request: web.Request) -> web.StreamResponse:
-        guard = guard_of(request)
-        if guard is None:
-            return await self._serve_websocket(request, None)
-        guard.request_started()  # the headers are in: no header deadline while the request lasts
-        try:
-            return await self._serve_websocket(request, guard)
-        finally:
-            guard.request_finished()
+        return await serve_guarded(request, self._serve_websocket)
 
     async def _serve_websocket(self, request: web.Request, guard: GuardedHttpProtocol | None) -> web.StreamResponse:
         refusal = reserve_refusal(guard)  # past the cap: the reserve is for /healthz only
@@ -194,15 +193,7 @@ class TdmServer:
             self.hub, WebSocketTransport(ws, request.transport), str(request.remote), self.ws_port or 0
         )
         session.start()
-        closing: set[asyncio.Task[None]] = set()
-
-        def read_timed_out(reason: str) -> None:
-            task = asyncio.create_task(session.close(ErrorCode.TIMEOUT, reason))
-            closing.add(task)
-            task.add_done_callback(closing.discard)
-
-        if guard is not None:
-            guard.upgraded(MAX_MESSAGE_BYTES, read_timed_out)
+        close_on_read_timeout(guard, MAX_MESSAGE_BYTES, session.close)
         try:
             async for message in ws:
                 if guard is not None and message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
