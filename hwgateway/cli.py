@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -77,6 +78,9 @@ def add_commands(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run one client command; return the exit status."""
+    # Ctrl-C (SIGINT) ends a `sub` cleanly even when the shell started us with SIGINT ignored, as it
+    # does for a background job (`hwgateway sub ... &`, nohup): without this, SIGINT would do nothing.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return asyncio.run(_run(args))
     except KeyboardInterrupt:
