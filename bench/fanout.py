@@ -1,6 +1,6 @@
 """Fan-out benchmark: the gateway against a bare server, N clients x R msg/s, WebSocket and msgpack/TCP.
 
-Method (docs: /work/shared/specs/perf-baselines.md, bench/README.md): for each transport, each repeat
+Method (docs: the shared specs/perf-baselines.md, bench/README.md): for each transport, each repeat
 runs the real daemon (`python -m gateway run`, one sim device at `--rate` Hz) and
 bench/baseline_server.py (a state message of the same shape, serialized once, the same bytes to every
 client). The pair's order alternates between repeats so that host drift (about 10 % on this VM) hits

@@ -31,7 +31,7 @@ from protocols.aseba.messages import (
 from protocols.errors import ProtocolError
 from tests.fuzzing import fuzz_settings
 
-#: The 100 description frames of asebaplayground's simulated Thymio (captured, /work/shared/data).
+#: The 100 description frames of asebaplayground's simulated Thymio (captured, in the shared data/ folder).
 VECTOR = Path(__file__).parent / "data" / "thymio-playground-description.json"
 
 
