@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import signal
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -147,4 +149,54 @@ api = "kortex3"
         await client.close()
     finally:
         assert await running.stop() == 0
+        await arm.stop()
+
+
+async def test_link6_over_mqtt_reaches_its_safe_state_on_sigterm_with_a_stuck_client(
+    tmp_path: Path,
+    mosquitto: Broker,  # noqa: F811
+) -> None:
+    arm = SimulatedArm("kortex3", mqtt=("127.0.0.1", mosquitto.port))
+    await arm.start()
+    device = f"""
+[devices.arm-1]
+kind = "kortex"
+host = "127.0.0.1"
+mqtt_port = {mosquitto.port}
+udp_port = {arm.udp_port}
+api = "kortex3"
+analog_output_modes = ["voltage", "voltage", "current", "current"]
+publish_rate_hz = 1000.0
+"""
+    running = await start_gateway(tmp_path, gateway_config(tmp_path, device))
+    try:
+        driver = await connect(running, "ws")
+        # Device events only: a driver with unread samples would wait 10 s to close once the daemon is gone.
+        await driver.ok("subscribe", topics=["arm-1/nothing"])
+        await driver.wait_for(lambda m: m["op"] == "device" and m["status"] == "connected", timeout=5)
+        await driver.ok(
+            "command",
+            device="arm-1",
+            type="kortex/WristCyclicC61/Command",
+            data={"digital_outputs_state": 0b0101, "analog_output_a_channel_1_value": 4.0},
+        )
+        await eventually(lambda: arm.wrist.digital_outputs_state == 0b0101, timeout=5)
+        # A client that subscribes to everything and never reads: the daemon's buffers towards it fill.
+        stuck = await connect(running, "tcp", receive_buffer=4096)
+        await stuck.send({"op": "subscribe", "id": "all", "topics": ["**"]})
+        await asyncio.sleep(1.0)
+        started = time.monotonic()
+        running.proc.send_signal(signal.SIGTERM)
+        code = await running.stop(timeout=5.0)
+        assert code == 0, running.logs[-20:]
+        assert time.monotonic() - started < 5.0
+        assert arm.wrist.digital_outputs_state == 0
+        assert arm.wrist.analog_output_a_channel_1_value == 0.0
+        [safe] = [line for line in running.logs if line.get("safe_state") and line.get("device") == "arm-1"]
+        assert safe["safe_state"] == "ok", safe
+        assert arm.tcp_connections == 0  # everything, the safe state included, went over MQTT and UDP
+        for client in (driver, stuck):
+            await client.close()
+    finally:
+        await running.stop()
         await arm.stop()

@@ -66,7 +66,8 @@ async def test_sigterm_with_stuck_clients_puts_every_device_in_its_safe_state_an
 ) -> None:
     gateway = await start_gateway(tmp_path, gateway_config(tmp_path, _devices(arm)))
     try:
-        driver = await connect(gateway, "ws")
+        # Once the daemon is gone, a WebSocket client with unread frames waits `close_timeout` to close.
+        driver = await connect(gateway, "ws", close_timeout=0.5)
         await driver.ok("subscribe", topics=["*/state", "arm-1/wrist/feedback"])
         for device in ("arm-1", "wiimote-1", "sim-1"):
             await driver.wait_for(functools.partial(_connected, device=device), timeout=10)
@@ -90,7 +91,8 @@ async def test_sigterm_with_stuck_clients_puts_every_device_in_its_safe_state_an
         for transport in TRANSPORTS:
             for _ in range(2):
                 small = 4096 if transport != "unix" else None  # a Unix socket's buffers are fixed
-                client = await connect(gateway, transport, receive_buffer=small)
+                options = {"close_timeout": 0.5} if transport == "ws" else {}
+                client = await connect(gateway, transport, receive_buffer=small, **options)
                 await _stop_reading(client)
                 stuck.append(client)
         # Let the daemon's buffers towards the stuck clients fill (1 kHz of samples and 1 kHz of arm feedback).
