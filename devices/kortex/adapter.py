@@ -47,7 +47,8 @@ from google.protobuf.message import Message
 from devices.base import Adapter, Command
 from devices.kortex import convert
 from devices.kortex.connection import KortexConnection
-from devices.kortex.cyclic import CyclicCodec, CyclicLoop, Kortex2Codec, Kortex3Codec, open_cyclic_udp
+from devices.kortex.cyclic import EVENT_LOOP_STALL_S, CyclicCodec, CyclicProcess, Kortex2Codec, Kortex3Codec
+from devices.kortex.cyclic_wire import ChildConfig
 from devices.kortex.errors import KortexRequestError, KortexTimeout, LinkLost
 from devices.kortex.options import ANALOG_CHANNELS, ANALOG_OUTPUT_MAX, KortexOptions
 from devices.kortex.transport import MqttSettings, MqttTransport, open_mqtt, open_tcp
@@ -57,7 +58,6 @@ from gateway.errors import DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages.generic import Led
 from gateway.messages.kortex import Command as C61Command
 from gateway.messages.kortex import MessageId
-from gateway.realtime import SchedulingPolicy
 from protocols.kortex.frame import Frame, parse_payload
 from protocols.kortex.generated import Base_pb2, BaseCyclic_pb2, BaseCyclicKortex3_pb2, BaseKortex3_pb2, Common_pb2
 from protocols.kortex.services import STOP_RPC_NAMES, Function, ServiceId
@@ -115,15 +115,13 @@ class KortexAdapter(Adapter[KortexOptions]):
         self._background: set[asyncio.Task[None]] = set()
         self._tcp: KortexConnection | None = None
         self._mqtt: MqttTransport | None = None
-        self._udp: KortexConnection | None = None
-        self._cyclic: CyclicLoop | None = None
+        self._cyclic: CyclicProcess | None = None
         self._arm_state_handle: int | None = None
         self._sim: SimulatedArm | None = None
         self._sim_broker: EmbeddedBroker | None = None
         #: "TCP" or "MQTT": what the RPC session runs on.
         self._rpc_link = "MQTT" if options.uses_mqtt else "TCP"
         self._publish_interval = 1.0 / options.publish_rate_hz if options.publish_rate_hz > 0 else 0.0
-        self._policy = SchedulingPolicy(options.cyclic_priority, tuple(options.cyclic_cpus))
 
     def capabilities(self) -> Mapping[str, Any]:
         """The API version, the loop rate, and whether there is a C61 wrist with its analog modes."""
@@ -160,11 +158,11 @@ class KortexAdapter(Adapter[KortexOptions]):
         try:
             await self._connect(host, rpc_port, udp_port)
             assert self._tcp is not None
-            assert self._udp is not None
+            assert self._cyclic is not None
             self.ctx.set_status(
                 "connected",
                 f"{options.api} at {host}, sessions {self._tcp.session_id} ({self._rpc_link}) "
-                f"and {self._udp.session_id} (UDP)",
+                f"and {self._cyclic.session_id} (UDP)",
             )
             self.ctx.publish("wrist/command", self._wrist)
             await self._serve()
@@ -281,8 +279,7 @@ class KortexAdapter(Adapter[KortexOptions]):
         rpc_timeout_s = options.rpc_timeout_ms / 1000
         # `_tcp` is the RPC session's link, on TCP 10000 or (Kortex 3) on MQTT.
         tcp = KortexConnection(f"{self.ctx.device_id} {self._rpc_link}", api=options.api, rpc_timeout_s=rpc_timeout_s)
-        udp = KortexConnection(f"{self.ctx.device_id} UDP", api=options.api, rpc_timeout_s=rpc_timeout_s)
-        self._tcp, self._udp = tcp, udp
+        self._tcp = tcp
         try:
             if options.uses_mqtt:
                 settings = MqttSettings(
@@ -298,19 +295,15 @@ class KortexAdapter(Adapter[KortexOptions]):
             raise LinkLost(
                 f"robot unreachable at {host}:{rpc_port} ({self._rpc_link}): {error or type(error).__name__}"
             ) from None
-        switch_s = options.cyclic_switch_interval_us / 1e6 if options.cyclic_switch_interval_us > 0 else None
-        spin_ns = round(options.cyclic_spin_us * 1000)
-        link = await open_cyclic_udp(udp, host, udp_port, self._policy, spin_ns, switch_s)
-        for connection in (tcp, udp):
-            try:
-                await connection.create_session(
-                    options.username,
-                    options.password,
-                    options.session_inactivity_timeout_ms,
-                    options.connection_inactivity_timeout_ms,
-                )
-            except (KortexRequestError, KortexTimeout) as error:
-                raise LinkLost(f"robot unreachable: {connection.name} session refused: {error}") from None
+        try:
+            await tcp.create_session(
+                options.username,
+                options.password,
+                options.session_inactivity_timeout_ms,
+                options.connection_inactivity_timeout_ms,
+            )
+        except (KortexRequestError, KortexTimeout) as error:
+            raise LinkLost(f"robot unreachable: {tcp.name} session refused: {error}") from None
         if self._leave_low_level_on_connect:
             # The link dropped while the gateway held the arm in low level: leave it before anything else.
             self._leave_low_level_on_connect = False
@@ -322,14 +315,25 @@ class KortexAdapter(Adapter[KortexOptions]):
             await self._subscribe_arm_state(tcp)
         self._last_feedback = None
         self._feedback_arrived.clear()
-        self._cyclic = CyclicLoop(
-            link,
-            self._codec,
-            options.cyclic_rate_hz,
-            options.cyclic_reply_timeout_ms / 1000,
-            self._on_feedback,
-            self._publish_interval,
+        config = ChildConfig(
+            name=f"{self.ctx.device_id} UDP",
+            host=host,
+            port=udp_port,
+            username=options.username,
+            password=options.password,
+            session_inactivity_timeout_ms=options.session_inactivity_timeout_ms,
+            connection_inactivity_timeout_ms=options.connection_inactivity_timeout_ms,
+            rpc_timeout_s=rpc_timeout_s,
+            rate_hz=options.cyclic_rate_hz,
+            reply_timeout_s=options.cyclic_reply_timeout_ms / 1000,
+            publish_interval_s=self._publish_interval,
+            link_timeout_s=options.link_timeout_ms / 1000,
+            stall_s=EVENT_LOOP_STALL_S,
+            priority=options.cyclic_priority,
+            cpus=tuple(options.cyclic_cpus),
+            spin_ns=round(options.cyclic_spin_us * 1000),
         )
+        self._cyclic = await CyclicProcess.start(config, self._codec, self._on_feedback)
 
     async def _subscribe_arm_state(self, tcp: KortexConnection) -> None:
         request = Common_pb2.NotificationOptions(type=Common_pb2.NOTIFICATION_TYPE_EVENT)
@@ -343,9 +347,8 @@ class KortexAdapter(Adapter[KortexOptions]):
         tcp.add_notification_handler(ServiceId.BASE, handle, self._on_arm_state)
 
     async def _serve(self) -> None:
-        tcp, udp, cyclic = self._tcp, self._udp, self._cyclic
+        tcp, cyclic = self._tcp, self._cyclic
         assert tcp is not None
-        assert udp is not None
         assert cyclic is not None
         tasks = [
             asyncio.create_task(cyclic.run(), name=f"{self.ctx.device_id}:cyclic"),
@@ -353,8 +356,7 @@ class KortexAdapter(Adapter[KortexOptions]):
                 tcp.keep_alive(MQTT_KEEPALIVE_IDLE_S) if self.options.uses_mqtt else tcp.keep_alive(),
                 name=f"{self.ctx.device_id}:rpc-keepalive",
             ),
-            asyncio.create_task(udp.keep_alive(), name=f"{self.ctx.device_id}:udp-keepalive"),
-            asyncio.create_task(self._watch(tcp, udp, cyclic), name=f"{self.ctx.device_id}:watch"),
+            asyncio.create_task(self._watch(tcp, cyclic), name=f"{self.ctx.device_id}:watch"),
         ]
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -366,32 +368,31 @@ class KortexAdapter(Adapter[KortexOptions]):
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _watch(self, tcp: KortexConnection, udp: KortexConnection, cyclic: CyclicLoop) -> None:
-        """Raise when a link is lost or silent; publish the loop's statistics."""
+    async def _watch(self, tcp: KortexConnection, cyclic: CyclicProcess) -> None:
+        """Raise when the RPC link is lost or silent (the cyclic process watches UDP); publish the loop's statistics."""
         silence_s = self.options.link_timeout_ms / 1000
         next_stats = time.monotonic() + STATS_PERIOD_S
         while True:
             await asyncio.sleep(WATCH_PERIOD_S)
             now = time.monotonic()
-            for connection in (tcp, udp):
-                if connection.failure is not None:
-                    raise connection.failure
-                if now - connection.last_received > silence_s:
-                    raise LinkLost(f"{connection.name}: nothing from the robot for {silence_s:g} s")
+            if tcp.failure is not None:
+                raise tcp.failure
+            if now - tcp.last_received > silence_s:
+                raise LinkLost(f"{tcp.name}: nothing from the robot for {silence_s:g} s")
             if now >= next_stats:
                 next_stats += STATS_PERIOD_S
                 self.ctx.publish("cyclic", cyclic.stats(self.options.api))
 
     async def _disconnect(self) -> None:
         """Leave low level if the gateway holds it (outputs to 0 first), unsubscribe, close both sessions."""
-        tcp, udp, cyclic = self._tcp, self._udp, self._cyclic
-        self._tcp = self._udp = self._cyclic = None
+        tcp, cyclic = self._tcp, self._cyclic
+        self._tcp = self._cyclic = None
         codec = self._codec
         if isinstance(codec, Kortex3Codec) and codec.low_level:
             self._low_level_clients.clear()
             self._zero_outputs()
             codec.release()
-            await self._last_refresh(codec, udp, cyclic)
+            await self._last_refresh(cyclic)
             left = False
             if tcp is not None and tcp.failure is None:
                 try:
@@ -410,9 +411,10 @@ class KortexAdapter(Adapter[KortexOptions]):
                     )
             closing.append(tcp)
         self._arm_state_handle = None
-        if udp is not None:
-            closing.append(udp)
-        await asyncio.gather(*(c.close_session(SHUTDOWN_RPC_TIMEOUT_S) for c in closing))
+        # The cyclic process sends CloseSession on UDP itself, while the RPC link closes its own.
+        await asyncio.gather(
+            *(c.close_session(SHUTDOWN_RPC_TIMEOUT_S) for c in closing), *([cyclic.close()] if cyclic else [])
+        )
         for connection in closing:
             connection.close()
         mqtt, self._mqtt = self._mqtt, None
@@ -457,7 +459,7 @@ class KortexAdapter(Adapter[KortexOptions]):
             self._zero_outputs()
             # RefreshFeedback from now on: it is answered in either mode, Refresh only in low level.
             codec.release()
-            await self._last_refresh(codec, self._udp, self._cyclic)
+            await self._last_refresh(self._cyclic)
             tcp = self._tcp
             if tcp is None or tcp.failure is not None:
                 self._leave_low_level_on_connect = True
@@ -468,14 +470,15 @@ class KortexAdapter(Adapter[KortexOptions]):
                 log.warning("%s: could not leave low-level servoing: %s", self.ctx.device_id, error)
                 self._leave_low_level_on_connect = True
 
-    async def _last_refresh(self, codec: Kortex3Codec, udp: KortexConnection | None, cyclic: CyclicLoop | None) -> None:
-        """One more Refresh (outputs at 0), answered before SetServoingMode, which would make it refused."""
-        if udp is None or cyclic is None or udp.failure is not None:
+    async def _last_refresh(self, cyclic: CyclicProcess | None) -> None:
+        """Wait for the one more Refresh (outputs at 0) of `release`, answered before SetServoingMode."""
+        if cyclic is None or cyclic.failure is not None:
             return
-        payload = codec.refresh_request((cyclic.frame_id + 1) & 0xFFFF)
         try:
-            await udp.call(Function.BASE_CYCLIC_REFRESH, payload, timeout_s=SHUTDOWN_RPC_TIMEOUT_S)
-        except _LINK_FAULTS as error:
+            await cyclic.answered(SHUTDOWN_RPC_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("%s: the last Refresh (outputs at 0) was not answered in time", self.ctx.device_id)
+        except LinkLost as error:
             log.warning("%s: the last Refresh (outputs at 0) failed: %s", self.ctx.device_id, error)
 
     # -- state -------------------------------------------------------------------------------------
@@ -513,7 +516,7 @@ class KortexAdapter(Adapter[KortexOptions]):
         )
 
     def _on_feedback(self, feedback: Message) -> None:
-        # On the event loop, at most every `publish_interval` (the cyclic thread thins the replies).
+        # On the event loop, at most every `publish_interval` (the cyclic process thins the replies).
         self._last_feedback = feedback
         self._feedback_arrived.set()
         ctx = self.ctx

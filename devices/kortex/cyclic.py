@@ -1,92 +1,76 @@
-"""The BaseCyclic loop on the UDP link, on a real-time thread of its own: one request per period.
+"""The BaseCyclic loop on the UDP link, run by a process of its own; what each cycle sends.
 
-The UDP link's socket belongs to a `RealtimeThread` (gateway/realtime.py) for the link's whole
-life: it sends each cycle on an absolute deadline (`deadline += period`, a `time.perf_counter_ns`
-clock, sleep then a short spin), reads the replies right after each send, and hands the feedback
-to the event loop through a bounded `ToLoop`, so neither client work on the event loop nor
-asyncio's millisecond timers move a cycle. Frames that are not cyclic replies (session RPCs,
-KeepAlive, the last Refresh of low level) go to the `KortexConnection` on the event loop as
-before. A late wake-up sends the cycles that fell due back to back, so the mean rate holds; beyond
-`MAX_CATCH_UP_S` the missed cycles are skipped (counted). A request unanswered after the reply
-timeout is a dropped cycle, counted and forgotten, never an exception; the vendor's driver dies on
-exactly that (spec kortex.md §5).
+The loop itself is devices/kortex/cyclic_process.py, started here by `CyclicProcess.start`
+(`python -m devices.kortex.cyclic_process`, a fresh interpreter: never a fork of the gateway). It
+owns the UDP socket and the UDP session, cycles on absolute deadlines, and talks to the gateway
+over a non-blocking SOCK_SEQPACKET socketpair (`cyclic_wire`): the event loop reads feedback with
+`add_reader` and hands it to the adapter; commands go down as whole plans, the latest winning.
+Neither side ever waits for the other: client work and garbage collections in the gateway cannot
+move a cycle, and a gateway that falls behind loses feedback samples (counted), not cycles.
 
-What to send comes from the event loop through a latest-value slot (`Kortex3Codec`'s plan): a
-command change is one reference swap that the next cycle picks up whole.
+A codec turns the adapter's wishes into plans (`cyclic_wire.Plan`): Kortex 2 always reads with
+RefreshFeedback; Kortex 3 switches to Refresh in low-level servoing, where each cycle holds the
+actuators and carries the C61 wrist command.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
+import contextlib
 import logging
+import os
+import signal
 import socket
 import statistics
-import threading
-import time
-from collections import OrderedDict
+import sys
+from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from google.protobuf.message import Message
 
-from devices.kortex.connection import KortexConnection
+from devices.kortex import cyclic_wire as wire
 from devices.kortex.convert import c61_command
-from devices.kortex.errors import KortexRequestError, LinkLost
+from devices.kortex.errors import LinkLost
 from gateway.messages.kortex import Command as C61Command
 from gateway.messages.kortex import KortexCyclicStats
-from gateway.realtime import NORMAL, SWITCH_INTERVAL_S, Latest, RealtimeThread, SchedulingPolicy, ToLoop
 from protocols.errors import ProtocolError
-from protocols.kortex.errors import sub_error_code
 from protocols.kortex.frame import parse_payload
-from protocols.kortex.framing import check_udp
 from protocols.kortex.generated import BaseCyclic_pb2, BaseCyclicKortex3_pb2
-from protocols.kortex.router import ErrorResponse, Response, Router
-from protocols.kortex.services import Function
 
 log = logging.getLogger(__name__)
 
-#: Beyond this lag the loop skips the missed cycles (counted) instead of sending a burst.
-MAX_CATCH_UP_S = 0.05
-#: Message ids remembered after expiry, so a late reply is told apart from a stray one.
-_EXPIRED_MEMORY = 1024
-#: Error sub-codes meaning the session is gone: the link must be rebuilt, not the cycle dropped.
-_SESSION_LOST = frozenset(sub_error_code(name) for name in ("INVALID_SESSION", "INVALID_USER_SESSION_ACCESS"))
-#: How long the link's thread waits for a datagram between checks while no loop cycles (s).
-_IDLE_POLL_S = 0.05
-#: Feedback samples waiting for the event loop; past this the oldest are dropped (counted).
-FEEDBACK_BACKLOG = 32
-#: First cycles of new plans waiting for the event loop (plans change only on commands).
-_PLAN_BACKLOG = 256
-#: Frames for the connection (RPC replies) waiting for the event loop.
-_FRAME_BACKLOG = 256
-#: How long closing the link waits for its thread (s).
-_JOIN_TIMEOUT_S = 1.0
-_MAX_DATAGRAM = 65536
-#: How often `CyclicLoop.run` checks that the thread is alive (s).
-_THREAD_CHECK_S = 0.1
-#: An event loop silent this long (s) can no longer end leases or e-stop: the thread zeroes the
+#: The cyclic process's module, run with `python -m`.
+CHILD_MODULE = "devices.kortex.cyclic_process"
+#: A gateway silent this long (s) can no longer end leases or e-stop: the cyclic process zeroes the
 #: wrist's outputs itself (joints still held) until it hears from it again.
 EVENT_LOOP_STALL_S = 1.0
+#: Starting the interpreter and importing protobuf, on a loaded machine (s), before the session's RPC timeout.
+START_BUDGET_S = 10.0
+#: How long `CyclicProcess.close` waits for the process to end (s) before killing it: its own budget
+#: (a last Refresh and CloseSession, 1 s) and some.
+STOP_TIMEOUT_S = 1.5
+#: Feedback samples handed to the adapter per readable event; older waiting ones are dropped (counted).
+FEEDBACK_BACKLOG = 32
+_MAX_PACKET = 1 << 20
+#: The socket buffer the gateway reads from (bytes).
+_RECEIVE_BUFFER = 256 * 1024
+_LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
 
 class CyclicCodec(Protocol):
-    """What one API version sends each cycle and how it reads the answer."""
+    """What one API version sends each cycle, and how it reads the answer."""
+
+    #: Called with every new plan (set by `CyclicProcess`).
+    on_plan: Callable[[wire.Plan], None] | None
+
+    @property
+    def plan(self) -> wire.Plan:
+        """What the cycles send now."""
 
     @property
     def version(self) -> int:
-        """Bumped by every change of what the cycles send (read by `CyclicLoop.next_cycle`)."""
-
-    @property
-    def sending(self) -> threading.Lock:
-        """Held while a cycle is built and sent, and while a change is published."""
-
-    def cycle(self, frame_id: int, safe: bool = False) -> tuple[int, bytes, int]:
-        """(function, payload, version) of cycle `frame_id`; called on the loop's thread.
-
-        `safe`: the event loop has stalled; send the plan with every output at 0.
-        """
+        """Bumped by every change of what the cycles send (read by `CyclicProcess.next_cycle`)."""
 
     def parse(self, payload: bytes) -> Message:
         """The feedback in a reply payload; `ProtocolError` if malformed."""
@@ -100,28 +84,14 @@ class Kortex2Codec:
     """
 
     version = 0
+    plan = wire.Plan(0)
 
     def __init__(self) -> None:
-        self.sending = threading.Lock()
-
-    def cycle(self, frame_id: int, safe: bool = False) -> tuple[int, bytes, int]:
-        """RefreshFeedback takes Common.Empty (and commands nothing, safe or not)."""
-        return Function.BASE_CYCLIC_REFRESH_FEEDBACK, b"", 0
+        self.on_plan: Callable[[wire.Plan], None] | None = None
 
     def parse(self, payload: bytes) -> BaseCyclic_pb2.Feedback:
         """A Kortex 2 BaseCyclic.Feedback."""
         return parse_payload(BaseCyclic_pb2.Feedback, payload)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class _Plan:
-    """What every cycle sends until the next plan; its `command` belongs to the loop's thread."""
-
-    version: int
-    low_level: bool
-    command: BaseCyclicKortex3_pb2.Command
-    #: The same with the wrist's digital and analog outputs at 0 (sent while the event loop stalls).
-    safe_command: BaseCyclicKortex3_pb2.Command
 
 
 class Kortex3Codec:
@@ -132,27 +102,31 @@ class Kortex3Codec:
     actuator is held at the position it had when low level began (velocity 0, flags 0, as the
     driver's `sendJointPositionCommands` does), and the Command carries the C61 wrist command.
 
-    `hold`, `release` and `set_wrist` run on the event loop; each publishes a new plan (a copy of
-    the event loop's own Command) in one reference swap, which `cycle` on the loop's thread reads
-    once per cycle: a cycle never sends half a change, and once `release` returns no cycle built
-    before it is sent (so a zeroing is never overtaken by the outputs it replaced).
+    `hold`, `release` and `set_wrist` each make a new plan, a whole serialized Command, handed to
+    `on_plan` at once: the cyclic process applies plans in order and sends each whole, so a
+    zeroing is never overtaken by the outputs it replaced.
     """
 
     def __init__(self) -> None:
         self._command = BaseCyclicKortex3_pb2.Command()
         self._command.wrist.c61.SetInParent()
-        self._plan = Latest(_Plan(0, False, self._copy(), self._copy(safe=True)))
-        self.sending = threading.Lock()
+        self._plan = wire.Plan(0, command=self._command.SerializeToString())
+        self.on_plan: Callable[[wire.Plan], None] | None = None
+
+    @property
+    def plan(self) -> wire.Plan:
+        """The newest plan."""
+        return self._plan
 
     @property
     def version(self) -> int:
         """The current plan's number."""
-        return self._plan.value.version
+        return self._plan.version
 
     @property
     def low_level(self) -> bool:
         """Whether each cycle is a Refresh commanding the actuators (the arm is in low-level servoing)."""
-        return self._plan.value.low_level
+        return self._plan.low_level
 
     def hold(self, positions: Sequence[float]) -> None:
         """Command every actuator to stay at `positions` (deg, joint 1 first) from the next cycle on."""
@@ -162,399 +136,357 @@ class Kortex3Codec:
         self._publish(low_level=True)
 
     def release(self) -> None:
-        """Back to RefreshFeedback from the next cycle on (`refresh_request` still builds the last Refresh)."""
-        self._publish(low_level=False)
+        """One more Refresh with the current Command (answered: `CyclicProcess.answered`), then RefreshFeedback."""
+        self._publish(low_level=False, once=True)
 
     def set_wrist(self, command: C61Command) -> None:
         """Send `command` with the next Refresh on."""
         self._command.wrist.c61.CopyFrom(c61_command(command))
-        self._publish(self._plan.value.low_level)
-
-    def cycle(self, frame_id: int, safe: bool = False) -> tuple[int, bytes, int]:
-        """Refresh with the plan's Command in low level (outputs at 0 if `safe`), else RefreshFeedback."""
-        plan = self._plan.value
-        if not plan.low_level:
-            return Function.BASE_CYCLIC_REFRESH_FEEDBACK, b"", plan.version
-        command = plan.safe_command if safe else plan.command
-        return Function.BASE_CYCLIC_REFRESH, _stamped(command, frame_id), plan.version
-
-    def refresh_request(self, frame_id: int) -> bytes:
-        """Refresh's Command as the event loop last set it (held actuators and wrist), for `frame_id`."""
-        return _stamped(self._copy(), frame_id)
+        self._publish(self._plan.low_level)
 
     def parse(self, payload: bytes) -> BaseCyclicKortex3_pb2.Feedback:
         """A Kortex 3 BaseCyclic.Feedback."""
         return parse_payload(BaseCyclicKortex3_pb2.Feedback, payload)
 
-    def _copy(self, safe: bool = False) -> BaseCyclicKortex3_pb2.Command:
-        command = BaseCyclicKortex3_pb2.Command()
-        command.CopyFrom(self._command)
-        if safe:
-            wrist = command.wrist.c61
-            wrist.digital_outputs_state = 0
-            wrist.analog_output_a_channel_1_value = wrist.analog_output_a_channel_2_value = 0.0
-            wrist.analog_output_b_channel_1_value = wrist.analog_output_b_channel_2_value = 0.0
-        return command
-
-    def _publish(self, low_level: bool) -> None:
-        plan = _Plan(self._plan.value.version + 1, low_level, self._copy(), self._copy(safe=True))
-        # Held only for the swap: a cycle being sent with the old plan finishes first, none follows.
-        with self.sending:
-            self._plan.put(plan)
+    def _publish(self, low_level: bool, once: bool = False) -> None:
+        self._plan = wire.Plan(self._plan.version + 1, low_level, once, self._command.SerializeToString())
+        if self.on_plan is not None:
+            self.on_plan(self._plan)
 
 
-def _stamped(command: BaseCyclicKortex3_pb2.Command, frame_id: int) -> bytes:
-    """`command` serialized for `frame_id`; command ids are the frame id, as the vendor sets them."""
-    command.frame_id = frame_id
-    for actuator in command.actuators:
-        actuator.command_id.identifier = frame_id
-    command.wrist.c61.command_id.identifier = frame_id
-    return command.SerializeToString()
+class CyclicProcess:
+    """The gateway's end of one cyclic process (one UDP session): plans down, feedback and counters up.
 
-
-@dataclass(slots=True)
-class CyclicCounters:
-    """Counters since the loop started (see `KortexCyclicStats` for their meaning)."""
-
-    cycles: int = 0
-    replies: int = 0
-    dropped: int = 0
-    late: int = 0
-    errors: int = 0
-    skipped: int = 0
-
-
-class _AtomicRouter(Router):
-    """A Router whose message ids may be drawn from two threads (the event loop's RPCs and the cycles)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._ids = itertools.count(1)
-
-    def next_message_id(self) -> int:
-        """Pre-incremented and wrapped at 65536 like the vendor's; `next` on a count is atomic."""
-        return next(self._ids) & 0xFFFF
-
-
-class CyclicLink:
-    """The UDP 10001 link: one connected socket, read and written by one real-time thread.
-
-    Until a `CyclicLoop` runs on it (and after), the thread only hands every datagram to the
-    connection on the event loop; while one runs, it also cycles and keeps the loop's replies.
+    `on_feedback` runs on the event loop with each decoded feedback the process sent (at most one
+    per `publish_interval_s`). Use `start`, then `run` until it raises (the link failed or the
+    process ended), then `close`.
     """
 
     def __init__(
         self,
-        connection: KortexConnection,
-        sock: socket.socket,
-        policy: SchedulingPolicy,
-        spin_ns: int,
-        switch_interval_s: float | None = SWITCH_INTERVAL_S,
-    ) -> None:
-        self.connection = connection
-        self._sock = sock
-        loop = asyncio.get_running_loop()
-        self._frames: ToLoop[bytes] = ToLoop(loop, connection.frame_received, _FRAME_BACKLOG)
-        self._errors: ToLoop[OSError] = ToLoop(loop, connection.transport_error, 16)
-        self._cyclic: CyclicLoop | None = None
-        self.thread = RealtimeThread(f"{connection.name} cyclic", self._run, policy, spin_ns, switch_interval_s)
-
-    def send(self, frame: bytes) -> None:
-        """Send one Frame (from either thread: a datagram goes out whole)."""
-        try:
-            self._sock.send(check_udp(frame))
-        except OSError as error:
-            self._errors.post(error)
-
-    def close(self) -> None:
-        """Stop the thread (bounded) and close the socket."""
-        self._cyclic = None
-        if self.thread.stop(_JOIN_TIMEOUT_S):
-            self._sock.close()
-
-    def _run(self, thread: RealtimeThread) -> None:
-        while not thread.stopping:
-            cyclic = self._cyclic
-            if cyclic is None:
-                if thread.wait_readable(self._sock, _IDLE_POLL_S):
-                    self._receive(None)
-                continue
-            cyclic._tick(thread)
-
-    def _receive(self, cyclic: CyclicLoop | None) -> None:
-        """Read every datagram waiting; the cycles' replies go to `cyclic`, the rest to the connection."""
-        sock = self._sock
-        while True:
-            try:
-                data = sock.recv(_MAX_DATAGRAM)
-            except BlockingIOError:
-                return
-            except OSError as error:  # e.g. ICMP port unreachable: counted, not fatal
-                self._errors.post(error)
-                return
-            if cyclic is None or not cyclic._take(data):
-                self._frames.post(data)
-
-
-async def open_cyclic_udp(
-    connection: KortexConnection,
-    host: str,
-    port: int,
-    policy: SchedulingPolicy = NORMAL,
-    spin_ns: int = 100_000,
-    switch_interval_s: float | None = SWITCH_INTERVAL_S,
-) -> CyclicLink:
-    """Connect `connection` to the robot's UDP port (10001) through a `CyclicLink`'s thread."""
-    loop = asyncio.get_running_loop()
-    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setblocking(False)
-        sock.connect(address)
-    except OSError:
-        sock.close()
-        raise
-    # Both threads send requests on this link: ids must come from one atomic counter.
-    connection.router = _AtomicRouter()
-    link = CyclicLink(connection, sock, policy, spin_ns, switch_interval_s)
-    connection.attach(link.send, link.close)
-    link.thread.start()
-    return link
-
-
-class CyclicLoop:
-    """Runs BaseCyclic at `rate_hz` on `link`'s thread; hands decoded feedback to `on_feedback`.
-
-    `on_feedback` runs on the event loop, for at most one reply per `publish_interval_s` (0: every
-    reply); `latest_feedback` always holds the newest reply. Counters are written by the thread
-    and read anywhere.
-    """
-
-    def __init__(
-        self,
-        link: CyclicLink,
+        config: wire.ChildConfig,
         codec: CyclicCodec,
-        rate_hz: float,
-        reply_timeout_s: float,
         on_feedback: Callable[[Message], None],
-        publish_interval_s: float = 0.0,
+        proc: asyncio.subprocess.Process,
+        sock: socket.socket,
     ) -> None:
-        self.link = link
-        self.connection = link.connection
+        self.name = config.name
         self.codec = codec
-        self.period_s = 1.0 / rate_hz
-        self.reply_timeout_s = reply_timeout_s
-        self.counters = CyclicCounters()
+        self.proc = proc
+        self._sock = sock
+        self._on_feedback = on_feedback
+        self._loop = asyncio.get_running_loop()
+        #: The UDP session's id, and the scheduling the process got, in words (once it reported them).
+        self.session_id = 0
+        self.scheduling = ""
+        #: The newest counters from the process.
+        self.counters = wire.ChildStats()
+        #: Feedback the gateway read but skipped (more than FEEDBACK_BACKLOG waited), and undecodable.
+        self.feedback_overwritten = 0
+        self.decode_errors = 0
+        #: Frame id of the newest cycle the process reported carrying a new plan.
         self.frame_id = 0
-        self.latest_feedback: Latest[Message | None] = Latest(None)
-        loop = asyncio.get_running_loop()
-        self._loop = loop
-        self._feedback: ToLoop[Message] = ToLoop(loop, on_feedback, FEEDBACK_BACKLOG)
-        self._sent: ToLoop[tuple[int, int]] = ToLoop(loop, self._on_sent, _PLAN_BACKLOG)
-        #: (version, frame id) of the first cycle that carried the newest plan sent.
-        self._first_of_plan: Latest[tuple[int, int]] = Latest((-1, 0))
-        self._last_version = -1
-        self._period_ns = round(1e9 / rate_hz)
-        self._timeout_ns = round(reply_timeout_s * 1e9)
-        # Half a period of tolerance, so a sample every `publish_interval_s` is not aliased to every other.
-        self._publish_ns = max(0, round(publish_interval_s * 1e9) - self._period_ns // 2)
-        self._last_post_ns = 0
-        self._inflight: OrderedDict[int, int] = OrderedDict()
-        self._expired: OrderedDict[int, None] = OrderedDict()
-        self._periods: list[float] = []
-        self._last_send_ns: int | None = None
-        self._deadline_ns = 0
+        self._periods = array("q")
+        self._session: asyncio.Future[None] = self._loop.create_future()
+        self._failure: asyncio.Future[LinkLost] = self._loop.create_future()
+        self._first_of_plan = (-1, 0)
         self._waiters: list[tuple[asyncio.Future[int], int]] = []
-        self._failure: asyncio.Future[KortexRequestError] = loop.create_future()
-        self._failed = False  # the thread's own view of `_failure`
-        #: `time.perf_counter_ns` of the event loop's last sign of life (written by `run`).
-        self._heartbeat_ns = time.perf_counter_ns()
-        self._stall_ns = round(EVENT_LOOP_STALL_S * 1e9)
-        self._stalled = False
-        #: Cycles sent with the outputs at 0 because the event loop had stalled.
-        self.stalled_cycles = 0
-        self._first_error_logged = False
+        self._answers: dict[int, asyncio.Future[str | None]] = {}
+        self._unsent: bytes | None = None  # the newest plan, when the socket was full
+        self._closed = False
+        self._reading = False
+
+    @classmethod
+    async def start(
+        cls, config: wire.ChildConfig, codec: CyclicCodec, on_feedback: Callable[[Message], None]
+    ) -> CyclicProcess:
+        """Start the process, send it `config` and the codec's plan, and wait for its UDP session.
+
+        Raises `LinkLost` (its reason: robot unreachable, session refused) when there is none.
+        """
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            parent.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RECEIVE_BUFFER)
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", CHILD_MODULE, str(child.fileno()), str(os.getpid()),
+                pass_fds=(child.fileno(),), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+            )  # fmt: skip
+        except BaseException:
+            parent.close()
+            raise
+        finally:
+            child.close()
+        parent.setblocking(False)
+        handle = cls(config, codec, on_feedback, proc, parent)
+        try:
+            parent.send(wire.pack_config(config))
+            plan = codec.plan
+            # A pending last Refresh belonged to the previous session.
+            parent.send(wire.pack_plan(wire.Plan(plan.version, plan.low_level, False, plan.command)))
+            codec.on_plan = handle.send_plan
+            handle._loop.add_reader(parent.fileno(), handle._readable)
+            handle._reading = True
+            async with asyncio.timeout(START_BUDGET_S + config.rpc_timeout_s):
+                await asyncio.wait(_either(handle._session, handle._failure), return_when=asyncio.FIRST_COMPLETED)
+        except TimeoutError:
+            await handle.close()
+            raise LinkLost(f"{config.name}: the cyclic process did not open the UDP session in time") from None
+        except BaseException:
+            await handle.close()
+            raise
+        if handle._failure.done():
+            failure = handle._failure.result()
+            await handle.close()
+            raise failure
+        log.info("%s: cyclic process %d, %s", config.name, proc.pid, handle.scheduling)
+        return handle
 
     @property
-    def feedback_overwritten(self) -> int:
-        """Feedback samples dropped because the event loop had not taken them yet."""
-        return self._feedback.overwritten
+    def pid(self) -> int:
+        """The process's id."""
+        return self.proc.pid
+
+    @property
+    def failure(self) -> LinkLost | None:
+        """Why the loop ended, once it did."""
+        return self._failure.result() if self._failure.done() else None
+
+    def send_plan(self, plan: wire.Plan) -> None:
+        """Hand `plan` to the process (never blocks: a full socket keeps the newest for when it drains)."""
+        self._send(wire.pack_plan(plan))
 
     async def run(self) -> None:
-        """Cycle on the link's thread until cancelled; raise when the session is gone or the thread died."""
-        link = self.link
-        self._deadline_ns = self._heartbeat_ns = time.perf_counter_ns()
-        link._cyclic = self
-        try:
-            while True:
-                self._heartbeat_ns = time.perf_counter_ns()
-                await asyncio.wait([self._failure], timeout=_THREAD_CHECK_S)
-                if self._failure.done():
-                    raise self._failure.result()
-                if not link.thread.alive:
-                    raise LinkLost(f"{self.connection.name}: the cyclic thread ended ({link.thread.error!r})")
-        finally:
-            if link._cyclic is self:
-                link._cyclic = None
+        """Tell the process every `HEARTBEAT_S` that the event loop runs; raise `LinkLost` when it ends."""
+        while True:
+            self._send(wire.BEAT)
+            await asyncio.wait([self._failure], timeout=wire.HEARTBEAT_S)
+            if self._failure.done():
+                raise self._failure.result()
 
     def next_cycle(self) -> asyncio.Future[int]:
-        """A future of the frame id of the first request that carries the current command."""
+        """A future of the frame id of the first request that carries the codec's current plan."""
         future: asyncio.Future[int] = self._loop.create_future()
         wanted = self.codec.version
-        # The thread records the first cycle of a plan, then posts it: if it is not recorded yet,
-        # its post reaches `_on_sent` after this waiter is registered.
-        version, frame_id = self._first_of_plan.value
+        version, frame_id = self._first_of_plan
         if version >= wanted:
-            future.set_result(frame_id)  # the thread sent it already
+            future.set_result(frame_id)
+        elif self._failure.done():
+            future.set_exception(self._failure.result())
         else:
             self._waiters.append((future, wanted))
         return future
 
+    async def answered(self, timeout_s: float) -> None:
+        """Wait for the answer to the last Refresh of the codec's current (`once`) plan.
+
+        Raises `LinkLost` if the process ends first, `TimeoutError` after `timeout_s`, and
+        `LinkLost` naming the arm's error if it refused it.
+        """
+        version = self.codec.version
+        future = self._answers.setdefault(version, self._loop.create_future())
+        async with asyncio.timeout(timeout_s):
+            await asyncio.wait(_either(future, self._failure), return_when=asyncio.FIRST_COMPLETED)
+        self._answers.pop(version, None)
+        if future.done():
+            error = future.result()
+            if error is not None:
+                raise LinkLost(f"{self.name}: the last Refresh was refused: {error}")
+            return
+        raise self._failure.result()
+
     def stats(self, api: str) -> KortexCyclicStats:
         """The counters, and the send rate and period percentiles since the previous call."""
-        periods, self._periods = self._periods, []
-        window = sum(periods)
+        periods, self._periods = self._periods, array("q")
+        window_ns = sum(periods)
         p50 = p99 = 0.0
         if len(periods) >= 2:
             cuts = statistics.quantiles(periods, n=100, method="inclusive")
-            p50, p99 = cuts[49], cuts[98]
+            p50, p99 = cuts[49] / 1e6, cuts[98] / 1e6
         counters = self.counters
         return KortexCyclicStats(
             api=api,
-            window_s=window,
-            rate_hz=len(periods) / window if window > 0 else 0.0,
-            period_p50_ms=p50 * 1000,
-            period_p99_ms=p99 * 1000,
+            window_s=window_ns / 1e9,
+            rate_hz=len(periods) / (window_ns / 1e9) if window_ns > 0 else 0.0,
+            period_p50_ms=p50,
+            period_p99_ms=p99,
             cycles=counters.cycles,
             replies=counters.replies,
             dropped=counters.dropped,
             late=counters.late,
-            errors=counters.errors,
+            errors=counters.errors + self.decode_errors,
             skipped=counters.skipped,
         )
 
-    # -- on the link's thread ----------------------------------------------------------------------
+    async def close(self) -> None:
+        """Ask the process to stop (a last safe Refresh if in low level, CloseSession); kill it if it lingers."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.codec.on_plan == self.send_plan:
+            self.codec.on_plan = None
+        with contextlib.suppress(OSError):
+            self._sock.send(wire.STOP)
+        try:
+            async with asyncio.timeout(STOP_TIMEOUT_S):
+                await self.proc.wait()
+        except TimeoutError:
+            log.warning("%s: the cyclic process did not stop within %.1f s: killed", self.name, STOP_TIMEOUT_S)
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+            await self.proc.wait()
+        finally:
+            with contextlib.suppress(BaseException):
+                self._drain()  # its last words (CloseSession's outcome)
+            if self._reading:
+                self._loop.remove_reader(self._sock.fileno())
+                self._reading = False
+            self._sock.close()
+            self._fail(LinkLost(f"{self.name}: the cyclic process was stopped"))
 
-    def _tick(self, thread: RealtimeThread) -> None:
-        """Send the cycles due, read the replies, expire the old requests, sleep to the next deadline."""
-        period = self._period_ns
-        now = time.perf_counter_ns()
-        behind = now - self._deadline_ns
-        if behind > MAX_CATCH_UP_S * 1e9:
-            missed = behind // period
-            self.counters.skipped += missed
-            self._deadline_ns += missed * period
-        while self._deadline_ns <= now and not self._failed:
-            self._cycle(now)
-            self._deadline_ns += period
-        self.link._receive(self)
-        self._expire(time.perf_counter_ns())
-        thread.wait(self._deadline_ns)
+    # -- the socket --------------------------------------------------------------------------------
 
-    def _cycle(self, now: int) -> None:
-        self.frame_id = frame_id = (self.frame_id + 1) & 0xFFFF
-        stalled = now - self._heartbeat_ns > self._stall_ns
-        if stalled != self._stalled:
-            self._stalled = stalled
-            if stalled:
-                log.warning(
-                    "%s: the event loop has not run for %.1f s: wrist outputs to 0 from the cyclic thread",
-                    self.connection.name,
-                    (now - self._heartbeat_ns) / 1e9,
-                )
-            else:
-                log.warning("%s: the event loop runs again: the commanded outputs resume", self.connection.name)
-        # Under the codec's lock: once a change is published, no cycle built before it is sent.
-        with self.codec.sending:
-            function, payload, version = self.codec.cycle(frame_id, stalled)
+    def _send(self, packet: bytes) -> None:
+        if self._closed:
+            return
+        if self._unsent is not None and packet[:1] == wire.PLAN:
+            self._unsent = packet  # the newer plan replaces the waiting one
+            return
+        try:
+            self._sock.send(packet)
+        except BlockingIOError:
+            if packet[:1] == wire.PLAN:
+                self._unsent = packet
+                self._loop.add_writer(self._sock.fileno(), self._writable)
+        except OSError as error:
+            self._ended(f"its socket failed ({error})")
+
+    def _writable(self) -> None:
+        packet = self._unsent
+        if packet is None or self._closed:
+            with contextlib.suppress(Exception):
+                self._loop.remove_writer(self._sock.fileno())
+            return
+        try:
+            self._sock.send(packet)
+        except BlockingIOError:
+            return
+        except OSError as error:
+            self._ended(f"its socket failed ({error})")
+        self._unsent = None
+        self._loop.remove_writer(self._sock.fileno())
+
+    def _readable(self) -> None:
+        feedback = self._drain()
+        for payload in feedback[-FEEDBACK_BACKLOG:]:
             try:
-                message_id = self.connection.send_request(function, payload)
-            except ConnectionError:
-                return  # the link is gone: the adapter's watchdog sees its failure
-        self._inflight[message_id] = now
-        self.counters.cycles += 1
-        if stalled:
-            self.stalled_cycles += 1
-        if self._last_send_ns is not None:
-            self._periods.append((now - self._last_send_ns) / 1e9)
-        self._last_send_ns = now
-        if version != self._last_version:
-            # Recorded, then posted: `next_cycle` finds it in one or the other (a handful a second at most).
-            self._last_version = version
-            self._first_of_plan.put((version, frame_id))
-            self._sent.post((frame_id, version))
-
-    def _expire(self, now: int) -> None:
-        inflight = self._inflight
-        limit = now - self._timeout_ns
-        while inflight:
-            message_id, sent_at = next(iter(inflight.items()))
-            if sent_at > limit:
-                return
-            del inflight[message_id]
-            self.counters.dropped += 1
-            self._expired[message_id] = None
-            if len(self._expired) > _EXPIRED_MEMORY:
-                self._expired.popitem(last=False)
-
-    def _take(self, data: bytes) -> bool:
-        """Handle `data` if it answers one of the cycles (True); anything else is the connection's."""
-        try:
-            event = self.connection.router.receive(data)
-        except ProtocolError:
-            return False  # the connection counts it
-        if not isinstance(event, Response | ErrorResponse):
-            return False
-        if self._inflight.pop(event.message_id, None) is None:
-            if event.message_id not in self._expired:
-                return False
-            del self._expired[event.message_id]
-            self.counters.late += 1
-            self.connection.last_received = time.monotonic()
-            return True
-        self.connection.last_received = time.monotonic()
-        if isinstance(event, ErrorResponse):
-            self.counters.errors += 1
-            if event.error.sub_code in _SESSION_LOST:
-                self._fail(KortexRequestError("BaseCyclic", event.error))
-            elif not self._first_error_logged:
-                self._first_error_logged = True
-                log.warning("%s: BaseCyclic refused (counted from now on): %s", self.connection.name, event.error)
-            return True
-        try:
-            feedback = self.codec.parse(event.frame.payload)
-        except ProtocolError as error:
-            self.counters.errors += 1
-            log.debug("%s: undecodable BaseCyclic feedback: %s", self.connection.name, error)
-            return True
-        self.counters.replies += 1
-        self.latest_feedback.put(feedback)
-        now = time.perf_counter_ns()
-        if now - self._last_post_ns >= self._publish_ns:
-            self._last_post_ns = now
-            self._feedback.post(feedback)
-        return True
-
-    def _fail(self, error: KortexRequestError) -> None:
-        self._failed = True  # no more cycles on a session that is gone
-
-        def fail() -> None:
-            if not self._failure.done():
-                self._failure.set_result(error)
-
-        self._loop.call_soon_threadsafe(fail)
-
-    # -- on the event loop -------------------------------------------------------------------------
-
-    def _on_sent(self, sent: tuple[int, int]) -> None:
-        frame_id, version = sent
-        waiting = []
-        for future, wanted in self._waiters:
-            if future.done():
+                message = self.codec.parse(payload)
+            except ProtocolError as error:
+                self.decode_errors += 1
+                log.debug("%s: undecodable BaseCyclic feedback: %s", self.name, error)
                 continue
-            if version >= wanted:
-                future.set_result(frame_id)
-            else:
-                waiting.append((future, wanted))
-        self._waiters = waiting
+            self._on_feedback(message)
+        self.feedback_overwritten += max(0, len(feedback) - FEEDBACK_BACKLOG)
+
+    def _drain(self) -> list[bytes]:
+        """Read every packet waiting; handle the control ones, return the feedback payloads."""
+        feedback: list[bytes] = []
+        sock = self._sock
+        while True:
+            try:
+                packet = sock.recv(_MAX_PACKET)
+            except BlockingIOError:
+                return feedback
+            except OSError as error:
+                self._ended(f"its socket failed ({error})")
+                return feedback
+            if not packet:
+                self._ended(None)
+                return feedback
+            if packet[:1] == wire.FEEDBACK:
+                feedback.append(packet[1:])
+                continue
+            try:
+                self._control(*wire.unpack(packet))
+            except (ValueError, TypeError) as error:  # a bug on one side: say so, keep going
+                log.error("%s: bad packet from the cyclic process: %s", self.name, error)
+
+    def _control(self, tag: bytes, fields: list[object]) -> None:
+        if tag == wire.STATS:
+            stats = wire.unpack_stats(fields)  # type: ignore[arg-type]
+            self._periods.frombytes(stats.periods)
+            stats.periods = b""
+            # In place: whoever holds `counters` sees them move.
+            for name in wire.ChildStats.__slots__:
+                setattr(self.counters, name, getattr(stats, name))
+        elif tag == wire.SENT:
+            version, frame_id = (int(field) for field in fields)  # type: ignore[call-overload]
+            self._first_of_plan = (version, frame_id)
+            self.frame_id = frame_id
+            waiting = []
+            for future, wanted in self._waiters:
+                if future.done():
+                    continue
+                if version >= wanted:
+                    future.set_result(frame_id)
+                else:
+                    waiting.append((future, wanted))
+            self._waiters = waiting
+        elif tag == wire.ANSWERED:
+            version, error = fields
+            assert isinstance(version, int)
+            answer = self._answers.setdefault(version, self._loop.create_future())
+            if not answer.done():
+                answer.set_result(None if error is None else str(error))
+        elif tag == wire.LOG:
+            level, text = fields
+            log.log(_LOG_LEVELS.get(str(level), logging.WARNING), "%s", text)
+        elif tag == wire.SESSION:
+            session_id, scheduling = fields
+            self.session_id, self.scheduling = int(session_id), str(scheduling)  # type: ignore[call-overload]
+            if not self._session.done():
+                self._session.set_result(None)
+        elif tag == wire.FAILED:
+            [reason] = fields
+            self._fail(LinkLost(f"{self.name}: {reason}"))
+        elif tag == wire.CLOSED:
+            log.debug("%s: the cyclic process closed its session", self.name)
+        else:
+            raise ValueError(f"unknown tag {tag!r}")
+
+    def _ended(self, why: str | None) -> None:
+        """The process closed its end: it exited (or `why`); report how, once its status is known."""
+        if self._reading:
+            self._loop.remove_reader(self._sock.fileno())
+            self._reading = False
+        if self._failure.done() or self._closed:
+            return
+        task = self._loop.create_task(self._report_end(why))
+        task.add_done_callback(lambda _: None)
+        self._reporting = task
+
+    async def _report_end(self, why: str | None) -> None:
+        try:
+            async with asyncio.timeout(1.0):
+                code = await self.proc.wait()
+        except TimeoutError:
+            code = None
+        if code is None:
+            how = why or "it closed its socket"
+        elif code < 0:
+            how = f"killed by signal {signal.Signals(-code).name}"
+        else:
+            how = f"exit status {code}"
+        self._fail(LinkLost(f"{self.name}: the cyclic process ended unexpectedly ({how})"))
+
+    def _fail(self, error: LinkLost) -> None:
+        if not self._failure.done():
+            self._failure.set_result(error)
+        for future, _ in self._waiters:
+            if not future.done():
+                future.set_exception(error)
+        self._waiters = []
+
+
+def _either(*futures: asyncio.Future[Any]) -> list[asyncio.Future[Any]]:
+    """`futures` as one list for `asyncio.wait`, whatever their result types."""
+    return list(futures)

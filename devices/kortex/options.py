@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -48,14 +49,12 @@ class KortexOptions:
     keep-alive, a silent broker is lost after 1.5 times this. `mqtt_broker`: with `simulate`, where
     the simulated arm's broker comes from: "embedded" (a pure-Python broker in the gateway, so the
     demo needs none installed) or "external" (the broker at `host`:`mqtt_port`, e.g. mosquitto).
-    `cyclic_priority`: SCHED_FIFO priority (1-99) of the cyclic loop's thread, applied when the
-    process may (CAP_SYS_NICE; the systemd unit grants it), else logged once at info; 0 keeps
-    normal scheduling. `cyclic_cpus`: CPUs the cyclic thread is pinned to (empty: any).
-    `cyclic_spin_us`: the end of each period the thread spends polling the clock instead of
+    The cyclic loop runs in a process of its own (devices/kortex/cyclic_process.py), one per arm.
+    `cyclic_priority`: SCHED_FIFO priority (1-99) of that process, applied when the gateway may
+    (CAP_SYS_NICE; the systemd unit grants it), else logged once at info; 0 keeps normal
+    scheduling. `cyclic_cpus`: CPUs the cyclic process is pinned to (empty: any; each must exist).
+    `cyclic_spin_us`: the end of each period the loop spends polling the clock instead of
     sleeping (µs; the kernel wakes a sleeper 50-100 µs late): steadier periods for that much CPU.
-    `cyclic_switch_interval_us`: Python's thread switch interval while the loop runs (µs; 0 leaves
-    the interpreter's 5 ms): how long the woken loop may wait behind a busy event loop, at the cost
-    of more frequent switching between every thread of the process.
     `simulate`: ignore host and ports and start a simulated arm of `api` on loopback (demo).
     """
 
@@ -76,7 +75,6 @@ class KortexOptions:
     cyclic_priority: int = field(default=10, metadata={"min": 0, "max": 99})
     cyclic_cpus: tuple[int, ...] = ()
     cyclic_spin_us: float = field(default=100.0, metadata={"min": 0.0, "max": 1000.0})
-    cyclic_switch_interval_us: float = field(default=200.0, metadata={"min": 0.0, "max": 5000.0})
     estop_calls_arm_stop: bool = True
     arm_state_notifications: bool = True
     transport: Transport = "auto"
@@ -103,6 +101,11 @@ class KortexOptions:
             problems.append(
                 f'mqtt_qos = {self.mqtt_qos} with simulate and mqtt_broker = "embedded": the embedded broker '
                 'serves QoS 0 only (use mqtt_broker = "external" with mosquitto for QoS 1 or 2)'
+            )
+        cpus = os.cpu_count() or 1
+        if any(cpu < 0 or cpu >= cpus for cpu in self.cyclic_cpus):
+            problems.append(
+                f"cyclic_cpus: {list(self.cyclic_cpus)} names a CPU this machine lacks (it has 0-{cpus - 1})"
             )
         if self.mqtt_client_id:
             try:
