@@ -100,11 +100,6 @@ class DemoDevices:
 
     def __init__(self) -> None:
         text = resources.files("gateway").joinpath("demo.toml").read_text(encoding="utf-8")
-        # The Kortex cyclic thread lowers Python's switch interval to 0.2 ms, so every thread (this
-        # test's Hypothesis thread too) switches more often, which costs each loop callback some CPU
-        # (10-25 % more at a load average of 6, measured): the interpreter's interval here; the
-        # cyclic loop's timing is bench/kortex.py's business.
-        text = text.replace('kind = "kortex"', 'kind = "kortex"\ncyclic_switch_interval_us = 0.0')
         self.config = loads(text)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="demo-devices", daemon=True)

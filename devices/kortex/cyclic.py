@@ -410,16 +410,16 @@ class CyclicProcess:
             except (ValueError, TypeError) as error:  # a bug on one side: say so, keep going
                 log.error("%s: bad packet from the cyclic process: %s", self.name, error)
 
-    def _control(self, tag: bytes, fields: list[object]) -> None:
+    def _control(self, tag: bytes, fields: list[Any]) -> None:
         if tag == wire.STATS:
-            stats = wire.unpack_stats(fields)  # type: ignore[arg-type]
+            stats = wire.unpack_stats(fields)
             self._periods.frombytes(stats.periods)
             stats.periods = b""
             # In place: whoever holds `counters` sees them move.
             for name in wire.ChildStats.__slots__:
                 setattr(self.counters, name, getattr(stats, name))
         elif tag == wire.SENT:
-            version, frame_id = (int(field) for field in fields)  # type: ignore[call-overload]
+            version, frame_id = (int(field) for field in fields)
             self._first_of_plan = (version, frame_id)
             self.frame_id = frame_id
             waiting = []
@@ -442,7 +442,7 @@ class CyclicProcess:
             log.log(_LOG_LEVELS.get(str(level), logging.WARNING), "%s", text)
         elif tag == wire.SESSION:
             session_id, scheduling = fields
-            self.session_id, self.scheduling = int(session_id), str(scheduling)  # type: ignore[call-overload]
+            self.session_id, self.scheduling = int(session_id), str(scheduling)
             if not self._session.done():
                 self._session.set_result(None)
         elif tag == wire.FAILED:

@@ -1,0 +1,385 @@
+"""The Kortex cyclic loop in its own process: its life with the gateway's, hand-overs, stalls, safe states.
+
+Behaviour only (cycles happen, in order, what they carry, what reaches the arm and the bus): how
+regular the cycles are under load is measured by bench/kortex.py, never asserted here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devices.kortex import cyclic_wire as wire
+from devices.kortex.adapter import KortexAdapter
+from devices.kortex.cyclic import CyclicProcess, Kortex3Codec
+from devices.kortex.errors import LinkLost
+from devices.kortex.options import KortexOptions
+from devices.sim.kortex_arm import SimulatedArm
+from gateway import realtime
+from gateway.messages.kortex import Command as C61Command
+from gateway.realtime import Pacer, SchedulingPolicy, apply_policy
+from protocols.kortex.generated import BaseCyclicKortex3_pb2
+from protocols.kortex.services import Function
+from tests.adapter_rig import AdapterRig
+from tests.harness import Client, RunningGateway, connect, gateway_config, start_gateway
+
+
+# The RPC session on TCP 10000 (test_kortex_mqtt.py drives the MQTT one): the cyclic link is UDP either way.
+class Device(AdapterRig[KortexAdapter]):
+    def __init__(self, options: KortexOptions) -> None:
+        super().__init__(KortexAdapter, "arm-1", options)
+
+
+def tcp_options(arm: SimulatedArm, **overrides: Any) -> KortexOptions:
+    return KortexOptions(
+        host="127.0.0.1", tcp_port=arm.tcp_port, udp_port=arm.udp_port, api="kortex3", transport="tcp", **overrides
+    )
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for its reaper does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def cyclic_children(parent_pid: int) -> list[int]:
+    """The cyclic processes whose parent is `parent_pid`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                command = cmdline.read()
+        except (FileNotFoundError, ProcessLookupError, ValueError):
+            continue
+        if ppid == parent_pid and b"devices.kortex.cyclic_process" in command:
+            found.append(int(entry))
+    return found
+
+
+async def until(condition: Any, timeout: float = 5.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():  # noqa: ASYNC110 (the arm and the processes are polled, they have no event)
+            await asyncio.sleep(0.01)
+
+
+def udp_sessions_closed(arm: SimulatedArm) -> list[int]:
+    return [s.id for s in arm.closed_sessions if s.link.kind == "udp"]
+
+
+# -- gateway/realtime.py ----------------------------------------------------------------------------
+
+
+def test_pacer_wakes_at_or_after_each_deadline_and_stop_cuts_a_long_wait_short() -> None:
+    pacer = Pacer(spin_ns=100_000)
+    lateness = []
+    deadline = time.perf_counter_ns()
+    for _ in range(20):
+        deadline += 1_000_000
+        pacer.wait(deadline)
+        lateness.append(time.perf_counter_ns() - deadline)
+    # A wait never ends early (how late is the bench's business).
+    assert min(lateness) >= 0
+    threading.Timer(0.1, pacer.stop).start()
+    started = time.monotonic()
+    pacer.wait(time.perf_counter_ns() + 60_000_000_000)  # a minute
+    assert time.monotonic() - started < 5.0
+    assert pacer.stopping
+    assert pacer.woken()
+    pacer.close()
+
+
+def test_sched_fifo_is_applied_when_permitted_else_logged_once_at_info(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(realtime, "_refusal_logged", False)
+    results: list[tuple[str, int]] = []
+
+    def apply() -> None:
+        applied = apply_policy(SchedulingPolicy(priority=10), "test")
+        results.append((applied, os.sched_getscheduler(0)))
+
+    with caplog.at_level(logging.INFO, logger="gateway.realtime"):
+        for _ in range(2):
+            worker = threading.Thread(target=apply)
+            worker.start()
+            worker.join()
+    for applied, scheduler in results:
+        if "SCHED_FIFO" in applied:
+            assert scheduler == os.SCHED_FIFO
+        else:
+            assert applied == "normal scheduling"
+            assert scheduler == os.SCHED_OTHER
+    refusals = [record for record in caplog.records if "SCHED_FIFO refused" in record.getMessage()]
+    if "SCHED_FIFO" not in results[0][0]:
+        assert len(refusals) == 1  # once, whatever the number of loops
+        assert refusals[0].levelno == logging.INFO
+        assert "CAP_SYS_NICE" in refusals[0].getMessage()
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER  # this thread was never touched
+
+
+# -- the hand-over's packets and the codec's plans ---------------------------------------------------
+
+
+def test_packets_round_trip_and_a_bad_one_is_named() -> None:
+    config = wire.ChildConfig(
+        "arm UDP", "127.0.0.1", 10001, "admin", "pw", 35000, 2000, 2.0, 1000.0, 0.01, 0.0, 3.0, 1.0, 10, (0, 1), 1000
+    )
+    tag, fields = wire.unpack(wire.pack_config(config))
+    assert (tag, wire.unpack_config(fields)) == (wire.CONFIG, config)
+    plan = wire.Plan(7, True, False, b"\x08\x01")
+    tag, fields = wire.unpack(wire.pack_plan(plan))
+    assert (tag, wire.unpack_plan(fields)) == (wire.PLAN, plan)
+    stats = wire.ChildStats(cycles=5, dropped=1, periods=b"\x01" * 16)
+    assert wire.unpack_stats(wire.unpack(wire.pack_stats(stats))[1]) == stats
+    with pytest.raises(ValueError, match="cyclic process packet b'T'"):
+        wire.unpack(b"T\xc1")  # 0xc1 is never used in msgpack
+    with pytest.raises(ValueError, match="not an array"):
+        wire.unpack(b"T\x05")
+
+
+def test_kortex3_codec_plans_carry_whole_commands_in_order() -> None:
+    codec = Kortex3Codec()
+    plans: list[wire.Plan] = []
+    codec.on_plan = plans.append
+    assert not codec.plan.low_level
+    codec.hold([10.0, 20.0, 30.0])
+    codec.set_wrist(C61Command(digital_outputs_state=0b101))
+    codec.release()
+    assert [(p.version, p.low_level, p.once) for p in plans] == [(1, True, False), (2, True, False), (3, False, True)]
+    command = BaseCyclicKortex3_pb2.Command.FromString(plans[1].command)
+    assert [a.position for a in command.actuators] == [10.0, 20.0, 30.0]
+    assert command.wrist.c61.digital_outputs_state == 0b101
+    # The last Refresh of low level carries what the event loop last set.
+    last = BaseCyclicKortex3_pb2.Command.FromString(plans[2].command)
+    assert last.wrist.c61.digital_outputs_state == 0b101
+    assert codec.version == 3
+
+
+# -- the adapter and its process, against a simulated arm in this process ---------------------------
+
+
+async def test_no_cyclic_process_is_left_after_link_losses_and_stop() -> None:
+    arm = SimulatedArm("kortex3")
+    await arm.start()
+    device = Device(tcp_options(arm))
+    pids = []
+    try:
+        for _ in range(3):
+            device.start()
+            await device.connected()
+            assert device.adapter._cyclic is not None
+            pids.append(device.adapter._cyclic.pid)
+            assert cyclic_children(os.getpid()) == [pids[-1]]
+            arm.close_tcp_connections()
+            assert device.task is not None
+            with pytest.raises(ConnectionError):
+                async with asyncio.timeout(5):
+                    await device.task
+            assert cyclic_children(os.getpid()) == []  # each link's process ends with it
+        device.start()
+        await device.connected()
+    finally:
+        await device.stop()
+        await arm.stop()
+    assert cyclic_children(os.getpid()) == []
+    assert not any(alive(pid) for pid in pids)
+    # Each process closed its UDP session on the way out (the last one at stop).
+    assert len(udp_sessions_closed(arm)) == 4
+
+
+async def test_a_refused_udp_session_is_a_clear_unreachable() -> None:
+    arm = SimulatedArm("kortex3")
+    await arm.start()
+    device = Device(tcp_options(arm, password="wrong"))
+    try:
+        device.start()
+        assert device.task is not None
+        with pytest.raises(LinkLost, match="session refused"):
+            async with asyncio.timeout(10):
+                await device.task
+    finally:
+        await device.stop()
+        await arm.stop()
+    assert cyclic_children(os.getpid()) == []
+
+
+async def test_estop_zeroing_is_never_overtaken_by_the_outputs_it_replaced() -> None:
+    arm = SimulatedArm("kortex3")
+    await arm.start()
+    device = Device(tcp_options(arm))
+    try:
+        device.start()
+        await device.connected()
+        await device.until(lambda: device.latest("actuators") is not None)
+        [session] = [s for s in arm.sessions.values() if s.link.kind == "udp"]
+        for value in (0x0F, 0xF0, 0xFF):
+            await device.command(C61Command(digital_outputs_state=value), "kortex/WristCyclicC61/Command", "c1")
+        await device.adapter.estop()
+        outputs = [command.digital_outputs_state for _, command in session.wrist_commands]
+        assert outputs[-1] == 0
+        zeroed = outputs.index(0, outputs.index(0xFF))  # the estop's zeroing
+        assert set(outputs[zeroed:]) == {0}  # after it, nothing but zeros
+        assert arm.wrist.digital_outputs_state == 0
+        refreshes = arm.requests[Function.BASE_CYCLIC_REFRESH]
+        await device.until(lambda: arm.requests[Function.BASE_CYCLIC_REFRESH_FEEDBACK] > 0)
+        await asyncio.sleep(0.05)
+        assert arm.requests[Function.BASE_CYCLIC_REFRESH] == refreshes  # the loop reads again, commands nothing
+    finally:
+        await device.stop()
+        await arm.stop()
+
+
+async def test_a_gateway_that_closes_its_end_has_the_process_zero_the_outputs_and_close_the_session() -> None:
+    arm = SimulatedArm("kortex3")
+    await arm.start()
+    device = Device(tcp_options(arm))
+    try:
+        device.start()
+        await device.connected()
+        await device.until(lambda: device.latest("actuators") is not None)
+        await device.command(C61Command(digital_outputs_state=0xFF), "kortex/WristCyclicC61/Command", "c1")
+        await until(lambda: arm.wrist.digital_outputs_state == 0xFF)
+        cyclic = device.adapter._cyclic
+        assert isinstance(cyclic, CyclicProcess)
+        # The gateway's end closes without a word (as when it dies): EOF is the process's signal to end.
+        cyclic._loop.remove_reader(cyclic._sock.fileno())
+        cyclic._reading = False
+        cyclic._sock.close()
+        async with asyncio.timeout(5):
+            assert await cyclic.proc.wait() == 0
+        assert arm.wrist.digital_outputs_state == 0  # its last Refresh
+        assert arm.actuator_targets is not None  # joints held, still in low level
+        assert len(udp_sessions_closed(arm)) == 1
+    finally:
+        await device.stop()
+        await arm.stop()
+
+
+# -- the real daemon --------------------------------------------------------------------------------
+
+
+def kortex_device(arm: SimulatedArm) -> str:
+    return f"""
+[devices.arm-1]
+kind = "kortex"
+host = "127.0.0.1"
+tcp_port = {arm.tcp_port}
+udp_port = {arm.udp_port}
+api = "kortex3"
+transport = "tcp"
+"""
+
+
+def _status(message: dict[str, Any], status: str) -> bool:
+    return bool(message["op"] == "device" and message["device"] == "arm-1" and message["status"] == status)
+
+
+async def _daemon_with_outputs_set(tmp_path: Path, arm: SimulatedArm) -> tuple[RunningGateway, Client, int]:
+    """The daemon with arm-1 connected, its outputs at 0xFF (leased to the client returned), and its cyclic pid."""
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, kortex_device(arm)))
+    client = await connect(gateway, "ws")
+    await client.ok("subscribe", topics=["arm-1/actuators"])
+    await client.wait_for(functools.partial(_status, status="connected"), timeout=20)
+    await client.wait_for(lambda m: m["op"] == "state" and m["topic"] == "arm-1/actuators", timeout=10)
+    await client.ok(
+        "command", device="arm-1", type="kortex/WristCyclicC61/Command", data={"digital_outputs_state": 255}
+    )
+    await until(lambda: arm.wrist.digital_outputs_state == 0xFF)
+    [child] = cyclic_children(gateway.proc.pid)
+    return gateway, client, child
+
+
+def _requests_between(arm: SimulatedArm, start: float, end: float) -> int:
+    [session] = [s for s in arm.sessions.values() if s.link.kind == "udp"]
+    return sum(1 for t in session.cyclic_times if start <= t <= end)
+
+
+async def test_cycles_go_on_while_the_gateway_is_frozen_and_a_stall_zeroes_the_outputs(tmp_path: Path) -> None:
+    arm = SimulatedArm("kortex3")
+    await arm.start()
+    gateway, client, _ = await _daemon_with_outputs_set(tmp_path, arm)
+    try:
+        # Frozen for 0.4 s (as a long garbage collection would): the arm still gets its cycles.
+        frozen_at = time.monotonic()
+        gateway.proc.send_signal(signal.SIGSTOP)
+        await asyncio.sleep(0.4)
+        gateway.proc.send_signal(signal.SIGCONT)
+        thawed_at = time.monotonic()
+        assert _requests_between(arm, frozen_at + 0.1, thawed_at - 0.1) > 0
+        assert arm.wrist.digital_outputs_state == 0xFF  # a short freeze changes nothing
+        # Frozen past the stall limit (1 s): nothing in the gateway could end a lease or e-stop now.
+        gateway.proc.send_signal(signal.SIGSTOP)
+        try:
+            await until(lambda: arm.wrist.digital_outputs_state == 0, timeout=3.0)
+            assert arm.actuator_targets is not None  # the joints are still held, in low level
+        finally:
+            gateway.proc.send_signal(signal.SIGCONT)
+        # Heard from again, the gateway's command (still leased to the client) goes out again.
+        await until(lambda: arm.wrist.digital_outputs_state == 0xFF, timeout=5.0)
+        await client.close()
+        await until(lambda: arm.wrist.digital_outputs_state == 0)  # the lease ended with the client
+    finally:
+        assert await gateway.stop() == 0
+        await arm.stop()
+    warnings = [line["event"] for line in gateway.logs if "has not been heard" in str(line.get("event"))]
+    assert warnings, gateway.logs[-20:]
+    assert len(udp_sessions_closed(arm)) == 1  # CloseSession at SIGTERM
+
+
+async def test_a_killed_gateway_takes_its_cyclic_process_along_and_the_arm_sees_the_session_end(
+    tmp_path: Path,
+) -> None:
+    arm = SimulatedArm("kortex3")
+    await arm.start()
+    gateway, client, child = await _daemon_with_outputs_set(tmp_path, arm)
+    try:
+        gateway.proc.kill()  # SIGKILL: nothing of the gateway runs any more
+        await gateway.proc.wait()
+        await until(lambda: not alive(child), timeout=5.0)
+        await until(lambda: len(udp_sessions_closed(arm)) == 1, timeout=2.0)
+        assert arm.wrist.digital_outputs_state == 0  # its last Refresh, before CloseSession
+    finally:
+        await client.close()
+        await gateway.stop()
+        await arm.stop()
+
+
+async def test_a_killed_cyclic_process_is_a_disconnect_with_its_reason_and_the_device_comes_back(
+    tmp_path: Path,
+) -> None:
+    arm = SimulatedArm("kortex3")
+    await arm.start()
+    gateway, client, child = await _daemon_with_outputs_set(tmp_path, arm)
+    try:
+        await client.ok("subscribe", topics=["arm-1/**"])
+        os.kill(child, signal.SIGKILL)
+        down = await client.wait_for(functools.partial(_status, status="disconnected"), timeout=10)
+        assert "the cyclic process ended unexpectedly (killed by signal SIGKILL)" in down["detail"], down
+        await client.wait_for(functools.partial(_status, status="connected"), timeout=20)
+        [newer] = cyclic_children(gateway.proc.pid)
+        assert newer != child
+        await client.wait_for(lambda m: m["op"] == "state" and m["topic"] == "arm-1/actuators", timeout=10)
+        # A new UDP session; the killed process could not close its own (the arm times it out).
+        assert len([s for s in arm.sessions.values() if s.link.kind == "udp"]) == 2
+        assert udp_sessions_closed(arm) == []
+    finally:
+        await client.close()
+        assert await gateway.stop() == 0
+        await arm.stop()
+    assert not alive(child)
