@@ -6,8 +6,9 @@ every BaseCyclic request it receives, per session. In turn, in one run:
 1. the real daemon (`python -m gateway run`) with one kortex device at `--rate` Hz, publishing every
    reply to the bus (`publish_rate_hz = rate`), with `--subscribers` WebSocket clients that each
    receive every sample of `--topics` (default `actuators`: one sample per cycle) and count them;
+   its loop runs in its cyclic process (devices/kortex/cyclic_process.py), whose scheduling is printed;
 2. `bare-thread`: a bare blocking UDP loop in its own process (this file with `--bare thread`), the
-   mechanism the gateway's cyclic thread uses: sleep to an absolute deadline
+   mechanism the gateway's cyclic process uses: sleep to an absolute deadline
    (`time.perf_counter_ns`) less `--spin-us`, spin to it, send, read the replies, parse them;
 3. `bare-asyncio`: the same exchange on a bare asyncio loop (`--bare asyncio`), the mechanism the
    gateway used before its loop had a thread (asyncio wakes on whole milliseconds).
@@ -173,6 +174,9 @@ async def run_gateway(arm: Arm, args: argparse.Namespace) -> dict[str, Any]:
         proc.terminate()
         await proc.wait()
         log = (await drain).decode(errors="replace").splitlines()
+    scheduling = [line for line in log if ": cyclic process " in line]
+    if scheduling:
+        print(f"  gateway log: {scheduling[0][:300]}")
     problems = [line for line in log if '"warning"' in line or '"error"' in line or "LinkLost" in line]
     for line in problems[:5]:
         print(f"  gateway log: {line[:300]}")

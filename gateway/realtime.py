@@ -93,8 +93,8 @@ class Pacer:
     """Sleeps a loop to absolute deadlines (`time.perf_counter_ns`); `stop` cuts any wait short.
 
     `spin_ns`: the end of each wait is spent polling the clock rather than in the kernel, which
-    wakes a normal thread 50-100 µs late (a SCHED_FIFO one about half that). `wake_fd` is the
-    descriptor that `stop` writes to; a signal handler can use it too (`signal.set_wakeup_fd`).
+    wakes a normal thread 50-100 µs late (a SCHED_FIFO one about half that). Waits longer than
+    2 ms sleep in poll() first, which `stop` and any `watch`ed socket end early.
     """
 
     def __init__(self, spin_ns: int = 100_000) -> None:
@@ -111,16 +111,15 @@ class Pacer:
         """True once `stop` was called."""
         return self._stopping
 
-    @property
-    def wake_fd(self) -> int:
-        """The write end of the wake-up socket (non-blocking)."""
-        return self._wake_w.fileno()
-
     def stop(self) -> None:
         """Mark the loop stopping and wake any wait (safe from a signal handler)."""
         self._stopping = True
         with contextlib.suppress(OSError):
             self._wake_w.send(b"\0")
+
+    def watch(self, sock: socket.socket) -> None:
+        """Also end long waits when `sock` becomes readable (a loop's control socket, at low rates)."""
+        self._wake_poll.register(sock, select.POLLIN)
 
     def woken(self) -> bool:
         """Whether the wake-up socket was written to (by `stop` or a signal); drains it."""
@@ -131,10 +130,10 @@ class Pacer:
         return woke
 
     def wait(self, deadline_ns: int) -> None:
-        """Sleep until `deadline_ns`, or less if `stop` is called or a signal arrives."""
+        """Sleep until `deadline_ns`, or less if `stop` is called or a watched socket is readable."""
         remaining = deadline_ns - self.spin_ns - time.perf_counter_ns()
         if remaining > _LONG_WAIT_NS:
-            # poll() counts whole milliseconds: wait in it for most of a long sleep, stop-aware.
+            # poll() counts whole milliseconds: wait in it for most of a long sleep, stop- and watch-aware.
             if self._wake_poll.poll((remaining - _LONG_WAIT_NS // 2) // 1_000_000):
                 return
             remaining = deadline_ns - self.spin_ns - time.perf_counter_ns()

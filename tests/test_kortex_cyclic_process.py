@@ -203,6 +203,25 @@ async def test_no_cyclic_process_is_left_after_link_losses_and_stop() -> None:
     assert len(udp_sessions_closed(arm)) == 4
 
 
+async def test_a_slow_loop_keeps_its_session_alive_and_still_stops_at_once() -> None:
+    arm = SimulatedArm("kortex3")
+    await arm.start()
+    device = Device(tcp_options(arm, cyclic_rate_hz=2.0))
+    try:
+        device.start()
+        await device.connected()
+        # Half a second between cycles: KeepAlive fills the silences, as the vendor's SessionManager does.
+        await until(lambda: arm.requests[Function.SESSION_KEEP_ALIVE] >= 4, timeout=5)
+        assert arm.requests[Function.BASE_CYCLIC_REFRESH_FEEDBACK] >= 1
+    finally:
+        started = time.monotonic()
+        await device.stop()
+        stopped_in = time.monotonic() - started
+        await arm.stop()
+    assert stopped_in < 1.5  # STOP ends a long sleep at once
+    assert len(udp_sessions_closed(arm)) == 1
+
+
 async def test_a_refused_udp_session_is_a_clear_unreachable() -> None:
     arm = SimulatedArm("kortex3")
     await arm.start()

@@ -105,6 +105,8 @@ async def test_sigterm_with_stuck_clients_puts_every_device_in_its_safe_state_an
         assert took < EXIT_WITHIN_S
         assert arm.wrist.digital_outputs_state == 0
         assert arm.wrist.analog_output_a_channel_1_value == 0.0
+        # CloseSession on both links, the cyclic process's on UDP included.
+        assert sorted(session.link.kind for session in arm.closed_sessions) == ["tcp", "udp"]
         safe = {line["device"]: line for line in gateway.logs if line.get("safe_state")}
         assert set(safe) == {"sim-1", "arm-1", "wiimote-1"}, gateway.logs[-30:]
         assert all(line["safe_state"] == "ok" for line in safe.values()), safe

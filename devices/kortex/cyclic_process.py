@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import logging
 import os
 import select
 import signal
@@ -83,6 +84,7 @@ class CyclicChild:
         self.control = control
         self.config = config
         self.pacer = Pacer(config.spin_ns)
+        self.pacer.watch(control)  # below ~500 Hz a period is long enough to sleep in poll()
         self.router = Router()
         self.stats = wire.ChildStats()
         self.plan = wire.Plan(0)
@@ -101,6 +103,7 @@ class CyclicChild:
         self._expired: OrderedDict[int, None] = OrderedDict()
         self._periods = array("q")
         self._last_send_ns: int | None = None
+        self._last_request_ns = time.perf_counter_ns()
         self._last_post_ns = 0
         self._deadline_ns = 0
         self._heard_ns = time.perf_counter_ns()  # the gateway's last packet
@@ -115,9 +118,9 @@ class CyclicChild:
 
     # -- the gateway side --------------------------------------------------------------------------
 
-    def log(self, level: str, text: str) -> None:
+    def log(self, level: str, text: str, prefix: bool = True) -> None:
         """A line for the gateway's log (dropped, oldest first, while it does not read)."""
-        self._logs.append(wire.pack(wire.LOG, level, f"{self.config.name}: {text}"))
+        self._logs.append(wire.pack(wire.LOG, level, f"{self.config.name}: {text}" if prefix else text))
         self._flush()
 
     def _tell(self, packet: bytes) -> None:
@@ -225,6 +228,7 @@ class CyclicChild:
     def _send(self, function_uid: int, payload: bytes = b"") -> int:
         assert self.sock is not None
         message_id, data = self.router.request(function_uid, payload)
+        self._last_request_ns = time.perf_counter_ns()
         try:
             self.sock.send(check_udp(data))
         except OSError as error:  # e.g. ICMP port unreachable: the cycle is dropped, not fatal
@@ -338,7 +342,7 @@ class CyclicChild:
         self._expire(now)
         if now - self._received_ns > self._silence_ns:
             raise LinkFailed(f"nothing from the robot for {self.config.link_timeout_s:g} s")
-        if self._last_send_ns is not None and now - self._last_send_ns > KEEPALIVE_IDLE_S * 1e9:
+        if now - self._last_request_ns > KEEPALIVE_IDLE_S * 1e9:
             self._send(Function.SESSION_KEEP_ALIVE)  # only below ~7 Hz: every cycle is a request
         if now >= self._next_stats_ns:
             self._next_stats_ns = now + round(STATS_INTERVAL_S * 1e9)
@@ -432,6 +436,18 @@ def _stamped(command: BaseCyclicKortex3_pb2.Command, frame_id: int) -> bytes:
     return command.SerializeToString()
 
 
+class _ToGateway(logging.Handler):
+    """Log records of this process (gateway.realtime's SCHED_FIFO refusal) as lines of the gateway's log."""
+
+    def __init__(self, child: CyclicChild) -> None:
+        super().__init__(logging.INFO)
+        self._child = child
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Hand the record's text to the gateway."""
+        self._child.log(record.levelname.lower(), record.getMessage(), prefix=False)
+
+
 def _die_with_parent(parent_pid: int) -> None:
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
@@ -462,6 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     config = _read_config(control)
     child = CyclicChild(control, config)
     signal.signal(signal.SIGTERM, lambda signum, frame: child.pacer.stop())
+    logging.basicConfig(level=logging.INFO, handlers=[_ToGateway(child)])
     scheduling = apply_policy(SchedulingPolicy(config.priority, config.cpus), config.name)
     # Everything loaded: nothing of it is garbage, and the loop makes no reference cycles.
     gc.collect()
