@@ -195,6 +195,7 @@ class CyclicProcess:
         self._unsent: bytes | None = None  # the newest plan, when the socket was full
         self._closed = False
         self._reading = False
+        self._reporting: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(
@@ -449,7 +450,8 @@ class CyclicProcess:
             [reason] = fields
             self._fail(LinkLost(f"{self.name}: {reason}"))
         elif tag == wire.CLOSED:
-            log.debug("%s: the cyclic process closed its session", self.name)
+            [why] = fields
+            self._fail(LinkLost(f"{self.name}: the cyclic process closed its session and ended ({why})"))
         else:
             raise ValueError(f"unknown tag {tag!r}")
 
@@ -460,9 +462,7 @@ class CyclicProcess:
             self._reading = False
         if self._failure.done() or self._closed:
             return
-        task = self._loop.create_task(self._report_end(why))
-        task.add_done_callback(lambda _: None)
-        self._reporting = task
+        self._reporting = self._loop.create_task(self._report_end(why))
 
     async def _report_end(self, why: str | None) -> None:
         try:

@@ -110,6 +110,8 @@ class CyclicChild:
         self._received_ns = time.perf_counter_ns()  # the arm's last frame
         self._stalled = False
         self._parent_gone = False
+        #: Why the loop ends, in words (for CLOSED).
+        self.stop_reason = "asked to stop"
         self._reliable: deque[bytes] = deque()
         self._stats_packet: bytes | None = None
         self._logs: deque[bytes] = deque(maxlen=_LOG_BACKLOG)
@@ -169,6 +171,7 @@ class CyclicChild:
             except OSError:
                 packet = b""
             if not packet:  # the gateway is gone
+                self.stop_reason = "the gateway closed its end"
                 self._gone()
                 break
             self._heard_ns = now
@@ -448,6 +451,11 @@ class _ToGateway(logging.Handler):
         self._child.log(record.levelname.lower(), record.getMessage(), prefix=False)
 
 
+def _terminated(child: CyclicChild) -> None:
+    child.stop_reason = "SIGTERM"
+    child.pacer.stop()
+
+
 def _die_with_parent(parent_pid: int) -> None:
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
@@ -477,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     control.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SEND_BUFFER)
     config = _read_config(control)
     child = CyclicChild(control, config)
-    signal.signal(signal.SIGTERM, lambda signum, frame: child.pacer.stop())
+    signal.signal(signal.SIGTERM, lambda signum, frame: _terminated(child))
     logging.basicConfig(level=logging.INFO, handlers=[_ToGateway(child)])
     scheduling = apply_policy(SchedulingPolicy(config.priority, config.cpus), config.name)
     # Everything loaded: nothing of it is garbage, and the loop makes no reference cycles.
@@ -489,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
         child._tell(wire.pack(wire.SESSION, child.router.session_id, scheduling))
         child.run()
         child.close_session()
-        child._tell(wire.pack(wire.CLOSED))
+        child._tell(wire.pack(wire.CLOSED, child.stop_reason))
     except LinkFailed as error:
         child._tell(wire.pack(wire.FAILED, str(error)))
     _flush_before_exit(child)

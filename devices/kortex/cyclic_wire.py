@@ -38,7 +38,7 @@ STATS = b"T"
 LOG = b"L"
 #: [reason]: the link failed; the process exits.
 FAILED = b"X"
-#: CloseSession was answered (or timed out); the process exits.
+#: [why it stopped]: CloseSession was answered (or timed out); the process exits.
 CLOSED = b"Z"
 
 #: How often the gateway tells the cyclic process that its event loop runs (s).
