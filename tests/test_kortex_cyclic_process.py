@@ -25,6 +25,8 @@ from devices.kortex.errors import LinkLost
 from devices.kortex.options import KortexOptions
 from devices.sim.kortex_arm import SimulatedArm
 from gateway import realtime
+from gateway.config import loads
+from gateway.errors import ConfigError
 from gateway.messages.kortex import Command as C61Command
 from gateway.realtime import Pacer, SchedulingPolicy, apply_policy
 from protocols.kortex.generated import BaseCyclicKortex3_pb2
@@ -131,6 +133,24 @@ def test_sched_fifo_is_applied_when_permitted_else_logged_once_at_info(
         assert refusals[0].levelno == logging.INFO
         assert "CAP_SYS_NICE" in refusals[0].getMessage()
     assert os.sched_getscheduler(0) == os.SCHED_OTHER  # this thread was never touched
+
+
+def test_cyclic_options_are_checked_at_load() -> None:
+    text = (
+        '[devices.arm]\nkind = "kortex"\ncyclic_priority = 100\ncyclic_spin_us = -1.0\n'
+        f"cyclic_cpus = [0, {os.cpu_count() or 1}]\ncyclic_switch_interval_us = 200.0\n"
+    )
+    with pytest.raises(ConfigError) as caught:
+        loads(text)
+    text = str(caught.value)
+    for expected in (
+        "devices.arm.cyclic_priority: 100 is outside [0, 99]",
+        "devices.arm.cyclic_spin_us: -1.0 is outside [0.0, 1000.0]",
+        "devices.arm.cyclic_switch_interval_us: unknown key",  # gone with the thread
+    ):
+        assert expected in text, text
+    with pytest.raises(ConfigError, match=r"cyclic_cpus: \[-1\] names a CPU this machine lacks \(it has 0-"):
+        loads('[devices.arm]\nkind = "kortex"\ncyclic_cpus = [-1]\n')
 
 
 # -- the hand-over's packets and the codec's plans ---------------------------------------------------
@@ -264,6 +284,36 @@ async def test_estop_zeroing_is_never_overtaken_by_the_outputs_it_replaced() -> 
         await arm.stop()
 
 
+async def test_a_burst_of_commands_ends_with_the_last_one_on_the_arm() -> None:
+    arm = SimulatedArm("kortex3")
+    await arm.start()
+    device = Device(tcp_options(arm))
+    try:
+        device.start()
+        await device.connected()
+        await device.until(lambda: device.latest("actuators") is not None)
+        await device.command(C61Command(digital_outputs_state=1), "kortex/WristCyclicC61/Command", "c1")
+        cyclic = device.adapter._cyclic
+        assert cyclic is not None
+        # Far more plans (many clients' commands) than the socket's buffer holds while the process
+        # does not read: the newest waits for room, none goes out of order, nothing blocks.
+        os.kill(cyclic.pid, signal.SIGSTOP)
+        try:
+            for value in range(2, 3000):
+                device.adapter._set_wrist(C61Command(digital_outputs_state=value))
+            assert cyclic._unsent is not None  # the buffer was full
+        finally:
+            os.kill(cyclic.pid, signal.SIGCONT)
+        assert await asyncio.wait_for(cyclic.next_cycle(), 5) > 0
+        await until(lambda: arm.wrist.digital_outputs_state == 2999)
+        [session] = [s for s in arm.sessions.values() if s.link.kind == "udp"]
+        outputs = [command.digital_outputs_state for _, command in session.wrist_commands]
+        assert outputs == sorted(outputs)  # in order, the latest winning
+    finally:
+        await device.stop()
+        await arm.stop()
+
+
 async def test_a_gateway_that_closes_its_end_has_the_process_zero_the_outputs_and_close_the_session() -> None:
     arm = SimulatedArm("kortex3")
     await arm.start()
@@ -351,6 +401,12 @@ async def test_cycles_go_on_while_the_gateway_is_frozen_and_a_stall_zeroes_the_o
             gateway.proc.send_signal(signal.SIGCONT)
         # Heard from again, the gateway's command (still leased to the client) goes out again.
         await until(lambda: arm.wrist.digital_outputs_state == 0xFF, timeout=5.0)
+        # What the process sent during the freeze went to the bus newest first; the rest is counted.
+        await client.ok("subscribe", topics=["arm-1/cyclic"])
+        await client.wait_for(
+            lambda m: m["op"] == "state" and m["topic"] == "arm-1/cyclic" and m["data"]["feedback_dropped"] > 0,
+            timeout=5,
+        )
         await client.close()
         await until(lambda: arm.wrist.digital_outputs_state == 0)  # the lease ended with the client
     finally:

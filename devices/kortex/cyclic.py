@@ -316,6 +316,7 @@ class CyclicProcess:
             late=counters.late,
             errors=counters.errors + self.decode_errors,
             skipped=counters.skipped,
+            feedback_dropped=counters.feedback_dropped + self.feedback_overwritten,
         )
 
     async def close(self) -> None:

@@ -8,8 +8,11 @@ after each send, and never blocks on the gateway. Its garbage collector is off (
 no reference cycles; what it allocates is freed by reference counting).
 
 With the gateway it speaks `cyclic_wire` over the SOCK_SEQPACKET descriptor FD, both ends
-non-blocking: each reply's payload goes up as it comes (at most one per `publish_interval_s`);
-when the gateway has not read the previous ones the new one is dropped and counted, never queued.
+non-blocking: each reply's payload goes up as it comes (at most one per `publish_interval_s`).
+The socket's send buffer holds a few hundred packets (`_SEND_BUFFER`): once the gateway has
+left it full, the newest feedback waits in a one-packet slot, sent at the next cycle that finds
+room, and each one it replaces is counted (`feedback_dropped`), never queued. Packets the gateway
+must get (plan sent, answered, failed, logs, counters) go first.
 Each cycle it reads every packet the gateway sent and keeps the last plan.
 
 Safety, whatever happens to the gateway:
@@ -114,6 +117,8 @@ class CyclicChild:
         self.stop_reason = "asked to stop"
         self._reliable: deque[bytes] = deque()
         self._stats_packet: bytes | None = None
+        #: The newest feedback, while the socket toward the gateway is full.
+        self._feedback: bytes | None = None
         self._logs: deque[bytes] = deque(maxlen=_LOG_BACKLOG)
         self._next_stats_ns = 0
         self.sock: socket.socket | None = None
@@ -144,14 +149,17 @@ class CyclicChild:
                     queue.clear()
                     return False
                 queue.popleft()
-        if self._stats_packet is not None:
+        for slot in ("_stats_packet", "_feedback"):
+            packet = getattr(self, slot)
+            if packet is None:
+                continue
             try:
-                control.send(self._stats_packet)
+                control.send(packet)
             except BlockingIOError:
                 return False
             except OSError:
                 self._gone()
-            self._stats_packet = None
+            setattr(self, slot, None)
         return True
 
     def _gone(self) -> None:
@@ -285,15 +293,16 @@ class CyclicChild:
     def _reply(self, event: Response | ErrorResponse) -> None:
         """A reply during the loop: a cycle's, a late one, or something else (KeepAlive's: ignored)."""
         message_id = event.message_id
+        if message_id == self._once_id:
+            # Answered even late: the gateway waits for it (up to its own timeout) before leaving low level.
+            self._once_id = None
+            error = str(event.error) if isinstance(event, ErrorResponse) else None
+            self._tell(wire.pack(wire.ANSWERED, self._once_version, error))
         if self._inflight.pop(message_id, None) is None:
             if message_id in self._expired:
                 del self._expired[message_id]
                 self.stats.late += 1
             return
-        if message_id == self._once_id:
-            self._once_id = None
-            error = str(event.error) if isinstance(event, ErrorResponse) else None
-            self._tell(wire.pack(wire.ANSWERED, self._once_version, error))
         if isinstance(event, ErrorResponse):
             self.stats.errors += 1
             if event.error.sub_code in _SESSION_LOST:
@@ -305,15 +314,10 @@ class CyclicChild:
         now = time.perf_counter_ns()
         if now - self._last_post_ns >= self._publish_ns:
             self._last_post_ns = now
-            if self._flush():
-                try:
-                    self.control.send(wire.FEEDBACK + event.frame.payload)
-                    return
-                except BlockingIOError:
-                    pass
-                except OSError:
-                    self._gone()
-            self.stats.feedback_dropped += 1
+            if self._feedback is not None:
+                self.stats.feedback_dropped += 1  # the gateway has not read the older ones: newest wins
+            self._feedback = wire.FEEDBACK + event.frame.payload
+            self._flush()
 
     # -- the loop ----------------------------------------------------------------------------------
 
@@ -350,7 +354,7 @@ class CyclicChild:
         if now >= self._next_stats_ns:
             self._next_stats_ns = now + round(STATS_INTERVAL_S * 1e9)
             self._send_stats()
-        if self._reliable or self._logs:
+        if self._reliable or self._logs or self._stats_packet is not None or self._feedback is not None:
             self._flush()
         self.pacer.wait(self._deadline_ns)
 
@@ -399,9 +403,6 @@ class CyclicChild:
                 return
             del inflight[message_id]
             self.stats.dropped += 1
-            if message_id == self._once_id:
-                self._once_id = None
-                self._tell(wire.pack(wire.ANSWERED, self._once_version, "no reply within the reply timeout"))
             self._expired[message_id] = None
             if len(self._expired) > _EXPIRED_MEMORY:
                 self._expired.popitem(last=False)

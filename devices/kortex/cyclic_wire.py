@@ -94,7 +94,7 @@ class ChildStats:
     skipped: int = 0
     #: Cycles sent with the wrist's outputs at 0 because the gateway had stalled.
     stalled_cycles: int = 0
-    #: Feedback the gateway had not read when the next one was due (its socket buffer was full).
+    #: Feedback replaced by a newer one before the gateway's full socket queue took it.
     feedback_dropped: int = 0
     #: Requests sent and neither answered nor dropped yet.
     inflight: int = 0

@@ -227,7 +227,9 @@ class KortexCyclicStats:
     counters run since the loop started: `cycles` requests sent, `replies` answered in time,
     `dropped` not answered within the reply timeout (a dropped cycle), `late` answers that came
     after it, `errors` error responses or undecodable replies, `skipped` cycles the loop skipped
-    after falling more than its catch-up limit behind.
+    after falling more than its catch-up limit behind, `feedback_dropped` feedback samples the
+    gateway had not taken from the cyclic process when newer ones came (the cycles went on; the
+    bus got the newer samples).
     """
 
     api: Annotated[str, STR] = ""
@@ -241,3 +243,4 @@ class KortexCyclicStats:
     late: Annotated[int, U64] = 0
     errors: Annotated[int, U64] = 0
     skipped: Annotated[int, U64] = 0
+    feedback_dropped: Annotated[int, U64] = 0
