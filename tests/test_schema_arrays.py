@@ -18,6 +18,7 @@ from gateway.messages.schema import (
     from_plain,
     is_large,
     structure,
+    work_of,
 )
 
 
@@ -108,9 +109,14 @@ def test_nested_messages_in_long_arrays_are_checked_with_their_paths() -> None:
 
 
 def test_large_payloads_are_told_apart_cheaply() -> None:
-    assert not is_large({"data": [0] * 65536})  # numbers take the fast path on the loop
-    assert not is_large({"constants": [{"name": "c", "value": 1}] * (LARGE_PAYLOAD_ELEMENTS // 3 - 1)})
-    assert is_large({"constants": [{"name": "c", "value": 1}] * (LARGE_PAYLOAD_ELEMENTS // 3 + 1)})
+    # A map counts 1 and 1 per entry, an array 1 and 1/8 per element: 8000 numbers are checked at once.
+    assert work_of({"data": [0] * 8000}) == 2 + 1 + 1000
+    assert not is_large({"data": [0] * 8000})
+    assert is_large({"data": [0] * 32768})
+    assert work_of({"constants": [{"name": "c", "value": 1}] * 300}) == 2 + 1 + 37 + 300 * 3
+    assert not is_large({"constants": [{"name": "c", "value": 1}] * 300})
+    assert is_large({"constants": [{"name": "c", "value": 1}] * 400})
     assert is_large({"nested": [[0]] * (LARGE_PAYLOAD_ELEMENTS + 1)})
     assert not is_large({"a": 1, "b": "x" * 100_000})
     assert not is_large(None)
+    assert work_of({"data": [0] * 10**6}, budget=10) == 2 + 1 + 10**6 // 8  # counted before looked at

@@ -1,0 +1,78 @@
+"""Validation of a large payload in steps, so that an event loop runs other work between them.
+
+`from_plain_steps` gives what `from_plain` gives (the same message, or the same `InvalidArgument`
+with the same path), as a generator that pauses (yields None) after each piece of about
+`LARGE_PAYLOAD_ELEMENTS` work: some 0.3 ms of checking on the fast paths. Arrays are cut into
+runs of elements whose work fits a step, each run checked at once; an element too large for a step
+(a map holding long arrays itself) is validated in steps of its own. Pure: no loop, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from gateway.messages.schema import LARGE_PAYLOAD_ELEMENTS, Array, Nested, Spec, check_object, from_plain, work_of
+
+T = TypeVar("T")
+
+#: A step's work (see `LARGE_PAYLOAD_ELEMENTS`).
+STEP = LARGE_PAYLOAD_ELEMENTS
+
+Steps = Generator[None, None, T]
+
+
+def from_plain_steps(cls: type[T], data: object, path: str = "data") -> Steps[T]:
+    """`from_plain(cls, data, path)` in steps: drive it with `next` until `StopIteration` holds the message."""
+    if work_of(data, STEP) <= STEP:
+        return from_plain(cls, data, path)
+    info = check_object(cls, data, path)
+    assert isinstance(data, Mapping)
+    values = {}
+    for name, spec in info.fields:
+        if name in data:
+            values[name] = yield from _parse_steps(spec, data[name], f"{path}.{name}")
+    message: T = cls(**values)
+    return message
+
+
+def _parse_steps(spec: Spec, value: object, path: str) -> Steps[Any]:
+    """`spec.parse(value, path)` in steps."""
+    if work_of(value, STEP) <= STEP:
+        return spec.parse(value, path)
+    if isinstance(spec, Nested):
+        return (yield from from_plain_steps(spec.cls, value, path))
+    if not isinstance(spec, Array):
+        return spec.parse(value, path)
+    spec.check_shape(value, path)
+    assert isinstance(value, list | tuple)
+    parsed: list[Any] = []
+    start = 0
+    while start < len(value):
+        count = _run_length(value, start)
+        if count == 1 and work_of(value[start], STEP) > STEP:
+            parsed.append((yield from _parse_steps(spec.item, value[start], f"{path}[{start}]")))
+        else:
+            parsed.extend(spec.parse_slice(value[start : start + count], path, start))
+            yield
+        start += count
+    return tuple(parsed)
+
+
+def _run_length(values: Sequence[Any], start: int) -> int:
+    """How many elements from `start` on make one step's work (at least 1), judged by the first, then checked."""
+    first = work_of(values[start], STEP)
+    count = min(len(values) - start, 8 * STEP if first == 0 else max(1, STEP // first))
+    while count > 1 and work_of(values[start : start + count], STEP) > STEP:
+        count //= 2  # elements larger than the first: fewer of them
+    return count
+
+
+def run(steps: Steps[T]) -> T:
+    """Drive `steps` to the end at once (tests and callers without a loop)."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: T = done.value
+            return result
