@@ -16,8 +16,10 @@ The garbage collector is switched off in the loop thread's way and run from the 
 examples, since a collection pause is not what this measures. Wall-clock latency under a hostile
 command is the daemon test's subject (`test_hostile_timed_commands.py`).
 
-Arrays are drawn up to `MAX_DRAWN_ARRAY` elements: the schema layer's own parsing of the longest
-arrays the schemas allow (4096, or 32768 words for SetVariable) costs more than 10 ms by itself.
+Arrays are drawn up to `MAX_DRAWN_ARRAY` elements (the longest arrays make every example slow);
+the longest arrays the schemas allow (4096 nested constants and node ids, 32768 words, every LED's
+pattern at 256 segments) are tried as explicit examples, valid and with their last element bad:
+their validation runs in steps (`gateway.messages.stepwise`), each one callback of the loop.
 """
 
 from __future__ import annotations
@@ -233,9 +235,22 @@ def commands_for(pairs: list[tuple[str, str]]) -> st.SearchStrategy[tuple[str, s
 KINDS = ("wiimote", "aseba", "gamepad", "kortex", "sim")
 _FOREVER_TINY = {"switch_mode": -1, "num_cycles": -1, "pulse_pattern": [1e-300]}
 _MANY_SHORT = {"switch_mode": -1, "num_cycles": 2**31 - 1, "pulse_pattern": [1e-6, 1e-6]}
+#: The longest arrays SetVariable and LoadScript take (words of every magnitude; 4096 constants, node ids).
+_WORDS = [i % 65536 - 32768 for i in range(32768)]
+_LOAD_SCRIPT = {
+    "file_name": "script.aesl",
+    "constants": [{"name": f"c{i}", "value": i - 2048} for i in range(4096)],
+    "node_ids": list(range(4096)),
+}
 #: The issue's hostile commands and their siblings on the other devices, tried before the random ones.
 HOSTILE: dict[str, list[tuple[str, str, dict[str, Any], float]]] = {
     "wiimote": [
+        (
+            "wiimote-demo",
+            "hwgateway/WiimoteLeds",
+            {"leds": [{**_FOREVER_TINY, "pulse_pattern": [3600.0] * 256}] * 4},
+            1,
+        ),
         ("wiimote-demo", "wiimote/TimedSwitch", _FOREVER_TINY, 0.25),
         ("wiimote-demo", "hwgateway/WiimoteLeds", {"leds": [_MANY_SHORT] * 4}, 0.25),
         ("wiimote-demo", "hwgateway/WiimoteLeds", {"leds": [{**_FOREVER_TINY, "pulse_pattern": [5e-324] * 64}] * 4}, 1),
@@ -243,6 +258,10 @@ HOSTILE: dict[str, list[tuple[str, str, dict[str, Any], float]]] = {
         ("wiimote-demo", "hwgateway/WiimoteLeds", {"leds": [{**_FOREVER_TINY, "pulse_pattern": [0.02] * 256}] * 4}, 1),
     ],
     "aseba": [
+        ("thymio-demo", "asebaros_msgs/SetVariable", {"variable": "motor.left.target", "data": _WORDS}, 0.25),
+        ("thymio-demo", "asebaros_msgs/SetVariable", {"variable": "v", "data": [*_WORDS[:-1], 40000]}, 0.25),
+        ("thymio-demo", "asebaros_msgs/LoadScript", _LOAD_SCRIPT, 0.25),
+        ("thymio-demo", "asebaros_msgs/LoadScript", {**_LOAD_SCRIPT, "node_ids": [*range(4095), -1]}, 0.25),
         ("thymio-demo", "thymio_msgs/LedGesture", {"gesture": 1, "period": 1e-300, "length": 65535}, 0.25),
         ("thymio-demo", "thymio_msgs/Sound", {"duration": {"sec": -(2**31)}, "frequency": 3.4e38}, 0.25),
         ("thymio-demo", "sound", {"frequency_hz": 20000.0, "duration_s": 5e-324}, 0.25),
