@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from typing import Annotated, Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gateway.commands import CommandRouter
 from gateway.errors import InvalidArgument
@@ -20,6 +22,8 @@ from gateway.messages.asebaros import LoadScript, SetVariable
 from gateway.messages.common import Header, Time
 from gateway.messages.schema import (
     BOOL,
+    F32,
+    F64,
     I8,
     I16,
     I32,
@@ -211,6 +215,37 @@ def test_integers_of_every_width_are_checked_at_once_to_their_ends(spec: Int, lo
         assert refused.value.message == error
 
 
+@pytest.mark.parametrize(
+    ("spec", "bad", "error"),
+    [
+        (F32, 1e39, "v[2000]: 1e+39 does not fit a float32"),
+        (F32, -3.5e38, "v[2000]: -3.5e+38 does not fit a float32"),
+        (F32, 10**39, "v[2000]: 1e+39 does not fit a float32"),
+        (F64, 10**400, f"v[2000]: {10**400} does not fit a float64"),
+        (F64, float("nan"), "v[2000]: must be finite"),
+        (F64, float("-inf"), "v[2000]: must be finite"),
+        (F64, True, "v[2000]: expected a number, got bool"),
+        (F64, None, "v[2000]: expected a number, got null"),
+        (F64, "1", "v[2000]: expected a number, got str"),
+        (_UNIT, 1.0000001, "v[2000]: 1.0000001 is above the maximum 1.0"),
+        (_UNIT, -1e-300, "v[2000]: -1e-300 is below the minimum 0.0"),
+    ],
+)
+def test_floats_are_checked_at_once_to_their_ends(spec: Float, bad: object, error: str) -> None:
+    array = Array(spec, max_length=4096)
+    values: list[Any] = [0.0, 1, 0.5] * 1000
+    assert array.parse(values, "v") == tuple(map(float, values))
+    assert [type(value) for value in array.parse(values, "v")[:3]] == [float, float, float]
+    with pytest.raises(InvalidArgument) as refused:
+        array.parse(_with(values, 2000, bad), "v")
+    assert refused.value.message == error
+
+
+def test_doubles_whose_sum_overflows_are_still_accepted() -> None:
+    assert Array(F64, max_length=4096).parse([1.7e308] * 3000, "v") == (1.7e308,) * 3000
+    assert Array(F32, max_length=4096).parse([3.4e38, -3.4e38] * 1000, "v")[-1] == -3.4e38
+
+
 def test_strings_and_booleans_are_checked_at_once() -> None:
     names = ["", "a", "abcd"] * 1000
     assert from_plain(Holder, {"names": names, "flags": [True, False] * 1000}).names == tuple(names)
@@ -321,3 +356,54 @@ async def test_the_router_lets_the_loop_run_between_the_steps_of_a_large_payload
     await other
     assert loaded == from_plain(LoadScript, LOAD_SCRIPT)
     assert turns >= 2 * (work_of(LOAD_SCRIPT, 10**9) // STEP)  # the other task ran between the steps, both times
+
+
+# -- at once == one by one, for any data -----------------------------------------------------
+
+_SCALARS = st.one_of(
+    st.integers(-(2**70), 2**70),
+    st.sampled_from([0, 1, -1, 127, 128, 255, 256, 32767, 32768, 65535, 65536, 2**63, -(2**63) - 1]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, 1.0, 0.5, -0.0, 1e39, 3.5e38, float("nan")]),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=6),
+)
+#: Element specs of every kind, each with a valid element for the long run before the drawn ones.
+_ELEMENT_SPECS = [(I8, 1), (U8, 1), (I16, 1), (U64, 1), (Int(16, minimum=-500, maximum=500), 1),
+                  (Int(8, choices=(1, 2, 4)), 1), (F64, 1), (F32, 1.0), (_UNIT, 0.5), (Float(64, minimum=-1.0), 1),
+                  (BOOL, True), (Str(4), "ab"), (Nested(Flat), FLAT), (Array(I16, max_length=3), [0, 1]),
+                  (Array(_UNIT, 2), [0.5, 1])]  # fmt: skip
+_FLAT_ELEMENTS = st.one_of(
+    st.fixed_dictionaries({}, optional={name: _SCALARS for name in ("count", "word", "ratio", "flag", "label")}),
+    st.just(FLAT),
+    _SCALARS,
+    st.dictionaries(st.sampled_from(["count", "colour"]), _SCALARS, max_size=2),
+)
+
+
+def _outcome(parse: Any) -> tuple[str, Any]:
+    try:
+        return "ok", parse()
+    except InvalidArgument as error:
+        return "refused", error.message
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    spec_and_valid=st.sampled_from(_ELEMENT_SPECS),
+    head=st.integers(0, 2100),
+    element=st.one_of(_SCALARS, _FLAT_ELEMENTS, st.lists(_SCALARS, max_size=4)),
+    tail=st.lists(st.one_of(_SCALARS, _FLAT_ELEMENTS, st.lists(_SCALARS, max_size=4)), max_size=20),
+)
+def test_checking_at_once_gives_what_parsing_one_by_one_gives(
+    spec_and_valid: tuple[Any, Any], head: int, element: Any, tail: list[Any]
+) -> None:
+    spec, valid = spec_and_valid
+    values = [valid] * head + [element] + tail  # a long valid run, then anything
+    array = Array(spec, max_length=4096)
+    at_once = _outcome(lambda: array.parse(values, "data.v"))
+    one_by_one = _outcome(lambda: array._parse_each(values, "data.v", 0))  # the element-wise reference
+    assert at_once == one_by_one
+    if at_once[0] == "ok":
+        assert [type(value) for value in at_once[1]] == [type(value) for value in one_by_one[1]]
