@@ -13,6 +13,7 @@ import itertools
 import math
 import operator
 import struct
+import types
 import typing
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -30,9 +31,8 @@ Kind = Literal["message", "command", "service"]
 
 #: Arrays this long or shorter are parsed element by element: checking them at once saves nothing.
 _ELEMENT_WISE_UP_TO = 8
-#: Longer arrays are checked this many elements at a time: an error costs about two more chunks (not
-#: twice the array), and a worker thread checking a large payload holds the GIL for one C loop of at
-#: most this many elements at a time (some 40 µs).
+#: Longer arrays are checked this many elements at a time: the first bad element costs about two
+#: more chunks to find (not twice the array).
 _CHUNK = 1024
 #: What a number array may hold besides ints (integral floats for an integer spec) or floats.
 _NUMBER = frozenset({int, float})
@@ -484,7 +484,7 @@ def _columns_of(cls: type[Any]) -> _Columns | None:
         at_once = type(spec) in (Int, Float, Bool, Str) and _parses_to_itself(spec, field.default)
         fields.append((name, spec, field.default, at_once))
     slots = [vars(cls).get(name) for name, _ in info.fields]
-    plain_init = info.plain_init and all(type(slot).__name__ == "member_descriptor" for slot in slots)
+    plain_init = info.plain_init and all(type(slot) is types.MemberDescriptorType for slot in slots)
     setters = tuple(slot.__set__ for slot in slots) if plain_init else None
     plan = _COLUMNS[cls] = _Columns(cls, _field_names(info), tuple(fields), setters)
     return plan
