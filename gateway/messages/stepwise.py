@@ -26,6 +26,11 @@ def from_plain_steps(cls: type[T], data: object, path: str = "data") -> Steps[T]
     """`from_plain(cls, data, path)` in steps: drive it with `next` until `StopIteration` holds the message."""
     if work_of(data, STEP) <= STEP:
         return from_plain(cls, data, path)
+    return (yield from _message_steps(cls, data, path))
+
+
+def _message_steps(cls: type[T], data: object, path: str) -> Steps[T]:
+    """`from_plain` of a payload known to be large, in steps."""
     info = check_object(cls, data, path)
     assert isinstance(data, Mapping)
     values = {}
@@ -40,18 +45,23 @@ def _parse_steps(spec: Spec, value: object, path: str) -> Steps[Any]:
     """`spec.parse(value, path)` in steps."""
     if work_of(value, STEP) <= STEP:
         return spec.parse(value, path)
+    return (yield from _large_steps(spec, value, path))
+
+
+def _large_steps(spec: Spec, value: object, path: str) -> Steps[Any]:
+    """`spec.parse(value, path)` of a value known to be large, in steps."""
     if isinstance(spec, Nested):
-        return (yield from from_plain_steps(spec.cls, value, path))
+        return (yield from _message_steps(spec.cls, value, path))
     if not isinstance(spec, Array):
-        return spec.parse(value, path)
+        return spec.parse(value, path)  # a scalar spec refuses a container at once
     spec.check_shape(value, path)
     assert isinstance(value, list | tuple)
     parsed: list[Any] = []
     start = 0
     while start < len(value):
-        count = _run_length(value, start)
-        if count == 1 and work_of(value[start], STEP) > STEP:
-            parsed.append((yield from _parse_steps(spec.item, value[start], f"{path}[{start}]")))
+        count, first = _run_length(value, start)
+        if count == 1 and first > STEP:
+            parsed.append((yield from _large_steps(spec.item, value[start], f"{path}[{start}]")))
         else:
             parsed.extend(spec.parse_slice(value[start : start + count], path, start))
             yield
@@ -59,13 +69,17 @@ def _parse_steps(spec: Spec, value: object, path: str) -> Steps[Any]:
     return tuple(parsed)
 
 
-def _run_length(values: Sequence[Any], start: int) -> int:
-    """How many elements from `start` on make one step's work (at least 1), judged by the first, then checked."""
+def _run_length(values: Sequence[Any], start: int) -> tuple[int, int]:
+    """How many elements from `start` on make one step's work (at least 1), and the first one's work.
+
+    Judged by the first element (the array's own count of 1/8 per element included), then checked:
+    when later elements are larger, fewer of them.
+    """
     first = work_of(values[start], STEP)
-    count = min(len(values) - start, 8 * STEP if first == 0 else max(1, STEP // first))
+    count = min(len(values) - start, max(1, 8 * (STEP - 1) // (8 * first + 1)))
     while count > 1 and work_of(values[start : start + count], STEP) > STEP:
-        count //= 2  # elements larger than the first: fewer of them
-    return count
+        count //= 2
+    return count, first
 
 
 def run(steps: Steps[T]) -> T:
