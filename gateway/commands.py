@@ -171,9 +171,9 @@ class CommandRouter:
         """`from_plain` at once for ordinary payloads; in steps, one large payload at a time, for large ones.
 
         A payload at its array limits (32768 words, 4096 nested constants) takes milliseconds to
-        check even on the fast paths: validated in steps of some 0.3 ms, with the loop running other
-        work between them. (A worker thread would hold the GIL for up to the 5 ms switch interval
-        at a time, and hand it back late on a busy machine.)
+        check even on the fast paths: validated in steps of well under 1 ms, with the loop running
+        other work between them. (A worker thread would hold the GIL for up to the 5 ms switch
+        interval at a time, and hand it back late on a busy machine.)
         """
         if not is_large(data):
             return from_plain(cls, data, "data")

@@ -629,7 +629,7 @@ def _repath(error: InvalidArgument, given: str, actual: str, parse_again: Callab
 
 
 #: Validation work (maps, map entries and arrays, each 1; array elements, 1/8 each) beyond which a
-#: payload is validated in steps (`gateway.messages.stepwise`): some 0.3 ms of checking.
+#: payload is validated in steps (`gateway.messages.stepwise`): 0.2 to 0.6 ms of checking here.
 LARGE_PAYLOAD_ELEMENTS = 1024
 
 
