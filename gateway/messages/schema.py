@@ -664,7 +664,7 @@ def work_of(data: object, budget: int = LARGE_PAYLOAD_ELEMENTS) -> int:
         # Each item counts at least 1: more than the budget left need not be looked at.
         room = budget - work + 1
         head = items if len(items) <= room else list(itertools.islice(items, room))
-        flat = _flat_work(head)
+        flat = _flat_work(head, room)
         if flat is not None:
             work += flat
             continue
@@ -672,14 +672,21 @@ def work_of(data: object, budget: int = LARGE_PAYLOAD_ELEMENTS) -> int:
     return work
 
 
-def _flat_work(items: Any) -> int | None:
-    """The work of `items` when all are maps, or all arrays, holding no container; else None."""
+def _flat_work(items: Any, room: int) -> int | None:
+    """The work of `items` when all are maps, or all arrays, holding no container; else None.
+
+    Past `room` the count is returned before the values inside are looked at (the payload is
+    large whatever they are).
+    """
     if _all_of(dict, items):
-        if _CONTAINERS.isdisjoint(map(type, itertools.chain.from_iterable(map(dict.values, items)))):
-            return len(items) + sum(map(len, items))
-    elif _all_of(list, items) and _CONTAINERS.isdisjoint(map(type, itertools.chain.from_iterable(items))):
-        return len(items) + (sum(map(len, items)) >> 3)
-    return None
+        work = len(items) + sum(map(len, items))
+        inside = itertools.chain.from_iterable(map(dict.values, items))
+    elif _all_of(list, items):
+        work = len(items) + (sum(map(len, items)) >> 3)
+        inside = itertools.chain.from_iterable(items)
+    else:
+        return None
+    return work if work > room or _CONTAINERS.isdisjoint(map(type, inside)) else None
 
 
 #: What decoded JSON and msgpack nest values in.
