@@ -28,7 +28,9 @@ import contextlib
 import itertools
 import json
 import os
+import pstats
 import resource
+import signal
 import socket
 import statistics
 import sys
@@ -45,6 +47,7 @@ import psutil
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
+PROFILED_GATEWAY = BENCH_DIR / "profiled_gateway.py"
 HOST = "127.0.0.1"
 TOPIC = "bench-1/state"
 GOOD_TRANSPORTS = ("ws",) * 4 + ("tcp",) * 3 + ("unix",) * 3
@@ -80,13 +83,15 @@ class Daemon:
     unix_socket: str
 
 
-async def start_daemon(workdir: Path) -> Daemon:
+async def start_daemon(workdir: Path, profile: Path | None = None) -> Daemon:
+    """The daemon on free ports; under cProfile (`bench/profiled_gateway.py`) when `profile` names its output."""
     config = workdir / "gateway.toml"
     config.write_text(_config(workdir))
     log_path = workdir / "gateway.log"
     log_file = log_path.open("wb")
+    program = ["-m", "gateway"] if profile is None else [str(PROFILED_GATEWAY), str(profile)]
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateway", "run", "--config", str(config), "--log-format", "json",
+        sys.executable, *program, "run", "--config", str(config), "--log-format", "json",
         stdout=log_file, stderr=asyncio.subprocess.STDOUT, cwd=BENCH_DIR.parent,
     )  # fmt: skip
     log_file.close()
@@ -399,9 +404,10 @@ async def _probe_healthz(port: int, outcomes: Counter[str]) -> tuple[bool, float
         return False, time.monotonic() - started, 0.0
 
 
-async def run(args: argparse.Namespace, attackers: int) -> RunResult:
+async def run(args: argparse.Namespace, attackers: int, profile: Path | None = None) -> RunResult:
+    """One soak run; with `profile`, the daemon's window (only) is profiled into that file."""
     workdir = Path(tempfile.mkdtemp(prefix="hwgw-soak-"))
-    daemon = await start_daemon(workdir)
+    daemon = await start_daemon(workdir, profile)
     process = psutil.Process(daemon.proc.pid)
     window_start = time.time() + WARMUP_S + (RAMP_S if attackers else 0.0)
     window_end = window_start + args.seconds
@@ -422,6 +428,8 @@ async def run(args: argparse.Namespace, attackers: int) -> RunResult:
         )
     await asyncio.sleep(max(0.0, window_start - time.time()))
     log_start = daemon.log_path.stat().st_size
+    if profile is not None:
+        daemon.proc.send_signal(signal.SIGUSR1)
     cpu_start = sum(process.cpu_times()[:2])
     rss_peak, fds_peak = rss_before, fds_before
     outcomes: Counter[str] = Counter()
@@ -434,6 +442,8 @@ async def run(args: argparse.Namespace, attackers: int) -> RunResult:
         rss_peak = max(rss_peak, process.memory_info().rss)
         fds_peak = max(fds_peak, process.num_fds())
         await asyncio.sleep(SAMPLE_PERIOD_S)
+    if profile is not None:
+        daemon.proc.send_signal(signal.SIGUSR2)
     answers = await asyncio.gather(*probes)
     log_bytes = daemon.log_path.stat().st_size - log_start
     daemon_cpu = sum(process.cpu_times()[:2]) - cpu_start
@@ -511,8 +521,12 @@ async def main(args: argparse.Namespace) -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     results = [] if args.attack_only else [await run(args, 0)]
-    results.append(await run(args, args.attackers))
+    profile = RESULTS_DIR / "soak-attacked.pstats" if args.profile else None
+    RESULTS_DIR.mkdir(exist_ok=True)
+    results.append(await run(args, args.attackers, profile))
     print(_table(results))
+    if profile is not None:
+        _print_profile(profile)
     attacked = results[-1]
     if len(results) == 2:
         baseline = results[0]
@@ -533,6 +547,14 @@ async def main(args: argparse.Namespace) -> None:
     print(f"raw: {out.relative_to(BENCH_DIR.parent)}")
 
 
+def _print_profile(path: Path) -> None:
+    """The attacked run's costliest functions, by own time and by cumulative time (profiled, so inflated)."""
+    stats = pstats.Stats(str(path))
+    print(f"\nprofile of the attacked daemon's window ({path.relative_to(BENCH_DIR.parent)}), wall-clock:")
+    stats.sort_stats("tottime").print_stats(30)
+    stats.sort_stats("cumulative").print_stats(40)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", nargs="?", default="bench", choices=["bench", "good", "attack"])
@@ -540,6 +562,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--attackers", type=int, default=1000, help="hostile connections at once")
     parser.add_argument("--attack-procs", type=int, default=4, help="processes the attackers are split over")
     parser.add_argument("--attack-only", action="store_true", help="skip the run without attackers")
+    parser.add_argument(
+        "--profile", action="store_true", help="run the attacked daemon under cProfile and print its costliest calls"
+    )
     parser.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--window-start", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--http-port", type=int, help=argparse.SUPPRESS)

@@ -56,7 +56,9 @@ class ServerConfig:
     requests that have begun but not ended. An HTTP request's headers must arrive within
     `http_header_timeout_s`, in at most `http_max_headers` lines of at most `http_max_field_bytes`.
     `max_queued_bytes` of results may wait for a client that does not read before the gateway
-    stops reading its requests. Timeouts of 0 are off.
+    stops reading its requests. A client whose requests keep being refused (bad frames, unknown
+    ops, over the rate) is closed past `refusal_burst` of them, then `max_requests_per_s` a second.
+    Timeouts of 0 are off.
     """
 
     host: str = "127.0.0.1"
@@ -68,6 +70,7 @@ class ServerConfig:
     command_timeout_s: float = field(default=5.0, metadata=_range(0.001, 3600))
     max_requests_per_s: float = field(default=200.0, metadata=_range(0.1, 1e6))
     request_burst: int = field(default=400, metadata=_range(1, 1_000_000))
+    refusal_burst: int = field(default=32, metadata=_range(1, 1_000_000))
     max_inflight_commands: int = field(default=32, metadata=_range(1, 10_000))
     heartbeat_s: float = field(default=30.0, metadata=_range(0, 3600))
     send_buffer_bytes: int = field(default=262144, metadata=_range(0, 64 * 1024 * 1024))

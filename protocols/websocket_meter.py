@@ -1,9 +1,10 @@
 """Sans-I/O meter of a client's WebSocket byte stream (RFC 6455 section 5.2): how much is an unfinished message.
 
 It reads only frame headers and skips payloads, so it costs little next to the real parser; the
-gateway uses it to bound the bytes and the time a client may spend on one message. A header that
-announces a payload over `max_message_bytes` (one frame, or a fragmented message so far) raises
-`ProtocolError` as soon as the header is complete.
+gateway uses it to bound the bytes and the time a client may spend on one message, and to hand the
+real parser whole frames only (the bytes of an unfinished frame stay with the gateway, which frees
+them itself when the connection ends). A header that announces a payload over `max_message_bytes`
+(one frame, or a fragmented message so far) raises `ProtocolError` as soon as the header is complete.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ class WebSocketMeter:
 
     def __init__(self, max_message_bytes: int) -> None:
         self.max_message_bytes = max_message_bytes
-        self._header = bytearray()
+        self._header = bytearray()  # a header cut by the end of a chunk, carried over to the next
         self._payload_left = 0
         self._message_bytes = 0  # bytes of the unfinished data message, headers included
         self._message_payload = 0  # payload bytes of its complete fragments
@@ -36,15 +37,24 @@ class WebSocketMeter:
         """Bytes received of a message or frame that has not ended (0 between messages)."""
         return self._message_bytes + self._frame_bytes
 
-    def feed(self, data: bytes, max_messages: int | None = None) -> tuple[int, int]:
-        """Account for bytes received from the client; raise `ProtocolError` on an oversized header.
+    @property
+    def partial_frame_bytes(self) -> int:
+        """Bytes received of the frame that has begun but not ended (0 between frames)."""
+        return self._frame_bytes
 
-        Stops right after the `max_messages`-th data message that ends in `data` (None: reads all);
-        returns how many bytes it took and how many data messages ended in them.
+    def feed(self, data: bytes | bytearray, start: int = 0, max_messages: int | None = None) -> tuple[int, int, int]:
+        """Account for `data[start:]`, received from the client; raise `ProtocolError` on an oversized header.
+
+        Stops right after the `max_messages`-th data message that ends in it (None: reads all).
+        Returns `(end, boundary, messages)`: the index where it stopped, the index just after the
+        last frame that ended in what it read (`start` when none did), and how many data messages
+        ended in it.
         """
-        index, end = 0, len(data)
+        index, end = start, len(data)
+        boundary = start
         self._completed = 0
-        while index < end and (max_messages is None or self._completed < max_messages):
+        limit = -1 if max_messages is None else max_messages
+        while index < end and self._completed != limit:
             if self._payload_left:
                 taken = min(self._payload_left, end - index)
                 self._payload_left -= taken
@@ -52,17 +62,35 @@ class WebSocketMeter:
                 index += taken
                 if not self._payload_left:
                     self._frame_done()
+                    boundary = index
                 continue
-            self._header.append(data[index])
+            header = self._header
+            if not header and end - index >= 2:
+                need = _header_size(data[index + 1])
+                if end - index >= need:  # the whole header is here: no copy into the carry-over
+                    self._frame_bytes += need
+                    index += need
+                    if self._start_frame(data[index - need : index]):
+                        boundary = index
+                    continue
+            header.append(data[index])
             index += 1
             self._frame_bytes += 1
-            need = _header_size(self._header)
-            if need is not None and len(self._header) == need:
-                self._start_frame(bytes(self._header))
-                self._header.clear()
-        return index, self._completed
+            if len(header) >= 2:
+                need = _header_size(header[1])
+                taken = min(need - len(header), end - index)
+                header += data[index : index + taken]
+                index += taken
+                self._frame_bytes += taken
+                if len(header) == need:
+                    whole = bytes(header)
+                    header.clear()
+                    if self._start_frame(whole):
+                        boundary = index
+        return index, boundary, self._completed
 
-    def _start_frame(self, header: bytes) -> None:
+    def _start_frame(self, header: bytes | bytearray) -> bool:
+        """Begin a frame from its whole header; True when it has no payload (so it has ended too)."""
         opcode = header[0] & _OPCODE
         length = header[1] & 0x7F
         if length == 126:
@@ -81,6 +109,8 @@ class WebSocketMeter:
         self._payload_left = length
         if not length:
             self._frame_done()
+            return True
+        return False
 
     def _frame_done(self) -> None:
         if self._frame_control:
@@ -95,10 +125,7 @@ class WebSocketMeter:
         self._frame_bytes = 0
 
 
-def _header_size(header: bytearray) -> int | None:
-    """The full header size once its first two bytes are known."""
-    if len(header) < 2:
-        return None
-    length = header[1] & 0x7F
-    size = 2 + (2 if length == 126 else 8 if length == 127 else 0)
-    return size + (4 if header[1] & _MASK else 0)
+def _header_size(second: int) -> int:
+    """The full header size, from its second byte (mask bit and payload-length code)."""
+    length = second & 0x7F
+    return 2 + (2 if length == 126 else 8 if length == 127 else 0) + (4 if second & _MASK else 0)

@@ -168,8 +168,9 @@ async def test_a_client_that_sends_rejected_frames_and_never_reads_is_no_longer_
     tmp_path: Path, transport: TransportName
 ) -> None:
     # Tokens are set and the flood never authenticates: the pre-auth path is the one under test.
-    config = gateway_config(tmp_path, server="max_requests_per_s = 1000000.0\nrequest_burst = 1000000\n",
-                            extra='[auth]\ntokens = ["s3cret"]\n')  # fmt: skip
+    # Refusals are not budgeted either: the flood is stopped by not being read, not by being closed.
+    budget = "max_requests_per_s = 1000000.0\nrequest_burst = 1000000\nrefusal_burst = 1000000\n"
+    config = gateway_config(tmp_path, server=budget, extra='[auth]\ntokens = ["s3cret"]\n')
     gateway = await start_gateway(tmp_path, config)
     try:
         await asyncio.sleep(0.3)

@@ -151,6 +151,9 @@ def build_app(
                     break
                 if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
                     break
+                if session.closing:  # what the client sent after its last answer is not handled
+                    await session.wait_finished()
+                    break
                 if guard is not None and message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
                     guard.message_taken()
                 # A client that is not reading its answers is not read either, but its auth deadline holds.

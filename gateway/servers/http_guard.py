@@ -75,7 +75,10 @@ class GuardedHttpProtocol(asyncio.Protocol):
         self._header_bytes = 0
         self._meter: WebSocketMeter | None = None
         self._connected_at = 0.0
-        self._held = b""  # WebSocket bytes not yet handed to aiohttp (its queue is full)
+        # WebSocket bytes not yet handed to aiohttp: the rest of a read while its queue is full, and
+        # an unfinished frame (aiohttp gets whole frames only, so a partial one is ours to free).
+        self._held = bytearray()
+        self._metered = 0  # bytes of `_held` the meter has read
         self._queued = 0  # data messages handed to aiohttp and not yet taken by the handler
         self._paused = False
         self._on_read_timeout: Callable[[str], None] | None = None
@@ -154,6 +157,7 @@ class GuardedHttpProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_timer()
+        self._drop_held()
         if self._transport is not None:
             self._registry.pop(self._transport, None)
         if self.ticket is not None:
@@ -205,30 +209,38 @@ class GuardedHttpProtocol(asyncio.Protocol):
             self._pump()
 
     def _pump(self) -> None:
-        """Hand aiohttp whole messages while fewer than `MAX_QUEUED_MESSAGES` wait for the handler.
+        """Hand aiohttp whole frames while fewer than `MAX_QUEUED_MESSAGES` data messages wait for the handler.
 
         aiohttp's reader pauses by queued payload bytes, so one-byte messages would pile up by the
         hundred thousand in one read; past the cap the rest waits here and the socket is not read.
+        The bytes of a frame that has not ended wait here too.
         """
         assert self._meter is not None
         assert self._inner is not None
         assert self._transport is not None
-        while self._held and self._queued < MAX_QUEUED_MESSAGES:
+        held = self._held
+        while self._metered < len(held) and self._queued < MAX_QUEUED_MESSAGES:
             try:
-                taken, messages = self._meter.feed(self._held, MAX_QUEUED_MESSAGES - self._queued)
+                self._metered, boundary, messages = self._meter.feed(
+                    held, self._metered, MAX_QUEUED_MESSAGES - self._queued
+                )
             except ProtocolError as error:
-                self._held = b""
+                self._drop_held()
                 self._close_ws(WS_MESSAGE_TOO_BIG, str(error))
                 return
-            chunk, self._held = self._held[:taken], self._held[taken:]
             self._queued += messages
             if not self._track_partial():
-                self._held = b""
+                self._drop_held()
                 return
-            self._inner.data_received(chunk)
-            if self._transport.is_closing():
-                return
-        if self._held:
+            if boundary:
+                # Copies only the whole frames; what is left is at most one frame and a backlog.
+                chunk = bytes(held[:boundary])
+                del held[:boundary]
+                self._metered -= boundary
+                self._inner.data_received(chunk)
+                if self._transport.is_closing():
+                    return
+        if self._metered < len(held):
             self._paused = True
             if self._transport.is_reading():
                 self._transport.pause_reading()
@@ -237,6 +249,11 @@ class GuardedHttpProtocol(asyncio.Protocol):
             # aiohttp pauses reading too, when its queue holds many bytes: leave that pause alone.
             if not getattr(self._inner, "_reading_paused", False) and not self._transport.is_reading():
                 self._transport.resume_reading()
+
+    def _drop_held(self) -> None:
+        """Free the bytes not handed to aiohttp (the connection is being closed, or has been)."""
+        self._held = bytearray()
+        self._metered = 0
 
     def _track_partial(self) -> bool:
         assert self._meter is not None

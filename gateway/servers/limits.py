@@ -8,16 +8,13 @@ always find a descriptor.
 
 from __future__ import annotations
 
-import asyncio
-import ctypes
-import gc
 import logging
 import resource
-import sys
 import time
 from collections import Counter
 
 from gateway.config import ServerConfig
+from gateway.memory import release_soon
 
 log = logging.getLogger(__name__)
 
@@ -37,37 +34,8 @@ def raise_open_file_limit() -> int:
     return soft if soft != resource.RLIM_INFINITY else 1 << 20
 
 
-#: A connection that ends holding this much of an unfinished request triggers a garbage collection.
+#: A connection that ends holding this much of an unfinished request has the heap trimmed after it.
 LARGE_PARTIAL_BYTES = 64 * 1024
-#: At most one such collection per this many seconds.
-COLLECT_INTERVAL_S = 1.0
-_collect_pending = False
-_malloc_trim = getattr(ctypes.CDLL(None), "malloc_trim", None) if sys.platform == "linux" else None
-_last_collect = -float("inf")
-
-
-def _collect_garbage_soon() -> None:
-    """Run the cyclic collector shortly (once per interval at most).
-
-    A closed connection's buffers sit in reference cycles (tasks, exceptions and their frames)
-    until the collector runs, which counts objects, not bytes: megabytes of unfinished requests
-    would otherwise stay allocated long after the attack that sent them.
-    """
-    global _collect_pending
-    if _collect_pending:
-        return
-    _collect_pending = True
-
-    def collect() -> None:
-        global _collect_pending, _last_collect
-        _collect_pending = False
-        _last_collect = time.monotonic()
-        gc.collect()
-        if _malloc_trim is not None:
-            _malloc_trim(0)  # glibc keeps freed heap pages otherwise; this hands them back to the OS
-
-    delay = max(0.1, _last_collect + COLLECT_INTERVAL_S - time.monotonic())
-    asyncio.get_running_loop().call_later(delay, collect)
 
 
 class Refused(Exception):
@@ -105,7 +73,7 @@ class Ticket:
             return
         self._released = True
         if self.partial >= LARGE_PARTIAL_BYTES:
-            _collect_garbage_soon()
+            release_soon()
         self.hold_partial(0)
         self._limits.drop(self)
 

@@ -203,6 +203,9 @@ class MsgpackServer:
                 async with asyncio.timeout_at(_loop_time(auth_deadline) if waiting_for_auth else None):
                     handled = 0
                     while (message := decoder.next_message()) is not None:
+                        if session.closing:  # the rest of a flood is not even decoded
+                            await session.wait_finished()
+                            return
                         handled += 1
                         if handled % YIELD_EVERY == 0:
                             await asyncio.sleep(0)  # one read may hold thousands of requests: let others run

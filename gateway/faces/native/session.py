@@ -99,11 +99,12 @@ class Session:
         render = operator.methodcaller("frame", transport.encoding)
         self._outbox = Outbox(self.id, self.client.subscriber, transport, render, hub.server.max_queued_bytes)
         self._closing_task: asyncio.Task[None] | None = None
+        self._finished = asyncio.Event()
         self._multi_state = False
         self._multi_frame_bytes = hub.server.max_frame_bytes
         # Refused requests (bad frames, over the rate...) cost an answer each: past this budget a
         # client that keeps sending them is closed rather than answered thousands of times a second.
-        self._refusals = TokenBucket(hub.server.max_requests_per_s, hub.server.request_burst)
+        self._refusals = TokenBucket(hub.server.max_requests_per_s, hub.server.refusal_burst)
         self._refused_out = False
         self._ops: dict[str, Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]]] = {
             "auth": self._auth,
@@ -146,6 +147,15 @@ class Session:
             log, "client %s connected from %s (%s)", self.id, self.client.peer, self.transport.encoding
         )
 
+    @property
+    def closing(self) -> bool:
+        """True once the session is closing or closed: its reader stops handing it requests."""
+        return self._outbox.closing or self._refused_out
+
+    async def wait_finished(self) -> None:
+        """Return once the session is over (a close under way elsewhere takes its bounded time)."""
+        await self._finished.wait()
+
     async def close(self, code: ErrorCode, reason: str) -> None:
         """Send `close {code, reason}` after what is queued, then close the transport."""
         if self._outbox.closing:
@@ -161,6 +171,7 @@ class Session:
 
     def finish(self) -> None:
         """Forget the client: stop its writer, drop its subscriptions, end its leases."""
+        self._finished.set()
         if self not in self.hub.sessions:
             return
         self.hub.sessions.discard(self)
@@ -235,8 +246,8 @@ class Session:
         _REFUSALS_LOG.log("closing client %s: it keeps sending requests that are refused", self.id)
         await self.close(
             ErrorCode.RATE_LIMITED,
-            f"more than {server.request_burst} refused requests, then {server.max_requests_per_s:g} a second "
-            "(server.request_burst, server.max_requests_per_s); last: " + error.message[:200],
+            f"more than {server.refusal_burst} refused requests, then {server.max_requests_per_s:g} a second "
+            "(server.refusal_burst, server.max_requests_per_s); last: " + error.message[:200],
         )
 
     async def _auth(self, request: Mapping[str, Any]) -> dict[str, Any]:
