@@ -174,7 +174,8 @@ class MsgpackStreamReader:
         """Free the buffer now (the connection ended); the reader accepts nothing after this."""
         self._unpacker = msgpack.Unpacker(max_buffer_size=1)
         self._tail = bytearray()
-        self._failed = self._failed or ProtocolError("the stream reader is closed")
+        # A new error, not the stored one: its traceback's frames would hold this reader in a cycle.
+        self._failed = ProtocolError("the stream reader is closed")
 
     @property
     def partial_bytes(self) -> int:

@@ -163,6 +163,14 @@ class Outbox:
         self._flusher = _flusher(asyncio.get_running_loop())
         self._subscriber.direct = self._write_now
         self._writer = asyncio.create_task(self._write_loop(), name=f"client:{self._name}:writer")
+        self._writer.add_done_callback(self._writer_done)
+
+    def _writer_done(self, writer: asyncio.Task[None]) -> None:
+        # The finished task holds its frames (a cancelled one, through its exception's traceback),
+        # and they hold this outbox: without this, every connection would wait for the cyclic
+        # collector to be freed, buffers and all.
+        if self._writer is writer:
+            self._writer = None
 
     def push(self, frame: bytes) -> None:
         """Queue one reply frame (replies go out in order, ahead of bus items)."""
@@ -182,12 +190,13 @@ class Outbox:
             self.push(last)
         self._closing = True
         self._subscriber.wakeup.set()
-        if self._writer is not None:
+        writer = self._writer
+        if writer is not None:
             try:
                 async with asyncio.timeout(CLOSE_TIMEOUT_S):
-                    await asyncio.shield(self._writer)
+                    await asyncio.shield(writer)
             except Exception:  # the timeout, or the writer's own failure: stop it either way
-                self._writer.cancel()
+                writer.cancel()
         await self._transport.close(code, reason)
 
     def abort(self) -> None:
@@ -201,6 +210,9 @@ class Outbox:
         self._stopped = True
         self._batch = []
         self._batch_bytes = 0
+        self._results.clear()
+        if self._subscriber.direct == self._write_now:
+            self._subscriber.direct = None  # the subscriber and this outbox no longer hold each other
         if self._writer is not None and not self._writer.done():
             self._writer.cancel()
 

@@ -106,18 +106,6 @@ class Session:
         # client that keeps sending them is closed rather than answered thousands of times a second.
         self._refusals = TokenBucket(hub.server.max_requests_per_s, hub.server.refusal_burst)
         self._refused_out = False
-        self._ops: dict[str, Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]]] = {
-            "auth": self._auth,
-            "ping": self._ping,
-            "list_devices": self._list_devices,
-            "describe": self._describe,
-            "subscribe": self._subscribe,
-            "unsubscribe": self._unsubscribe,
-            "estop": self._estop,
-            "lock": self._lock,
-            "unlock": self._unlock,
-            "configure": self._configure,
-        }
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -208,16 +196,16 @@ class Session:
                 raise BadRequest("every request needs an 'op' string")
             if op != "estop":
                 self.client.admit()
-            if not self.client.authenticated and op not in ("auth", "ping") and (op in self._ops or op == "command"):
+            if not self.client.authenticated and op not in ("auth", "ping") and (op in OPS or op == "command"):
                 raise Unauthorized(f"{op}: authenticate first with the 'auth' op")
             if op == "command":
                 self._start_command(request_id, request)
                 return
-            handler = self._ops.get(op)
+            handler = OPS.get(op)
             if handler is None:
-                known = ", ".join(sorted([*self._ops, "command"]))
+                known = ", ".join(sorted([*OPS, "command"]))
                 raise UnknownOp(f"unknown op {op!r} (ops: {known})")
-            self._reply(request_id, await handler(request))
+            self._reply(request_id, await handler(self, request))
             if op == "auth":
                 self.client.join()  # device pushes only after the auth result
         except GatewayError as error:
@@ -360,3 +348,18 @@ class Session:
 
     def _push(self, message: dict[str, Any]) -> None:
         self._outbox.push(encode(message, self.transport.encoding))
+
+
+#: The ops other than `command`, by name: functions of the class, so a session holds no bound methods of itself.
+OPS: dict[str, Callable[[Session, Mapping[str, Any]], Awaitable[dict[str, Any]]]] = {
+    "auth": Session._auth,
+    "ping": Session._ping,
+    "list_devices": Session._list_devices,
+    "describe": Session._describe,
+    "subscribe": Session._subscribe,
+    "unsubscribe": Session._unsubscribe,
+    "estop": Session._estop,
+    "lock": Session._lock,
+    "unlock": Session._unlock,
+    "configure": Session._configure,
+}
