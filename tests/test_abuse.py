@@ -205,7 +205,7 @@ async def test_a_client_that_sends_rejected_frames_and_never_reads_is_no_longer_
         # other programs on the machine do not inflate), and are answered fast in the best of up to
         # three rounds (a stalled flood costs nothing in any round; a busy machine may spoil one).
         cpu = _cpu_s(gateway)
-        rounds = []
+        rounds: list[list[float]] = []
         while len(rounds) < 3 and (not rounds or _p99(rounds[-1]) >= 0.05):
             rounds.append(await _ping_rtts(gateway, 100))
         flooded_cpu = (_cpu_s(gateway) - cpu) / len(rounds)

@@ -8,6 +8,7 @@ request's shape, calls the client core and answers with a `result`. What the ops
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import operator
 import time
@@ -34,9 +35,10 @@ from gateway.errors import (
     Unauthorized,
     UnknownOp,
 )
-from gateway.faces.outbox import Outbox
+from gateway.faces.outbox import CLOSE_TIMEOUT_S, Outbox
 from gateway.faces.outbox import Transport as FrameTransport
 from gateway.servers.limits import CONNECTION_LINES, RateLimitedLog
+from gateway.servers.socket_transport import CLOSE_DRAIN_S
 from gateway.wire import Encoding, encode, pack_messages
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,8 @@ CAPABILITIES = (
     "multi_state",
 )
 MAX_ID_LENGTH = 128
+#: Seconds a reader waits for a close begun elsewhere: the outbox's flush, then the socket's drain.
+FINISH_WAIT_S = CLOSE_TIMEOUT_S + CLOSE_DRAIN_S + 0.5
 #: The smallest `configure.max_frame_bytes` (a state message of a small device fits in it).
 MIN_MULTI_FRAME_BYTES = 256
 
@@ -141,8 +145,10 @@ class Session:
         return self._outbox.closing or self._refused_out
 
     async def wait_finished(self) -> None:
-        """Return once the session is over (a close under way elsewhere takes its bounded time)."""
-        await self._finished.wait()
+        """Return once the session is over, or after `FINISH_WAIT_S` (a close under way elsewhere is bounded)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(FINISH_WAIT_S):
+                await self._finished.wait()
 
     async def close(self, code: ErrorCode, reason: str) -> None:
         """Send `close {code, reason}` after what is queued, then close the transport."""
