@@ -70,7 +70,7 @@ class ServerConfig:
     command_timeout_s: float = field(default=5.0, metadata=_range(0.001, 3600))
     max_requests_per_s: float = field(default=200.0, metadata=_range(0.1, 1e6))
     request_burst: int = field(default=400, metadata=_range(1, 1_000_000))
-    refusal_burst: int = field(default=32, metadata=_range(1, 1_000_000))
+    refusal_burst: int = field(default=64, metadata=_range(1, 1_000_000))
     max_inflight_commands: int = field(default=32, metadata=_range(1, 10_000))
     heartbeat_s: float = field(default=30.0, metadata=_range(0, 3600))
     send_buffer_bytes: int = field(default=262144, metadata=_range(0, 64 * 1024 * 1024))

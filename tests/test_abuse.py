@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import resource
 import statistics
@@ -19,12 +20,15 @@ from gateway.bus import Bus, Subscriber
 from gateway.messages.generic import Led
 from tests.abuse_clients import (
     WS_BINARY,
+    WS_TEXT,
     close_of,
+    msgpack_messages,
     open_raw,
     read_until_closed,
     ws_close_code,
     ws_frame,
     ws_frame_header,
+    ws_server_frames,
 )
 from tests.harness import TRANSPORTS, RunningGateway, TransportName, connect, gateway_config, start_gateway
 
@@ -215,6 +219,37 @@ async def test_a_client_that_sends_rejected_frames_and_never_reads_is_no_longer_
         assert flooded_cpu < 2 * pings_cpu + 0.05, (flooded_cpu, pings_cpu)
         assert min(_p99(rtts) for rtts in rounds) < 0.05, [sorted(rtts)[-3:] for rtts in rounds]
         writer.transport.abort()
+    finally:
+        assert await gateway.stop() == 0
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_client_past_its_refusal_burst_is_closed_and_the_rest_of_its_flood_is_not_handled(
+    tmp_path: Path, transport: TransportName
+) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, server="refusal_burst = 8\n"))
+    try:
+        reader, writer = await open_raw(gateway, transport)
+        # 500 undecodable requests and then a valid ping, all in one write: after 8 refusals (and
+        # what the refill adds meanwhile) the client is closed, and its ping is never answered.
+        junk = ws_frame(b"x") if transport == "ws" else msgpack.packb(1)
+        ping = ws_frame(b'{"op": "ping", "id": 1}') if transport == "ws" else msgpack.packb({"op": "ping", "id": 1})
+        writer.write(junk * 500 + ping)
+        sent = await read_until_closed(reader, timeout=5.0)
+        if transport == "ws":
+            messages = [json.loads(p) for op, p in ws_server_frames(sent) if op == WS_TEXT]
+        else:
+            messages = msgpack_messages(sent)
+        refusals = [m for m in messages if m.get("op") == "result" and not m["ok"]]
+        assert 8 <= len(refusals) < 20, len(refusals)
+        assert {m["error"]["code"] for m in refusals} == {"bad_request"}
+        assert not [m for m in messages if m.get("op") == "result" and m["ok"]]  # the ping was not handled
+        close = close_of(transport, sent)
+        assert close is not None
+        assert close["code"] == "rate_limited"
+        assert "(server.refusal_burst, server.max_requests_per_s)" in close["reason"]
+        writer.close()
+        assert max(await _ping_rtts(gateway, 10, transport)) < 0.5  # others are served as before
     finally:
         assert await gateway.stop() == 0
 
