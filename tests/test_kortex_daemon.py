@@ -121,18 +121,22 @@ async def test_device_unreachable_while_sessions_are_refused(gateway: RunningGat
     await client.close()
 
 
-async def test_link6_over_mqtt_comes_back_after_a_broker_restart(tmp_path: Path, mosquitto: Broker) -> None:  # noqa: F811
-    arm = SimulatedArm("kortex3", mqtt=("127.0.0.1", mosquitto.port))
-    await arm.start()
-    device = f"""
+def link6_device(broker: Broker, arm: SimulatedArm) -> str:
+    """A Link 6 (Kortex 3) arm whose RPCs go over MQTT through `broker`."""
+    return f"""
 [devices.arm-1]
 kind = "kortex"
 host = "127.0.0.1"
-mqtt_port = {mosquitto.port}
+mqtt_port = {broker.port}
 udp_port = {arm.udp_port}
 api = "kortex3"
 """
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, device))
+
+
+async def test_link6_over_mqtt_comes_back_after_a_broker_restart(tmp_path: Path, mosquitto: Broker) -> None:  # noqa: F811
+    arm = SimulatedArm("kortex3", mqtt=("127.0.0.1", mosquitto.port))
+    await arm.start()
+    running = await start_gateway(tmp_path, gateway_config(tmp_path, link6_device(mosquitto, arm)))
     try:
         client = await connect(running, "ws")
         await client.ok("subscribe", topics=["arm-1/**"])
@@ -158,17 +162,8 @@ async def test_link6_over_mqtt_reaches_its_safe_state_on_sigterm_with_a_stuck_cl
 ) -> None:
     arm = SimulatedArm("kortex3", mqtt=("127.0.0.1", mosquitto.port))
     await arm.start()
-    device = f"""
-[devices.arm-1]
-kind = "kortex"
-host = "127.0.0.1"
-mqtt_port = {mosquitto.port}
-udp_port = {arm.udp_port}
-api = "kortex3"
-analog_output_modes = ["voltage", "voltage", "current", "current"]
-publish_rate_hz = 1000.0
-"""
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, device))
+    device = link6_device(mosquitto, arm) + 'analog_output_modes = ["voltage", "voltage", "current", "current"]\n'
+    running = await start_gateway(tmp_path, gateway_config(tmp_path, device + "publish_rate_hz = 1000.0\n"))
     try:
         driver = await connect(running, "ws")
         # Device events only: a driver with unread samples would wait 10 s to close once the daemon is gone.
