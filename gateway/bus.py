@@ -1,11 +1,14 @@
 """The bus: latest value per topic, pattern subscriptions, and per-subscriber coalescing mailboxes.
 
-A producer calls `Bus.publish` and never waits. A sample goes straight to every subscriber whose
-client keeps up (`Subscriber.direct`). For a client that has fallen behind, or a rate-limited
-subscription, it goes to the subscriber's mailbox with one slot per key (a topic, or a device's
-availability): a newer value replaces an unsent older one, so a slow client skips stale samples,
-always receives the newest, and its memory is bounded by the number of topics. Each sample is encoded
-at most once per encoding, however many subscribers receive it.
+A producer calls `Bus.publish` and never waits. Subscribers that receive the same samples rendered
+alike (equal subscriptions, the same face and encoding) form a fan-out `Group`: the bus hands a sample
+to the group once, and the face writes the group's samples of one event-loop iteration to all its
+members together. A sample goes straight to every other subscriber whose client keeps up
+(`Subscriber.direct`). For a client that has fallen behind, or a rate-limited subscription, it goes
+to the subscriber's mailbox with one slot per key (a topic, or a device's availability): a newer
+value replaces an unsent older one, so a slow client skips stale samples, always receives the newest,
+and its memory is bounded by the number of topics. Each sample is encoded at most once per encoding,
+however many subscribers receive it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import asyncio
 import itertools
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -43,6 +46,13 @@ class Outgoing(Protocol):
 
         Faces other than the native one cache their own frames here (key: the face and its encoding).
         """
+
+
+class Group(Protocol):
+    """Subscribers that receive the same samples rendered alike: the bus hands each sample to it once."""
+
+    def add(self, item: Outgoing) -> None:
+        """Take `item` for every member (the face writes it to them at the end of the iteration)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -165,17 +175,62 @@ class Subscriber:
         self.direct: Callable[[Outgoing], bool] | None = None
         self.subscriptions: dict[int, Subscription] = {}
         self.wakeup = asyncio.Event()
+        #: Called after what this subscriber receives changed (subscribe, unsubscribe, detach).
+        self.on_change: Callable[[], None] | None = None
         self.delivered = 0
         self.coalesced = 0
         self.dropped = 0
         self._pending: OrderedDict[str, Outgoing] = OrderedDict()
         self._intervals: dict[str, float] = {}
         self._not_before: dict[str, float] = {}
+        self._bus: Bus | None = None
+        self._group: Group | None = None
 
     @property
     def depth(self) -> int:
         """Items waiting to be sent."""
         return len(self._pending)
+
+    @property
+    def bus(self) -> Bus | None:
+        """The bus this subscriber is attached to (None: detached)."""
+        return self._bus
+
+    @property
+    def group(self) -> Group | None:
+        """The fan-out group that takes this subscriber's samples (None: it takes them itself)."""
+        return self._group
+
+    def set_group(self, group: Group | None) -> None:
+        """Have `group` take this subscriber's samples from the next publication on (None: one by one).
+
+        The face that sets it guarantees that every member of a group has the same `fanout_signature`
+        and renders items alike.
+        """
+        if group is not self._group:
+            self._group = group
+            if self._bus is not None:
+                self._bus.reroute()
+
+    def fanout_signature(self) -> frozenset[str] | None:
+        """What this subscriber receives, as its patterns, when it takes every sample of them.
+
+        Subscribers with equal signatures receive exactly the same samples. None when it is
+        detached, subscribed to nothing, or holds a rate-limited subscription (its own timing).
+        """
+        if self._bus is None or not self.subscriptions:
+            return None
+        patterns: set[str] = set()
+        for subscription in self.subscriptions.values():
+            if subscription.min_interval:
+                return None
+            patterns.update(subscription.patterns)
+        return frozenset(patterns)
+
+    def changed(self) -> None:
+        """Tell the face that what this subscriber receives changed."""
+        if self.on_change is not None:
+            self.on_change()
 
     def offer(self, item: Outgoing, min_interval: float = 0.0) -> None:
         """Send `item` now if the client keeps up, else put it in its slot (replacing an unsent older one)."""
@@ -244,9 +299,12 @@ class Bus:
         self._latest: dict[str, Sample] = {}
         self._seq: dict[str, int] = {}
         self._subscribers: set[Subscriber] = set()
-        self._routes: dict[str, list[tuple[Subscriber, float]]] = {}
+        #: Per topic: the groups' `add`, then the subscribers served one by one with their interval.
+        self._routes: dict[str, tuple[list[Callable[[Outgoing], None]], list[tuple[Subscriber, float]]]] = {}
         self._ids = itertools.count(1)
         self.published: Counter[str] = Counter()
+        #: The fan-out groups of this bus's subscribers, by the key their face gives them.
+        self.groups: dict[Hashable, Group] = {}
 
     def publish(self, topic: str, message: Any, stamp: float | None = None) -> Sample:
         """Publish `message` on `topic`; `stamp` is the device's time (seconds since the epoch)."""
@@ -262,7 +320,10 @@ class Bus:
         routes = self._routes.get(topic)
         if routes is None:
             routes = self._routes[topic] = self._route(topic)
-        for subscriber, interval in routes:
+        groups, singles = routes
+        for add in groups:
+            add(sample)
+        for subscriber, interval in singles:
             # `Subscriber.offer` inlined: this loop runs once per sample per client.
             if not interval and not subscriber._pending:
                 direct = subscriber.direct
@@ -287,12 +348,18 @@ class Bus:
 
     def attach(self, subscriber: Subscriber) -> None:
         """Start delivering device events to `subscriber`."""
-        self._subscribers.add(subscriber)
+        self._add(subscriber)
 
     def detach(self, subscriber: Subscriber) -> None:
         """Stop delivering anything to `subscriber` and drop what it had pending."""
         self._subscribers.discard(subscriber)
         subscriber.discard()
+        subscriber._bus = None
+        self._routes.clear()
+        subscriber.changed()
+
+    def reroute(self) -> None:
+        """Work out every topic's receivers again (a subscriber's group changed)."""
         self._routes.clear()
 
     def subscribe(self, subscriber: Subscriber, patterns: Iterable[str], max_rate_hz: float | None) -> int:
@@ -302,8 +369,9 @@ class Bus:
             parse_pattern(pattern)
         subscription = Subscription(next(self._ids), patterns, 1.0 / max_rate_hz if max_rate_hz else 0.0)
         subscriber.subscriptions[subscription.id] = subscription
-        self._subscribers.add(subscriber)
+        self._add(subscriber)
         self._routes.clear()
+        subscriber.changed()
         # No await between registering and the snapshot, so no sample falls in between.
         for topic, sample in self._latest.items():
             if subscription.matches(topic):
@@ -316,6 +384,7 @@ class Bus:
             return False
         subscriber.forget_unmatched()
         self._routes.clear()
+        subscriber.changed()
         return True
 
     @property
@@ -323,10 +392,21 @@ class Bus:
         """The attached subscribers."""
         return frozenset(self._subscribers)
 
-    def _route(self, topic: str) -> list[tuple[Subscriber, float]]:
-        routes = []
+    def _add(self, subscriber: Subscriber) -> None:
+        if subscriber._bus is not self:
+            self._subscribers.add(subscriber)
+            subscriber._bus = self
+
+    def _route(self, topic: str) -> tuple[list[Callable[[Outgoing], None]], list[tuple[Subscriber, float]]]:
+        groups: list[Group] = []
+        singles = []
         for subscriber in self._subscribers:
             interval = subscriber.interval_for(topic)
-            if interval is not None:
-                routes.append((subscriber, interval))
-        return routes
+            if interval is None:
+                continue
+            group = subscriber._group
+            if group is None or interval:
+                singles.append((subscriber, interval))
+            elif group not in groups:
+                groups.append(group)
+        return [group.add for group in groups], singles

@@ -34,6 +34,9 @@ class Capture:
     def write(self, data: bytes) -> None:
         self.frames.append(data)
 
+    def try_write(self, data: bytes) -> bool:
+        return False  # likewise: a group's joined bytes would hold several frames
+
     async def send(self, frames: list[bytes]) -> None:
         self.frames.extend(frames)
 

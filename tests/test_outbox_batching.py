@@ -41,6 +41,11 @@ class CountingTransport(StreamTransport):
         self.writes += 1
         super().write(data)
 
+    def try_write(self, data: bytes) -> bool:
+        written = super().try_write(data)
+        self.writes += written
+        return written
+
 
 @dataclass
 class Rig:

@@ -7,6 +7,15 @@ a client falls behind, the mailbox coalesces (newest wins) and one writer task s
 then the due items. Every face with a socket of its own uses this; a face differs only in how it
 renders an item (`render`), which should cache its bytes on the item so fan-out encodes once, and
 optionally how it packs several rendered items into fewer frames (`Outbox.combine`).
+
+A face whose rendering is the same for every client of one encoding (the native face) gives its
+outboxes a `fanout_key`. Outboxes with equal keys, pack modes and subscriptions then form a
+`FanoutGroup`: the bus hands it each sample once, and at the end of the iteration it renders and
+joins (or packs) the iteration's samples once and writes the same bytes to every member that keeps
+up, one `write` each, with no Python work per sample per client. A member that falls behind, gets
+a reply queued, or receives an item of its own (a device event, a subscription's snapshot) steps
+apart for the rest of the round: from then on its items take the one-by-one path above, in order,
+and it rejoins once it has caught up, at a round's boundary.
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ from collections.abc import Callable, Hashable
 from typing import Protocol
 from weakref import WeakKeyDictionary
 
-from gateway.bus import Outgoing, Subscriber
+from gateway.bus import Bus, Outgoing, Subscriber
 from gateway.errors import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -40,6 +49,9 @@ class Transport(Protocol):
 
     def write(self, data: bytes) -> None:
         """Write `data` now, without waiting (the caller checked `room` first)."""
+
+    def try_write(self, data: bytes) -> bool:
+        """Write `data` now if the peer has room for all of it; False (nothing written) otherwise."""
 
     async def send(self, frames: list[bytes]) -> None:
         """Send frames in order, waiting while the peer's buffers are full."""
@@ -64,7 +76,7 @@ class _Flusher:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._due: list[Outbox] = []
+        self._due: list[Outbox | FanoutGroup] = []
         # (pack key, ids of the frames) -> (bytes to write, the frames: kept alive so no id is reused).
         self._memo: dict[tuple[Hashable, ...], tuple[bytes, list[bytes]]] = {}
 
@@ -76,8 +88,8 @@ class _Flusher:
             cached = self._memo[key] = (b"".join(batch if combine is None else combine(batch)), batch)
         return cached[0]
 
-    def add(self, outbox: Outbox) -> None:
-        """Flush `outbox` at the end of this iteration (it has just started a batch)."""
+    def add(self, outbox: Outbox | FanoutGroup) -> None:
+        """Flush `outbox` (or a group) at the end of this iteration (it has just started a batch)."""
         if not self._due:
             self._loop.call_soon(self._flush)
         self._due.append(outbox)
@@ -92,6 +104,116 @@ class _Flusher:
                     log.exception("client %s: writing a batch failed", outbox.name)
         finally:
             self._memo.clear()
+
+
+class FanoutGroup:
+    """Outboxes that receive the same bus items rendered alike; each round is rendered and joined once.
+
+    A round is what the bus handed the group during one event-loop iteration. `members` take the
+    round's bytes at its end; `apart` outboxes (behind, or served on their own this round) receive
+    each item one by one as it comes, through their subscriber's direct path or mailbox.
+    """
+
+    def __init__(self, key: Hashable, bus: Bus, flusher: _Flusher) -> None:
+        self.key = key
+        self._bus = bus
+        self._flusher = flusher
+        self._members: list[Outbox] = []
+        self._apart: list[Outbox] = []
+        self._items: list[Outgoing] = []
+
+    @property
+    def name(self) -> str:
+        """For logs."""
+        return f"group {self.key!r}"
+
+    @property
+    def members(self) -> int:
+        """Outboxes in the group, apart or not."""
+        return len(self._members) + len(self._apart)
+
+    def add(self, item: Outgoing) -> None:
+        """Take one item of this round (the bus calls this once per item for all the members)."""
+        items = self._items
+        if not items:
+            self._flusher.add(self)
+        items.append(item)
+        if self._apart:
+            for outbox in tuple(self._apart):
+                outbox._subscriber.offer(item)
+
+    def enter(self, outbox: Outbox) -> None:
+        """Take `outbox` in: apart until the current round ends and it has caught up."""
+        self._apart.append(outbox)
+        self.rejoin(outbox)
+
+    def leave(self, outbox: Outbox, replay: bool) -> None:
+        """Let `outbox` go; with `replay`, it receives on its own what this round has so far."""
+        if outbox._grouped:
+            self.step_apart(outbox, replay)
+        self._apart.remove(outbox)
+        if not self._members and not self._apart and self._bus.groups.get(self.key) is self:
+            del self._bus.groups[self.key]
+
+    def step_apart(self, outbox: Outbox, replay: bool = True) -> None:
+        """Serve `outbox` one item at a time from now on, this round's items so far first."""
+        outbox._grouped = False
+        self._members.remove(outbox)
+        self._apart.append(outbox)
+        if replay:
+            offer = outbox._subscriber.offer
+            for item in self._items:
+                offer(item)
+
+    def rejoin(self, outbox: Outbox) -> None:
+        """Take the round's bytes for `outbox` again, if it has caught up and no round is under way."""
+        if not self._items and outbox._caught_up():
+            self._move_in(outbox)
+
+    def _move_in(self, outbox: Outbox) -> None:
+        outbox._write_batch()  # what it batched on its own goes first
+        self._apart.remove(outbox)
+        self._members.append(outbox)
+        outbox._grouped = True
+
+    def flush_batch(self, flusher: _Flusher | None = None) -> None:
+        """Write this round to every member (one `write` each); members without room fall behind."""
+        items = self._items
+        if not items:
+            return
+        self._items = []
+        members = self._members
+        if members:
+            # Every member renders and packs alike (that is what the key says): any one's do for all.
+            first = members[0]
+            frames = [frame for frame in map(first._render, items) if frame is not None]
+            count = len(items)
+            behind: list[Outbox] = []
+            if not frames:
+                for outbox in members:
+                    outbox._subscriber.delivered += count
+            else:
+                combine = first._combine
+                data = frames[0] if len(frames) == 1 else b"".join(frames if combine is None else combine(frames))
+                for outbox in members:  # the hot loop: once per client per iteration
+                    try:
+                        if outbox._transport.try_write(data):
+                            outbox._subscriber.delivered += count
+                            continue
+                    except Exception:  # one client's failure must not keep the others' bytes back
+                        log.exception("client %s: writing a batch failed", outbox.name)
+                    behind.append(outbox)
+            for outbox in behind:
+                # As if each item had found it backed up when published: its mailbox coalesces them.
+                outbox._grouped = False
+                self._members.remove(outbox)
+                self._apart.append(outbox)
+                enqueue = outbox._subscriber.enqueue
+                for item in items:
+                    enqueue(item)
+        for outbox in tuple(self._apart):
+            if outbox._caught_up():
+                self._move_in(outbox)
 
 
 _flushers: WeakKeyDictionary[asyncio.AbstractEventLoop, _Flusher] = WeakKeyDictionary()
@@ -109,6 +231,8 @@ class Outbox:
 
     A face may set a `combine` (`set_combine`) that packs the rendered bus items of one batch (and
     of one mailbox round) into fewer frames, e.g. the native face's multi-sample array frames.
+    Outboxes with an equal `fanout_key` (not None) promise to render every item to the same bytes;
+    those that also pack alike and subscribe alike share a `FanoutGroup`.
     """
 
     def __init__(
@@ -118,8 +242,13 @@ class Outbox:
         transport: Transport,
         render: Callable[[Outgoing], bytes | None],
         max_queued_bytes: int = MAX_QUEUED_BYTES,
+        fanout_key: Hashable = None,
     ) -> None:
         self._name = name
+        self._fanout_key = fanout_key
+        self._group: FanoutGroup | None = None
+        #: True while the group writes this round's bytes to it (set by the group).
+        self._grouped = False
         self._max_queued_bytes = max_queued_bytes
         self._queued_bytes = 0
         self._subscriber = subscriber
@@ -147,6 +276,7 @@ class Outbox:
         """
         self._combine = combine
         self._pack_key = ("packed", pack_key) if combine is not None else None
+        self._regroup()
 
     @property
     def name(self) -> str:
@@ -162,8 +292,10 @@ class Outbox:
         """Take over the subscriber's direct path and start the writer."""
         self._flusher = _flusher(asyncio.get_running_loop())
         self._subscriber.direct = self._write_now
+        self._subscriber.on_change = self._regroup
         self._writer = asyncio.create_task(self._write_loop(), name=f"client:{self._name}:writer")
         self._writer.add_done_callback(self._writer_done)
+        self._regroup()
 
     def _writer_done(self, writer: asyncio.Task[None]) -> None:
         # The finished task holds its frames (a cancelled one, through its exception's traceback),
@@ -172,8 +304,50 @@ class Outbox:
         if self._writer is writer:
             self._writer = None
 
+    @property
+    def group(self) -> FanoutGroup | None:
+        """The fan-out group this outbox is in (None: it renders and writes on its own)."""
+        return self._group
+
+    def _regroup(self) -> None:
+        """Join the group of the outboxes that now receive what this one does (or none)."""
+        group = self._group
+        key: Hashable = None
+        bus = self._subscriber.bus
+        flusher = self._flusher
+        if self._fanout_key is not None and bus is not None and flusher is not None and not self._closing:
+            signature = self._subscriber.fanout_signature()
+            if signature is not None:
+                key = (self._fanout_key, self._pack_key, signature)
+        if group is not None and group.key == key:
+            return
+        if group is not None:
+            self._group = None
+            group.leave(self, replay=True)
+        if key is not None:
+            assert bus is not None
+            assert flusher is not None
+            found = bus.groups.get(key)
+            if not isinstance(found, FanoutGroup):
+                found = FanoutGroup(key, bus, flusher)
+                bus.groups[key] = found
+            self._group = found
+            found.enter(self)
+        self._subscriber.set_group(self._group)
+
+    def _step_apart(self) -> None:
+        """Receive items one by one from now on (this round's so far first), until caught up again."""
+        group = self._group
+        if group is not None and self._grouped:
+            group.step_apart(self)
+
+    def _caught_up(self) -> bool:
+        """True when nothing of this client waits: a group may write to it again."""
+        return not (self._results or self._sending or self._closing or self._subscriber.depth)
+
     def push(self, frame: bytes) -> None:
         """Queue one reply frame (replies go out in order, ahead of bus items)."""
+        self._step_apart()  # the round's items so far go ahead of the reply
         self._results.append(frame)
         self._queued_bytes += len(frame)
         if len(self._results) >= MAX_QUEUED_RESULTS or self._queued_bytes >= self._max_queued_bytes:
@@ -188,7 +362,9 @@ class Outbox:
         """Send what is queued (and `last`) within `CLOSE_TIMEOUT_S`, then close the transport."""
         if last is not None:
             self.push(last)
+        self._step_apart()
         self._closing = True
+        self._regroup()
         self._subscriber.wakeup.set()
         writer = self._writer
         if writer is not None:
@@ -213,6 +389,13 @@ class Outbox:
         self._results.clear()
         if self._subscriber.direct == self._write_now:
             self._subscriber.direct = None  # the subscriber and this outbox no longer hold each other
+        if self._subscriber.on_change == self._regroup:
+            self._subscriber.on_change = None
+        group = self._group
+        if group is not None:
+            self._group = None
+            group.leave(self, replay=False)
+            self._subscriber.set_group(None)
         if self._writer is not None and not self._writer.done():
             self._writer.cancel()
 
@@ -226,6 +409,8 @@ class Outbox:
         flusher = self._flusher
         if self._results or self._sending or self._closing or flusher is None:
             return False
+        if self._grouped:
+            self._step_apart()  # an item of its own: this round's group items go first
         batch = self._batch
         if batch:
             if self._batch_bytes > self._batch_room:
@@ -248,7 +433,14 @@ class Outbox:
         """Write this iteration's batch in one `write` (in order; combined when the face packs frames).
 
         From the end-of-iteration `flusher`, clients with equal batches share the bytes it joins.
+        Then an outbox apart from its group rejoins it if it has caught up.
         """
+        self._write_batch(flusher)
+        group = self._group
+        if group is not None and not self._grouped and not self._stopped:
+            group.rejoin(self)
+
+    def _write_batch(self, flusher: _Flusher | None = None) -> None:
         batch = self._batch
         if not batch:
             return
@@ -304,4 +496,7 @@ class Outbox:
                     await self._transport.send(frames)
                 finally:
                     self._sending = False
+            group = self._group
+            if group is not None and not self._grouped:
+                group.rejoin(self)
             timeout = None if next_due is None else max(next_due - time.monotonic(), 0.0)

@@ -56,6 +56,17 @@ class SocketTransport:
         if not transport.is_closing():
             transport.write(data)
 
+    def try_write(self, data: bytes) -> bool:
+        """Write `data` now if it fits below the high-water mark; False (nothing written) when it does not.
+
+        The fan-out path: called once per client per event-loop iteration with bytes shared by many.
+        """
+        transport = self._transport
+        if transport.is_closing() or transport.get_write_buffer_size() + len(data) > HIGH_WATER_BYTES:
+            return False
+        transport.write(data)
+        return True
+
     async def send(self, frames: list[bytes]) -> None:
         """Write frames in order, then wait until the peer has taken most of them."""
         self._transport.write(b"".join(frames))

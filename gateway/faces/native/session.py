@@ -99,9 +99,17 @@ class Session:
         self.transport = transport
         self.client = Client(hub, peer, transport.encoding)
         self.id = self.client.id
-        # A C-level call to `item.frame(encoding)`: no Python frame per sample per client.
+        # A C-level call to `item.frame(encoding)`; every client of one encoding renders an item alike,
+        # so clients that subscribe alike share a fan-out group (one render and join for them all).
         render = operator.methodcaller("frame", transport.encoding)
-        self._outbox = Outbox(self.id, self.client.subscriber, transport, render, hub.server.max_queued_bytes)
+        self._outbox = Outbox(
+            self.id,
+            self.client.subscriber,
+            transport,
+            render,
+            hub.server.max_queued_bytes,
+            fanout_key=("native", transport.encoding),
+        )
         self._closing_task: asyncio.Task[None] | None = None
         self._finished = asyncio.Event()
         self._multi_state = False

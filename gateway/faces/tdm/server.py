@@ -82,6 +82,10 @@ class WebSocketTransport:
         """Not used (`room` is always negative): the writer task sends each message."""
         raise RuntimeError("the TDM WebSocket sends through aiohttp's writer only")
 
+    def try_write(self, data: bytes) -> bool:
+        """Never writes synchronously (see `room`)."""
+        return False
+
     async def send(self, frames: list[bytes]) -> None:
         """Send each frame as a binary message."""
         for message in frames:
