@@ -32,7 +32,7 @@ from gateway.faces.rosbridge import names as ros_names
 from gateway.faces.rosbridge.server import RosbridgeServer
 from gateway.faces.rosbridge.server import handler as rosbridge_handler
 from gateway.faces.tdm.server import TdmServer
-from gateway.memory import tune_allocator
+from gateway.memory import freeze_startup_objects, tune_allocator
 from gateway.metrics import Metrics
 from gateway.record.daemon import BusRecorder, config_digest
 from gateway.sdnotify import Notifier
@@ -314,6 +314,7 @@ async def serve(config: Config, on_listening: Callable[[Gateway], None] | None =
             log.error("cannot start: %s", error)
             await gateway.stop()
             return 1
+        freeze_startup_objects()
         if on_listening is not None:
             on_listening(gateway)
         notifier.notify("READY=1", f"STATUS={gateway.summary()}")

