@@ -146,6 +146,7 @@ async def test_link6_over_mqtt_comes_back_after_a_broker_restart(tmp_path: Path,
         assert arm.tcp_connections == 0
         await mosquitto.restart()
         await client.wait_for(lambda m: m["op"] == "device" and m["status"] == "disconnected", timeout=5)
+        client.pushed.clear()  # an earlier `connected` kept there must not pass for the return below
         await client.wait_for(lambda m: m["op"] == "device" and m["status"] == "connected", timeout=10)
         await client.ok("command", device="arm-1", type="led", data={"rgb": [0.0, 1.0, 0.0]})
         await eventually(lambda: arm.wrist.led_ring_rgb == 0x00FF00)

@@ -100,6 +100,7 @@ async def test_gateway_b_shows_and_commands_gateway_a_devices(tmp_path: Path, mo
         a.proc.send_signal(signal.SIGKILL)
         await client.wait_for(is_device("lab-a:sim-1", "disconnected"), timeout=2.0)
         assert time.monotonic() - killed_at < 2.0
+        client.pushed.clear()  # an earlier `connected` kept there must not pass for A's return below
         await a.stop()
         down = await client.request("command", device="lab-a:sim-1", type="led", data={})
         assert down["error"]["code"] == "unavailable"
@@ -150,6 +151,7 @@ async def test_broker_restart_is_survived(tmp_path: Path, mosquitto: Broker) -> 
         assert (await healthz(b))["mqtt"]["state"] == "connected"
         await mosquitto.stop()
         await client.wait_for(is_device("lab-a:sim-1", "disconnected"), timeout=5)
+        client.pushed.clear()  # an earlier `connected` kept there must not pass for the return below
         async with asyncio.timeout(5):
             while (health := await healthz(b))["mqtt"]["state"] == "connected":  # noqa: ASYNC110 - polled over HTTP
                 await asyncio.sleep(0.05)
