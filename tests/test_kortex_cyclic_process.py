@@ -33,6 +33,7 @@ from protocols.kortex.generated import BaseCyclicKortex3_pb2
 from protocols.kortex.services import Function
 from tests.adapter_rig import AdapterRig
 from tests.harness import Client, RunningGateway, connect, gateway_config, start_gateway
+from tests.test_kortex_daemon import kortex_device
 
 
 # The RPC session on TCP 10000 (test_kortex_mqtt.py drives the MQTT one): the cyclic link is UDP either way.
@@ -341,18 +342,6 @@ async def test_a_gateway_that_closes_its_end_has_the_process_zero_the_outputs_an
 
 
 # -- the real daemon --------------------------------------------------------------------------------
-
-
-def kortex_device(arm: SimulatedArm) -> str:
-    return f"""
-[devices.arm-1]
-kind = "kortex"
-host = "127.0.0.1"
-tcp_port = {arm.tcp_port}
-udp_port = {arm.udp_port}
-api = "kortex3"
-transport = "tcp"
-"""
 
 
 def _status(message: dict[str, Any], status: str) -> bool:
