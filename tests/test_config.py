@@ -36,6 +36,8 @@ def test_devices_are_read_with_their_kind_options() -> None:
         ('[server]\nhttp_port = "8470"\n', "server.http_port", "expected an integer, got str '8470'"),
         ("[server]\nhttp_port = 70000\n", "server.http_port", "70000 is outside [0, 65535]"),
         ("[server]\ncommand_timeout_s = true\n", "server.command_timeout_s", "expected a number"),
+        ("[server]\nrefusal_burst = 0\n", "server.refusal_burst", "0 is outside [1, 1000000]"),
+        ('[server]\nrefusal_burst = "64"\n', "server.refusal_burst", "expected an integer"),
         ('[auth]\ntokens = "secret"\n', "auth.tokens", "expected an array"),
         ("[auth]\ntokens = [1]\n", "auth.tokens[0]", "expected a string"),
         ('[logging]\nlevel = "loud"\n', "logging.level", "expected one of"),
