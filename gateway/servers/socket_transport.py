@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import asyncio.selector_events
 import contextlib
 import socket
 
@@ -26,6 +27,18 @@ def close_or_abort(transport: asyncio.BaseTransport, drain_s: float = CLOSE_DRAI
         asyncio.get_running_loop().call_later(drain_s, transport.abort)
 
 
+#: asyncio's plain TCP and Unix stream transport (private, so not in the type stubs).
+_SELECTOR_SOCKET_TRANSPORT: type = getattr(asyncio.selector_events, "_SelectorSocketTransport", type(None))
+
+
+def _selector_socket(transport: asyncio.BaseTransport) -> socket.socket | None:
+    """The socket under one of asyncio's own selector transports (None for TLS, uvloop, pipes...)."""
+    if not isinstance(transport, _SELECTOR_SOCKET_TRANSPORT):
+        return None
+    sock = getattr(transport, "_sock", None)  # where asyncio keeps it (3.8-3.14)
+    return sock if isinstance(sock, socket.socket) else None
+
+
 class SocketTransport:
     """Frames go out with one `write` per batch while the peer keeps up; otherwise the mailbox holds them."""
 
@@ -33,6 +46,7 @@ class SocketTransport:
 
     def __init__(self, transport: asyncio.WriteTransport, send_buffer_bytes: int) -> None:
         self._transport = transport
+        self._direct = _selector_socket(transport)
         sock = transport.get_extra_info("socket")
         if send_buffer_bytes and sock is not None and sock.family != socket.AF_UNIX:
             # Linux autotunes TCP send buffers up to megabytes; a stalled client would hold them all.
@@ -60,11 +74,27 @@ class SocketTransport:
         """Write `data` now if it fits below the high-water mark; False (nothing written) when it does not.
 
         The fan-out path: called once per client per event-loop iteration with bytes shared by many.
+        While asyncio holds nothing unsent for this peer, the bytes go straight to the socket's
+        `send` (asyncio's `write` would do the same, after 1-2 µs of checks); what the kernel does
+        not take then goes to asyncio's buffer, in order, as `write` would put it.
         """
         transport = self._transport
-        if transport.is_closing() or transport.get_write_buffer_size() + len(data) > HIGH_WATER_BYTES:
+        unsent = transport.get_write_buffer_size()
+        if transport.is_closing() or unsent + len(data) > HIGH_WATER_BYTES:
             return False
-        transport.write(data)
+        sock = self._direct
+        if unsent or sock is None:
+            transport.write(data)
+            return True
+        try:
+            sent = sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:
+            transport.write(data)  # asyncio meets the same error and ends the connection its usual way
+            return True
+        if sent < len(data):
+            transport.write(memoryview(data)[sent:])
         return True
 
     async def send(self, frames: list[bytes]) -> None:

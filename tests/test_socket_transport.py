@@ -1,0 +1,137 @@
+"""`SocketTransport.try_write`, the fan-out write: straight to the socket while asyncio holds nothing.
+
+Real sockets throughout: a TCP connection on 127.0.0.1 (asyncio's selector transport, the direct
+path), a TLS one (no direct path: asyncio's `write`), and a peer that stops reading so that the
+kernel takes only part of a write. What the peer reads must be every accepted byte, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import ssl
+from collections.abc import AsyncIterator
+
+import trustme
+
+from gateway.servers.socket_transport import HIGH_WATER_BYTES, SocketTransport
+
+
+@contextlib.asynccontextmanager
+async def connection(small_buffers: bool = False) -> AsyncIterator[tuple[SocketTransport, socket.socket]]:
+    """Our transport on an accepted TCP connection, and the peer's blocking socket (the test reads it)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    peer = socket.create_connection(listener.getsockname())
+    ours, _ = listener.accept()
+    listener.close()
+    if small_buffers:
+        peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+    _, writer = await asyncio.open_connection(sock=ours)
+    transport = SocketTransport(writer.transport, 4096 if small_buffers else 0)
+    try:
+        yield transport, peer
+    finally:
+        writer.transport.abort()
+        peer.close()
+
+
+async def read_exactly(peer: socket.socket, size: int) -> bytes:
+    """`size` bytes from the blocking `peer`, read in a thread so the event loop keeps sending."""
+
+    def read() -> bytes:
+        peer.settimeout(5.0)
+        chunks = bytearray()
+        while len(chunks) < size:
+            chunk = peer.recv(size - len(chunks))
+            assert chunk, f"the connection ended after {len(chunks)} of {size} bytes"
+            chunks += chunk
+        return bytes(chunks)
+
+    return await asyncio.to_thread(read)
+
+
+def pattern(index: int, size: int) -> bytes:
+    """`size` bytes that tell batch `index` and every offset in it apart."""
+    return bytes((index * 31 + offset * 7) % 251 for offset in range(size))
+
+
+async def test_the_direct_path_sends_without_asyncio_and_keeps_nothing_back() -> None:
+    async with connection() as (transport, peer):
+        assert transport._direct is not None  # a selector socket transport: the direct path is on
+        batches = [pattern(index, 300 + index) for index in range(50)]
+        for batch in batches:
+            assert transport.try_write(batch)
+        assert transport._transport.get_write_buffer_size() == 0
+        assert await read_exactly(peer, sum(map(len, batches))) == b"".join(batches)
+
+
+async def test_what_the_kernel_does_not_take_goes_to_asyncio_in_order_then_the_peer_gets_it_all() -> None:
+    async with connection(small_buffers=True) as (transport, peer):
+        accepted: list[bytes] = []
+        index = 0
+        # The peer reads nothing yet: writes go through until the kernel's buffers and then
+        # asyncio's hold the high-water mark.
+        while True:
+            batch = pattern(index, 7_000)
+            if not transport.try_write(batch):
+                break
+            accepted.append(batch)
+            index += 1
+        unsent = transport._transport.get_write_buffer_size()
+        assert 0 < unsent <= HIGH_WATER_BYTES  # a partial send left the rest to asyncio, and no more
+        assert transport.room() < len(batch)
+        assert await read_exactly(peer, sum(map(len, accepted))) == b"".join(accepted)
+        await asyncio.sleep(0.05)  # the writer drained: the direct path is back
+        assert transport._transport.get_write_buffer_size() == 0
+        assert transport.try_write(b"after")
+        assert await read_exactly(peer, 5) == b"after"
+
+
+async def test_a_batch_over_the_high_water_mark_is_refused_whole() -> None:
+    async with connection() as (transport, peer):
+        assert not transport.try_write(b"x" * (HIGH_WATER_BYTES + 1))
+        assert transport._transport.get_write_buffer_size() == 0
+        assert transport.try_write(b"ok")
+        assert await read_exactly(peer, 2) == b"ok"
+
+
+async def test_a_closing_or_vanished_peer_is_refused_or_reported_by_asyncio_never_raised() -> None:
+    async with connection() as (transport, peer):
+        peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        peer.close()  # a reset: the next send fails with ECONNRESET or EPIPE
+        await asyncio.sleep(0.05)
+        for _ in range(3):
+            transport.try_write(b"into the void")  # asyncio takes the error and closes the transport
+            await asyncio.sleep(0.01)
+        assert transport._transport.is_closing()
+        assert not transport.try_write(b"no more")
+
+
+async def test_tls_has_no_direct_path_and_still_delivers_in_order() -> None:
+    authority = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(server_context)
+    client_context = ssl.create_default_context()
+    authority.configure_trust(client_context)
+    accepted: asyncio.Future[SocketTransport] = asyncio.get_running_loop().create_future()
+
+    async def on_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.set_result(SocketTransport(writer.transport, 0))
+        await reader.read()
+
+    server = await asyncio.start_server(on_connection, "127.0.0.1", 0, ssl=server_context)
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_context)
+    try:
+        transport = await asyncio.wait_for(accepted, 5.0)
+        assert transport._direct is None
+        batches = [pattern(index, 1_000) for index in range(20)]
+        for batch in batches:
+            assert transport.try_write(batch)
+        received = await asyncio.wait_for(reader.readexactly(sum(map(len, batches))), 5.0)
+        assert received == b"".join(batches)
+    finally:
+        writer.close()
+        server.close()
+        await server.wait_closed()
