@@ -111,6 +111,9 @@ def topics_of(count: int) -> list[str]:
     return [TOPIC, *(f"{TOPIC}/{index}" for index in range(2, count + 1))]
 
 
+#: A run whose client process (one, holding every connection) is this busy measures its own queueing.
+CLIENT_BOUND_PCT = 95.0
+
 SUBSCRIBE_ID = 1
 CONFIGURE_ID = 2
 
@@ -1211,6 +1214,12 @@ def report(
             f"{r.scenario} {r.transport} {r.server} #{r.repeat + 1} ({r.other_cpu_pct:.0f} %)" for r in noisy
         )
         print(f"\nWARNING: {len(noisy)} run(s) stayed noisy (other CPU > {args.noisy_above:g} %): {names}")
+    client_bound = sorted({f"{r.scenario} {r.transport}" for r in results if r.client_cpu_pct >= CLIENT_BOUND_PCT})
+    if client_bound:
+        print(
+            f"\nNOTE: the clients' process used >= {CLIENT_BOUND_PCT:g} % of a core in {', '.join(client_bound)}: "
+            "there, latency is mostly the clients' own queueing, on every side alike."
+        )
     if failures:
         print(f"\n{len(failures)} run(s) failed; see 'failures' in the JSON.")
     path = Path(args.output) / f"fanout-{started.strftime('%Y%m%dT%H%M%SZ')}.json"

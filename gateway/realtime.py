@@ -73,7 +73,7 @@ def apply_policy(policy: SchedulingPolicy, name: str) -> str:
                 _refusal_logged = True
                 log.info(
                     "%s: SCHED_FIFO refused (%s); running with normal scheduling. Grant CAP_SYS_NICE "
-                    "(the systemd unit does) for real-time priority.",
+                    "(the systemd unit does) or an RLIMIT_RTPRIO at least the priority for real-time priority.",
                     name,
                     error.strerror or error,
                 )
