@@ -10,6 +10,7 @@ import shutil
 import signal
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,35 @@ async def test_gateway_b_shows_and_commands_gateway_a_devices(tmp_path: Path, mo
         await client.close()
         assert await b.stop() == 0
         assert await a.stop() == 0
+
+
+async def test_an_imported_device_says_connecting_then_connected_once(tmp_path: Path, mosquitto: Broker) -> None:
+    b = await start_b(tmp_path, mosquitto)
+    client = await connect(b, "ws")
+    a = None
+    try:
+        a = await start_a(tmp_path, mosquitto)  # imported while the client watches
+        statuses: list[str] = []
+
+        async def watch(until: Callable[[], bool], timeout: float) -> None:
+            async with asyncio.timeout(timeout):
+                while not until():
+                    message = await client.recv(timeout)
+                    if message["op"] == "device" and message["device"] == "lab-a:sim-1":
+                        statuses.append(message["status"])
+
+        await watch(lambda: "connected" in statuses, 10.0)
+        with contextlib.suppress(TimeoutError):
+            await watch(lambda: False, 0.5)  # whatever follows the first `connected`
+        first = statuses.index("connected")
+        assert statuses[0] == "connecting", statuses
+        assert set(statuses[first:]) == {"connected"}, statuses  # it was: connected, connecting, connected
+        assert (await client.request("command", device="lab-a:sim-1", type="led", data={}))["ok"]
+    finally:
+        await client.close()
+        assert await b.stop() == 0
+        if a is not None:
+            assert await a.stop() == 0
 
 
 async def test_leases_end_when_the_remote_client_or_gateway_goes(tmp_path: Path, mosquitto: Broker) -> None:

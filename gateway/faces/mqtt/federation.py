@@ -77,10 +77,18 @@ class RemoteDevice(Adapter[RemoteOptions]):
         """The remote's capabilities, plus where the device lives."""
         return {**self.remote_capabilities, "gateway": self.options.gateway}
 
+    #: True while `run` mirrors the remote: before it, the supervisor has yet to say `connecting`,
+    #: and an availability set then would come out ahead of it (connected, connecting, connected).
+    mirroring: bool = False
+
     async def run(self) -> None:
         """Mirror the remote's availability (the importer sets it) until cancelled."""
-        self.importer.refresh(self.options.gateway, self.options.device)
-        await asyncio.Event().wait()
+        self.mirroring = True
+        try:
+            self.importer.refresh(self.options.gateway, self.options.device)
+            await asyncio.Event().wait()
+        finally:
+            self.mirroring = False
 
     async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
         """Send the command to the remote gateway and wait for its result."""
@@ -309,8 +317,10 @@ class Importer:
         """Set an imported device's availability from its gateway's status and its own."""
         handle = self._supervisor.devices.get(imported_id(gateway, device))
         remote = self._remotes.get(gateway)
-        if handle is None or remote is None or handle.task is None:
+        if handle is None or remote is None or not isinstance(handle.adapter, RemoteDevice):
             return
+        if not handle.adapter.mirroring:
+            return  # its `run` refreshes it first thing
         if not self._link.connected:
             handle.set_status("disconnected", why or "the MQTT broker is unreachable")
         elif not remote.online:
