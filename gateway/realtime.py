@@ -72,8 +72,8 @@ def apply_policy(policy: SchedulingPolicy, name: str) -> str:
             if not _refusal_logged:
                 _refusal_logged = True
                 log.info(
-                    "%s: SCHED_FIFO refused (%s); running with normal scheduling. Grant CAP_SYS_NICE "
-                    "(the systemd unit does) or an RLIMIT_RTPRIO at least the priority for real-time priority.",
+                    "%s: SCHED_FIFO refused (%s); running with normal scheduling. For real-time priority, grant "
+                    "CAP_SYS_NICE (the systemd unit does) or raise RLIMIT_RTPRIO to at least the priority.",
                     name,
                     error.strerror or error,
                 )
