@@ -49,6 +49,16 @@ async def _states(client: Client, seconds: float) -> list[dict[str, Any]]:
     return states
 
 
+async def _devices_once_connected(client: Client, device: str, timeout: float = 5.0) -> dict[str, Any]:
+    """`list_devices` by id, once `device` is connected (the player adds it as it opens the file)."""
+    async with asyncio.timeout(timeout):
+        while True:
+            devices = {d["id"]: d for d in (await client.ok("list_devices"))["devices"]}
+            if devices.get(device, {}).get("status") == "connected":
+                return devices
+            await asyncio.sleep(0.05)
+
+
 async def test_seek_pause_resume_and_speed_through_a_websocket_client(tmp_path: Path, recording: Path) -> None:
     _, recorded, _ = python_read(recording)
     recorded = [m for m in recorded if m[0] == "sim-1/state"]
@@ -58,11 +68,10 @@ async def test_seek_pause_resume_and_speed_through_a_websocket_client(tmp_path: 
     try:
         async with websockets.connect(f"ws://127.0.0.1:{gateway.http_port}/ws", max_size=None) as ws:
             client = await WsClient(ws).start()
-            devices = {d["id"]: d for d in (await client.ok("list_devices"))["devices"]}
+            devices = await _devices_once_connected(client, "replay-sim-1")
             assert set(devices) == {"player", "replay-sim-1"}, devices
             replayed = devices["replay-sim-1"]
             assert replayed["kind"] == "sim", replayed
-            assert replayed["status"] == "connected", replayed
             assert replayed["publishes"], replayed
             assert "led" in replayed["accepts"], replayed
             assert replayed["capabilities"]["replayed_by"] == "player"
