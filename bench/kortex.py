@@ -118,6 +118,7 @@ async def run_gateway(arm: Arm, args: argparse.Namespace) -> dict[str, Any]:
             f'[devices.{DEVICE}]\nkind = "kortex"\nhost = "127.0.0.1"\ntcp_port = {arm.tcp}\nudp_port = {arm.udp}\n'
             f'api = "kortex3"\ntransport = "tcp"\ncyclic_rate_hz = {rate!r}\npublish_rate_hz = {rate!r}\n'
             f"cyclic_priority = {args.priority}\ncyclic_spin_us = {args.spin_us!r}\n"
+            f"cyclic_cpus = {list(args.loop_cpus)!r}\n"
         )
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "gateway", "run", "--config", str(config), "--log-format", "json",
@@ -193,6 +194,7 @@ async def run_bare(arm: Arm, kind: str, args: argparse.Namespace) -> dict[str, A
     proc = await asyncio.create_subprocess_exec(
         sys.executable, str(THIS_FILE), "--bare", kind, "--udp-port", str(arm.udp), "--rate", repr(args.rate),
         "--duration", repr(args.duration + 1.0), "--spin-us", repr(args.spin_us), "--priority", str(args.priority),
+        "--loop-cpus", ",".join(map(str, args.loop_cpus)),
         stdout=asyncio.subprocess.PIPE, cwd=REPO_ROOT,
     )  # fmt: skip
     out, _ = await proc.communicate()
@@ -352,7 +354,8 @@ async def main(args: argparse.Namespace) -> None:
     }
     print(
         f"\n{args.rate:g} Hz for {args.duration:g} s x {args.repeats}, {args.subscribers} WebSocket subscribers "
-        f"on {args.topics}, cyclic_priority {args.priority}, spin {args.spin_us:g} us; load average after: {load()}"
+        f"on {args.topics}, cyclic_priority {args.priority}, spin {args.spin_us:g} us, loop CPUs "
+        f"{list(args.loop_cpus) or 'any'}, other CPUs {list(args.others_cpus) or 'any'}; load average after: {load()}"
     )
     for kind in KINDS:
         print(f"{kind:12s} {fmt(medians[kind])}")
@@ -369,6 +372,10 @@ async def main(args: argparse.Namespace) -> None:
     print(f"gateway dropped cycles per repeat {drops}; delivered share median {statistics.median(delivered):.4f}")
 
 
+def _cpus(text: str) -> tuple[int, ...]:
+    return tuple(int(cpu) for cpu in text.split(",") if cpu.strip())
+
+
 def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rate", type=float, default=1000.0)
@@ -378,9 +385,22 @@ def cli() -> None:
     parser.add_argument("--topics", default="actuators", help="comma-separated streams every client takes")
     parser.add_argument("--priority", type=int, default=0, help="SCHED_FIFO priority of the loops (0: normal)")
     parser.add_argument("--spin-us", type=float, default=100.0, help="spin before each deadline (µs)")
+    parser.add_argument(
+        "--loop-cpus", type=_cpus, default=(), help="comma-separated CPUs of the loops (cyclic_cpus; default any)"
+    )
+    parser.add_argument(
+        "--others-cpus",
+        type=_cpus,
+        default=(),
+        help="CPUs of everything else: this process (the clients), the arm, the daemon (default any)",
+    )
     parser.add_argument("--bare", choices=("thread", "asyncio"), help=argparse.SUPPRESS)
     parser.add_argument("--udp-port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.bare and args.loop_cpus:
+        os.sched_setaffinity(0, args.loop_cpus)  # as the gateway's cyclic process with `cyclic_cpus`
+    elif args.others_cpus and not args.bare:
+        os.sched_setaffinity(0, args.others_cpus)  # the daemon and the arm, started from here, inherit it
     if args.bare == "asyncio":
         asyncio.run(bare_asyncio(args.udp_port, args.rate, args.duration))
     elif args.bare == "thread":
