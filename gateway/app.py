@@ -34,6 +34,7 @@ from gateway.faces.rosbridge.server import handler as rosbridge_handler
 from gateway.faces.tdm.server import TdmServer
 from gateway.memory import freeze_startup_objects, tune_allocator
 from gateway.metrics import Metrics
+from gateway.realtime import keep_off_cpus
 from gateway.record.daemon import BusRecorder, config_digest
 from gateway.sdnotify import Notifier
 from gateway.servers.http import build_app
@@ -300,6 +301,8 @@ async def serve(config: Config, on_listening: Callable[[Gateway], None] | None =
     while healthy, and reports STOPPING=1 when it starts to shut down.
     """
     tune_allocator()
+    # Before any thread starts: the daemon leaves the CPUs its 1 kHz loops are pinned to.
+    keep_off_cpus(frozenset(cpu for d in config.devices if d.enabled for cpu in getattr(d.options, "cyclic_cpus", ())))
     gateway = Gateway(config)
     notifier = Notifier()
     stop = asyncio.Event()

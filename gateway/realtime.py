@@ -82,6 +82,35 @@ def apply_policy(policy: SchedulingPolicy, name: str) -> str:
     return ", ".join(applied)
 
 
+def keep_off_cpus(cpus: frozenset[int]) -> str | None:
+    """Move every thread of this process off `cpus` (its loops' own); what was done, in words.
+
+    A loop pinned to a CPU with normal scheduling (no CAP_SYS_NICE) still shares that CPU with the
+    daemon's event loop unless the daemon leaves it; processes started afterwards (the loops
+    themselves) may still pin themselves there. None: nothing to do, or nothing would be left.
+    """
+    if not cpus:
+        return None
+    try:
+        allowed = os.sched_getaffinity(0)
+        rest = allowed - cpus
+        if not rest or rest == allowed:
+            return None
+        for thread in os.listdir("/proc/self/task"):
+            with contextlib.suppress(ProcessLookupError):  # a thread that just ended
+                os.sched_setaffinity(int(thread), rest)
+    except OSError as error:
+        log.info("could not keep the daemon off its loops' CPUs %s: %s", sorted(cpus), error.strerror or error)
+        return None
+    done = f"the daemon runs on CPUs {_cpu_list(rest)}, leaving {_cpu_list(cpus)} to its loops"
+    log.info("%s", done)
+    return done
+
+
+def _cpu_list(cpus: set[int] | frozenset[int]) -> str:
+    return ",".join(map(str, sorted(cpus)))
+
+
 def _set_timer_slack(nanoseconds: int) -> None:
     """Best effort: PR_SET_TIMERSLACK on the calling thread (Linux only)."""
     with contextlib.suppress(OSError, AttributeError):

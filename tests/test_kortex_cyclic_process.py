@@ -447,3 +447,37 @@ async def test_a_killed_cyclic_process_is_a_disconnect_with_its_reason_and_the_d
         assert await gateway.stop() == 0
         await arm.stop()
     assert not alive(child)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs: one for the loop, one for the rest")
+async def test_the_daemon_leaves_the_cpus_its_loop_is_pinned_to(tmp_path: Path) -> None:
+    cpus = os.sched_getaffinity(0)
+    loop_cpu = max(cpus)
+    arm = SimulatedArm("kortex3")
+    await arm.start()
+    config = gateway_config(tmp_path, kortex_device(arm) + f"cyclic_cpus = [{loop_cpu}]\n")
+    gateway = await start_gateway(tmp_path, config)
+    client = await connect(gateway, "ws")
+    try:
+        await client.ok("subscribe", topics=["arm-1/**"])
+        await client.wait_for(functools.partial(_status, status="connected"), timeout=10)
+        threads = [int(tid) for tid in os.listdir(f"/proc/{gateway.proc.pid}/task")]
+        assert {thread: os.sched_getaffinity(thread) for thread in threads} == dict.fromkeys(threads, cpus - {loop_cpu})
+        [child] = cyclic_children(gateway.proc.pid)
+        assert os.sched_getaffinity(child) == {loop_cpu}
+        said = [line["event"] for line in gateway.logs if "leaving" in line.get("event", "")]
+        assert said == [
+            f"the daemon runs on CPUs {','.join(map(str, sorted(cpus - {loop_cpu})))}, leaving {loop_cpu} to its loops"
+        ]
+    finally:
+        await client.close()
+        assert await gateway.stop() == 0
+        await arm.stop()
+
+
+def test_keeping_off_every_cpu_or_none_changes_nothing() -> None:
+    before = os.sched_getaffinity(0)
+    assert realtime.keep_off_cpus(frozenset()) is None
+    assert realtime.keep_off_cpus(frozenset(before)) is None  # nothing would be left for the daemon
+    assert realtime.keep_off_cpus(frozenset({max(before) + 1})) is None  # not one of ours
+    assert os.sched_getaffinity(0) == before

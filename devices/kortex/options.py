@@ -52,7 +52,8 @@ class KortexOptions:
     The cyclic loop runs in a process of its own (devices/kortex/cyclic_process.py), one per arm.
     `cyclic_priority`: SCHED_FIFO priority (1-99) of that process, applied when the gateway may
     (CAP_SYS_NICE; the systemd unit grants it), else logged once at info; 0 keeps normal
-    scheduling. `cyclic_cpus`: CPUs the cyclic process is pinned to (empty: any; each must exist).
+    scheduling. `cyclic_cpus`: CPUs the cyclic process is pinned to (empty: any; each must exist);
+    the daemon's own threads then keep off them (unless that would leave it none).
     `cyclic_spin_us`: the end of each period the loop spends polling the clock instead of
     sleeping (µs; the kernel wakes a sleeper 50-100 µs late): steadier periods for that much CPU.
     `simulate`: ignore host and ports and start a simulated arm of `api` on loopback (demo).
