@@ -373,6 +373,7 @@ async def main(args: argparse.Namespace) -> None:
 
 
 def _cpus(text: str) -> tuple[int, ...]:
+    """CPU numbers from "0,1" (empty: any CPU)."""
     return tuple(int(cpu) for cpu in text.split(",") if cpu.strip())
 
 

@@ -9,6 +9,7 @@ so the kernel wakes it at its deadline whatever the gateway does.
 
 `apply_policy` gives the calling thread (the loop process's only one) SCHED_FIFO priority and CPU
 affinity (`SchedulingPolicy`) when the process may (CAP_SYS_NICE), else logs the refusal once at info.
+`keep_off_cpus` moves the daemon itself off the CPUs its loops are pinned to.
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ def keep_off_cpus(cpus: frozenset[int]) -> str | None:
 
 
 def _cpu_list(cpus: set[int] | frozenset[int]) -> str:
+    """CPU numbers as the logs write them: "0,1,2"."""
     return ",".join(map(str, sorted(cpus)))
 
 
