@@ -24,7 +24,14 @@ from gateway.errors import ErrorCode
 from gateway.faces.outbox import FanoutGroup, Outbox
 from gateway.servers.socket_transport import HIGH_WATER_BYTES
 from gateway.wire import encode, pack_messages
-from tests.test_outbox_batching import TOPICS, CountingTransport, publish_tick, read_messages, seqs
+from tests.test_outbox_batching import (
+    TOPICS,
+    CountingTransport,
+    publish_tick,
+    read_in_order_until_newest,
+    read_messages,
+    seqs,
+)
 
 KEY = ("native", "msgpack")
 
@@ -178,16 +185,8 @@ async def test_a_client_that_falls_behind_coalesces_without_holding_the_others_b
             assert client.grouped
             assert client.transport.writes == ticks  # never held back by the slow one
         # The slow client reads again: each topic in order, the newest last; then it is back in the group.
-        last: dict[str, int] = {}
-        unpacker = msgpack.Unpacker(raw=False)
-        loop = asyncio.get_running_loop()
-        async with asyncio.timeout(10):
-            while any(last.get(topic) != ticks for topic in TOPICS):
-                unpacker.feed(await loop.sock_recv(slow.peer, 65536))
-                for message in unpacker:
-                    assert message["seq"] > last.get(message["topic"], 0)
-                    last[message["topic"]] = message["seq"]
-            await rejoined(slow)
+        await read_in_order_until_newest(slow.peer, ticks)
+        await rejoined(slow)
         writes = slow.transport.writes
         publish_tick(bus, ticks)
         await asyncio.sleep(0)

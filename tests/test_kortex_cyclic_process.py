@@ -449,9 +449,13 @@ async def test_a_killed_cyclic_process_is_a_disconnect_with_its_reason_and_the_d
     assert not alive(child)
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs: one for the loop, one for the rest")
 async def test_the_daemon_leaves_the_cpus_its_loop_is_pinned_to(tmp_path: Path) -> None:
     cpus = os.sched_getaffinity(0)
+    if len(cpus) < 2:  # CI's machines have two: there it must run
+        message = "needs two CPUs: one for the loop, one for the rest"
+        if os.environ.get("HWGW_REQUIRE_PEERS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
     loop_cpu = max(cpus)
     arm = SimulatedArm("kortex3")
     await arm.start()

@@ -98,6 +98,19 @@ async def read_messages(peer: socket.socket, count: int, timeout: float = 5.0) -
     return values
 
 
+async def read_in_order_until_newest(peer: socket.socket, newest: int, timeout: float = 10.0) -> None:
+    """Read `peer` until every topic's sample `newest` has come, each topic's seqs rising on the way."""
+    loop = asyncio.get_running_loop()
+    unpacker = msgpack.Unpacker(raw=False)
+    last: dict[str, int] = {}
+    async with asyncio.timeout(timeout):
+        while any(last.get(topic) != newest for topic in TOPICS):
+            unpacker.feed(await loop.sock_recv(peer, 65536))
+            for message in unpacker:
+                assert message["seq"] > last.get(message["topic"], 0)
+                last[message["topic"]] = message["seq"]
+
+
 def seqs(messages: list[dict[str, Any]]) -> list[tuple[str, int]]:
     return [(m["topic"], m["seq"]) for m in messages if m["op"] == "state"]
 
@@ -150,15 +163,7 @@ async def test_a_stalled_client_is_coalesced_newest_wins_with_bounded_memory() -
         assert r.subscriber.depth <= len(TOPICS)
         assert r.subscriber.coalesced > ticks  # most samples were replaced unsent
         # Reading again: every topic's samples arrive in order, and the newest one arrives last.
-        loop = asyncio.get_running_loop()
-        unpacker = msgpack.Unpacker(raw=False)
-        last: dict[str, int] = {}
-        async with asyncio.timeout(10):
-            while any(last.get(topic) != ticks for topic in TOPICS):
-                unpacker.feed(await loop.sock_recv(r.peer, 65536))
-                for message in unpacker:
-                    assert message["seq"] > last.get(message["topic"], 0)
-                    last[message["topic"]] = message["seq"]
+        await read_in_order_until_newest(r.peer, ticks)
 
 
 def _decode(frame: bytes, encoding: Encoding) -> tuple[list[Any], int]:
