@@ -8,6 +8,10 @@ the same bytes go to every subscribed client, one send per message: `ws.send_fra
 on an aiohttp WebSocket (compress=False), or `writer.write(bytes)` on an asyncio stream for msgpack
 over TCP.
 
+With `--batch` it is the floor of the gateway's own design instead: the messages of one tick go to
+each client in one write (one send system call), each still its own WebSocket frame (framed here,
+written to the socket's transport) or msgpack map, the way the gateway's write batching sends them.
+
 On start it prints one JSON line `{"event": "listening", "port": N}`; it stops on SIGTERM/SIGINT,
 and by itself when its parent goes away, so a killed benchmark never leaves it running.
 """
@@ -39,6 +43,7 @@ PARENT_CHECK_S = 1.0
 
 Encode = Callable[[dict[str, Any]], bytes]
 Send = Callable[[bytes], Awaitable[None]]
+SendBatch = Callable[[list[bytes]], Awaitable[None]]
 
 
 def encode_json(message: dict[str, Any]) -> bytes:
@@ -93,8 +98,25 @@ def result_message(request: Any) -> dict[str, Any]:
     return {"op": "result", "id": request_id, "ok": True, "data": {"subscription": 1, "topics": [TOPIC]}}
 
 
-async def generate(rate: float, encode: Encode, send: Send, topics: int = 1) -> None:
-    """Produce `rate` ticks/s of `topics` messages on deadlines t0 + k/rate; when late, the due ones go back to back."""
+def ws_text_frame(payload: bytes) -> bytes:
+    """`payload` as one unmasked, unfragmented WebSocket text frame (RFC 6455 5.2), as a server sends it."""
+    size = len(payload)
+    if size < 126:
+        header = bytes((0x81, size))
+    elif size < 1 << 16:
+        header = bytes((0x81, 126)) + size.to_bytes(2, "big")
+    else:
+        header = bytes((0x81, 127)) + size.to_bytes(8, "big")
+    return header + payload
+
+
+async def generate(
+    rate: float, encode: Encode, send: Send, topics: int = 1, send_batch: SendBatch | None = None
+) -> None:
+    """Produce `rate` ticks/s of `topics` messages on deadlines t0 + k/rate; when late, the due ones go back to back.
+
+    With `send_batch`, each tick's messages go out together through it instead of one `send` each.
+    """
     names = topics_of(topics)
     period = 1.0 / rate
     next_tick = time.monotonic()
@@ -107,8 +129,11 @@ async def generate(rate: float, encode: Encode, send: Send, topics: int = 1) -> 
             seq += 1
             # `stamp` is taken here, as the sim device does, so latency = receipt - generation time.
             stamp = time.time()
-            for topic in names:
-                await send(encode(state_message(seq, stamp, topic)))
+            if send_batch is not None:
+                await send_batch([encode(state_message(seq, stamp, topic)) for topic in names])
+            else:
+                for topic in names:
+                    await send(encode(state_message(seq, stamp, topic)))
             next_tick += period
         await asyncio.sleep(max(next_tick - time.monotonic(), 0.0))
 
@@ -118,6 +143,8 @@ class WsFanout:
 
     def __init__(self) -> None:
         self.clients: list[web.WebSocketResponse] = []
+        #: Each subscriber's socket transport, for `broadcast_batch`'s raw writes.
+        self.transports: dict[web.WebSocketResponse, asyncio.Transport] = {}
         self._runner: web.AppRunner | None = None
 
     async def start(self, host: str, port: int) -> int:
@@ -143,7 +170,18 @@ class WsFanout:
             except ConnectionError:
                 self._forget(ws)
 
+    async def broadcast_batch(self, payloads: list[bytes]) -> None:
+        """The payloads as text frames, in one write per subscriber (aiohttp has no batched send)."""
+        data = b"".join(ws_text_frame(payload) for payload in payloads)
+        for ws in list(self.clients):
+            transport = self.transports.get(ws)
+            if transport is None or transport.is_closing():
+                self._forget(ws)
+                continue
+            transport.write(data)
+
     def _forget(self, ws: web.WebSocketResponse) -> None:
+        self.transports.pop(ws, None)
         with contextlib.suppress(ValueError):
             self.clients.remove(ws)
 
@@ -158,8 +196,9 @@ class WsFanout:
                     continue
                 request_body = orjson.loads(message.data)
                 await ws.send_frame(encode_json(result_message(request_body)), WSMsgType.TEXT)
-                if request_body.get("op") == "subscribe" and ws not in self.clients:
+                if request_body.get("op") == "subscribe" and ws not in self.clients and request.transport:
                     self.clients.append(ws)
+                    self.transports[ws] = request.transport
         finally:
             self._forget(ws)
         return ws
@@ -194,6 +233,10 @@ class MsgpackFanout:
             except ConnectionError:
                 self._forget(writer)
 
+    async def broadcast_batch(self, payloads: list[bytes]) -> None:
+        """The packed messages back to back, in one write per subscriber."""
+        await self.broadcast(b"".join(payloads))
+
     def _forget(self, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(ValueError):
             self.clients.remove(writer)
@@ -227,7 +270,7 @@ async def watch_parent(stop: asyncio.Event) -> None:
     stop.set()
 
 
-async def serve(transport: str, host: str, port: int, rate: float, topics: int = 1) -> None:
+async def serve(transport: str, host: str, port: int, rate: float, topics: int = 1, batch: bool = False) -> None:
     fanout: WsFanout | MsgpackFanout = WsFanout() if transport == "ws" else MsgpackFanout()
     encode = encode_json if transport == "ws" else encode_msgpack
     stop = asyncio.Event()
@@ -236,7 +279,8 @@ async def serve(transport: str, host: str, port: int, rate: float, topics: int =
         loop.add_signal_handler(signum, stop.set)
     bound = await fanout.start(host, port)
     print(orjson.dumps({"event": "listening", "port": bound, "transport": transport}).decode(), flush=True)
-    generator = asyncio.create_task(generate(rate, encode, fanout.broadcast, topics), name="generator")
+    send_batch = fanout.broadcast_batch if batch else None
+    generator = asyncio.create_task(generate(rate, encode, fanout.broadcast, topics, send_batch), name="generator")
     stopping = asyncio.create_task(stop.wait())
     tasks: list[asyncio.Task[Any]] = [generator, stopping, asyncio.create_task(watch_parent(stop))]
     try:
@@ -258,8 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--rate", type=float, default=1000.0, help="ticks per second (messages per topic)")
     parser.add_argument("--topics", type=int, default=1, help="messages per tick, one per topic")
+    parser.add_argument("--batch", action="store_true", help="one write per client per tick (the gateway's design)")
     args = parser.parse_args(argv)
-    asyncio.run(serve(args.transport, args.host, args.port, args.rate, args.topics))
+    asyncio.run(serve(args.transport, args.host, args.port, args.rate, args.topics, args.batch))
     return 0
 
 

@@ -55,9 +55,13 @@ from bench.profile_breakdown import Breakdown, profile_breakdown  # noqa: E402 -
 
 Transport = Literal["ws", "msgpack", "rosbridge"]
 #: A side of the comparison: the gateway (write batching), the gateway with clients that asked for
-#: multi-sample frames (`configure {"multi_state": true}`), and the bare baseline server.
-ServerKind = Literal["gateway", "multi", "baseline"]
-SIDES: tuple[ServerKind, ...] = ("gateway", "multi", "baseline")
+#: multi-sample frames (`configure {"multi_state": true}`), the bare baseline server, and the bare
+#: server batching a tick's messages into one write per client (`floor`: the least the gateway's
+#: one-send-per-client-per-turn design can cost, with no gateway code).
+ServerKind = Literal["gateway", "multi", "baseline", "floor"]
+SIDES: tuple[ServerKind, ...] = ("gateway", "multi", "baseline", "floor")
+#: The sides that run bench/baseline_server.py.
+BARE_KINDS: tuple[ServerKind, ...] = ("baseline", "floor")
 TRANSPORTS: tuple[Transport, ...] = ("ws", "msgpack", "rosbridge")
 DEFAULT_TRANSPORTS: tuple[Transport, ...] = ("ws", "msgpack")
 ROS_TOPIC = "/bench_1/state"
@@ -67,7 +71,7 @@ def side_name(transport: Transport, kind: ServerKind) -> str:
     """How a side is shown: for rosbridge, the baseline is the gateway's native WebSocket."""
     if transport == "rosbridge":
         return "rosbridge" if kind == "gateway" else "native-ws"
-    return "gateway+multi" if kind == "multi" else kind
+    return {"multi": "gateway+multi", "floor": "bare-batched"}.get(kind, kind)
 
 
 @dataclass(frozen=True)
@@ -193,7 +197,7 @@ def gateway_config(rate: float, rosbridge: bool = False, topics: int = 1) -> str
 def server_argv(
     kind: ServerKind, transport: Transport, scenario: Scenario, workdir: Path, profile: Path | None = None
 ) -> list[str]:
-    if kind != "baseline" or transport == "rosbridge":
+    if kind not in BARE_KINDS or transport == "rosbridge":
         config = workdir / "gateway.toml"
         config.write_text(gateway_config(scenario.rate, rosbridge=transport == "rosbridge", topics=scenario.topics))
         # Profiled: cProfile only during the window (SIGUSR1 ... SIGUSR2, sent by `drive_clients`).
@@ -208,6 +212,7 @@ def server_argv(
         repr(float(scenario.rate)),
         "--topics",
         str(scenario.topics),
+        *(["--batch"] if kind == "floor" else []),
     ]
 
 
@@ -218,7 +223,7 @@ def _port_of(url: str) -> int:
 
 def ports_from_listening(kind: ServerKind, transport: Transport, line: dict[str, Any]) -> tuple[int, int | None]:
     """(port for `transport`, HTTP port for /metrics or None) from a server's `listening` line."""
-    if kind == "baseline" and transport != "rosbridge":
+    if kind in BARE_KINDS and transport != "rosbridge":
         return int(line["port"]), None
     http_port = _port_of(line["http"])
     if transport == "rosbridge" and kind == "gateway":
@@ -945,7 +950,7 @@ async def profile_runs(args: argparse.Namespace, workdir: Path, profiles: list[P
     for scenario in args.scenarios:
         for transport in args.transports:
             for kind in sides_for(transport, args.sides):
-                if kind == "baseline":
+                if kind in BARE_KINDS:
                     continue
                 label = f"[profile] {scenario.name} {transport} {side_name(transport, kind)}"
                 path = workdir / f"profile-{scenario.name}-{transport}-{kind}.pstats"
@@ -1276,7 +1281,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--clients", type=_positive(int), help="a custom scenario instead: connections")
     parser.add_argument("--rate", type=_positive(float), help="... msg/s published per topic (default 1000)")
     parser.add_argument("--topics", type=_positive(int), help="... topics published together (default 1)")
-    parser.add_argument("--sides", type=_sides, default=list(SIDES), help="default gateway,multi,baseline")
+    parser.add_argument("--sides", type=_sides, default=list(SIDES), help="default gateway,multi,baseline,floor")
     parser.add_argument("--seconds", type=_positive(float), default=5.0, help="measurement window (default 5)")
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds before the window (default 1)")
     parser.add_argument("--repeats", type=_positive(int), default=3, help="interleaved repeats (default 3)")

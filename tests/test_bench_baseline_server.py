@@ -1,0 +1,90 @@
+"""The bare server of bench/fanout.py, batched (`--batch`): each message still arrives as its own frame, in order."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import msgpack
+import orjson
+import pytest
+
+from bench.baseline_server import ws_text_frame
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BASELINE_SERVER = REPO_ROOT / "bench" / "baseline_server.py"
+TOPICS = ["bench-1/state", "bench-1/state/2", "bench-1/state/3"]
+TICKS = 5
+
+
+@pytest.mark.parametrize(
+    ("size", "header"),
+    [
+        (0, b"\x81\x00"),
+        (125, b"\x81\x7d"),
+        (126, b"\x81\x7e\x00\x7e"),
+        (65535, b"\x81\x7e\xff\xff"),
+        (65536, b"\x81\x7f\x00\x00\x00\x00\x00\x01\x00\x00"),
+    ],
+)
+def test_ws_text_frame_uses_the_rfc_6455_length_forms(size: int, header: bytes) -> None:
+    payload = b"x" * size
+    assert ws_text_frame(payload) == header + payload
+
+
+@contextlib.asynccontextmanager
+async def bare_server(transport: str) -> AsyncIterator[int]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(BASELINE_SERVER), "--transport", transport, "--rate", "100", "--topics",
+        str(len(TOPICS)), "--batch", stdout=asyncio.subprocess.PIPE, cwd=REPO_ROOT,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = orjson.loads(await asyncio.wait_for(proc.stdout.readline(), 20))
+        assert line["event"] == "listening"
+        yield int(line["port"])
+    finally:
+        proc.terminate()
+        await asyncio.wait_for(proc.wait(), 10)
+
+
+def assert_ticks_in_order(messages: list[dict[str, object]]) -> None:
+    """Whole ticks: every topic once per tick, in topic order, one `seq` per tick, ticks in a row."""
+    states = [message for message in messages if message.get("op") == "state"]
+    first = states[0]["seq"]
+    assert isinstance(first, int)
+    expected = [(first + index // len(TOPICS), TOPICS[index % len(TOPICS)]) for index in range(len(states))]
+    assert [(message["seq"], message["topic"]) for message in states] == expected
+
+
+async def test_batched_ws_sends_each_message_as_its_own_text_frame() -> None:
+    async with (
+        bare_server("ws") as port,
+        aiohttp.ClientSession() as session,
+        session.ws_connect(f"ws://127.0.0.1:{port}/ws", compress=0) as ws,
+    ):
+        await ws.send_str(orjson.dumps({"op": "subscribe", "id": 1, "topics": TOPICS}).decode())
+        messages: list[dict[str, object]] = []
+        while sum(message.get("op") == "state" for message in messages) < TICKS * len(TOPICS):
+            frame = await asyncio.wait_for(ws.receive(), 10)
+            assert frame.type == aiohttp.WSMsgType.TEXT
+            messages.append(orjson.loads(frame.data))
+    assert_ticks_in_order(messages)
+
+
+async def test_batched_msgpack_sends_each_message_as_its_own_map() -> None:
+    async with bare_server("msgpack") as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(msgpack.packb({"op": "subscribe", "id": 1, "topics": TOPICS}))
+        unpacker = msgpack.Unpacker(raw=False)
+        messages: list[dict[str, object]] = []
+        while sum(message.get("op") == "state" for message in messages) < TICKS * len(TOPICS):
+            unpacker.feed(await asyncio.wait_for(reader.read(65536), 10))
+            messages.extend(unpacker)
+        writer.close()
+    assert all(isinstance(message, dict) for message in messages)
+    assert_ticks_in_order(messages)
