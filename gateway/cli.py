@@ -15,13 +15,13 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gateway import __version__, logs
-from gateway.config import Config, load, loads
+from gateway import __version__
 from gateway.credentials import hash_token
 from gateway.errors import ConfigError
 
 if TYPE_CHECKING:
     from gateway.app import Gateway
+    from gateway.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +89,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _demo_config(args: argparse.Namespace) -> Config:
+    from gateway.config import loads
+
     text = resources.files("gateway").joinpath("demo.toml").read_text(encoding="utf-8")
     config = loads(text)
     unix = args.unix_socket or str(Path(tempfile.gettempdir()) / f"hwgateway-demo-{os.getuid()}.sock")
@@ -178,6 +180,11 @@ def main(argv: list[str] | None = None) -> int:
         return record_cli.run_record(args) if args.command == "record" else record_cli.run_replay(args)
     if args.command == "hash-token":
         return _hash_token(args.generate)
+    # The daemon's modules are imported once a command needs them: a client command, or --help,
+    # should not wait for them (about 1 s here, several on a Raspberry Pi).
+    from gateway import logs
+    from gateway.config import load
+
     try:
         if args.command == "check-config":
             path = _config_path(args)

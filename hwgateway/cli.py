@@ -15,9 +15,12 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from hwgateway.client import ConnectionLost, ErrorCode, Gateway, GatewayError, Sample, connect
+from gateway.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from hwgateway.client import Gateway, Sample
 
 DEFAULT_URL = "ws://127.0.0.1:8470/ws"
 #: Exit status of a command that failed with a result error, by `error.code`.
@@ -88,6 +91,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    # Here, not at the top: `hwgateway --help` and the daemon's commands need no client library.
+    from hwgateway.client import ConnectionLost, GatewayError, connect
+
     actions: dict[str, Callable[[Gateway, argparse.Namespace], Awaitable[int]]] = {
         "devices": _devices,
         "sub": _sub,

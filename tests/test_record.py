@@ -287,3 +287,10 @@ async def test_demo_record_writes_a_complete_file_at_ctrl_c(tmp_path: Path) -> N
     counts, messages, _ = python_read(path)  # a complete file: its summary is there
     assert counts["sim-pad/state"] > 10
     assert len(messages) == sum(counts.values())
+
+
+def test_the_compressions_the_command_offers_are_the_ones_the_sink_writes() -> None:
+    from gateway.record import COMPRESSION_NAMES
+    from gateway.record.sink import COMPRESSIONS
+
+    assert list(COMPRESSION_NAMES) == sorted(COMPRESSIONS)

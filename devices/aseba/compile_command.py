@@ -5,10 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from protocols.aseba.compiler import CompileError, compile_script, listing, parse_aesl
-from protocols.aseba.compiler.description_file import load_description
-from protocols.errors import ProtocolError
-
 #: Exit status when the script or the description is wrong.
 EXIT_COMPILE_ERROR = 1
 
@@ -26,6 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> tuple[int, str]:
     """Compile; return the exit status and the text to print (listing, or the error)."""
+    # Here, not at the top: building `hwgateway`'s parser must not pay for importing the compiler.
+    from protocols.aseba.compiler import CompileError, compile_script, listing, parse_aesl
+    from protocols.aseba.compiler.description_file import load_description
+    from protocols.errors import ProtocolError
+
     try:
         description = load_description(Path(args.description).read_text(encoding="utf-8"))
         aesl = parse_aesl(Path(args.file).read_text(encoding="utf-8"))

@@ -12,24 +12,29 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gateway.config import Config
-from gateway.record import EXIT_BAD_FILE, EXIT_NO_TOPICS, EXIT_USAGE
-from gateway.record.sink import COMPRESSIONS, DEFAULT_CHUNK_BYTES, DEFAULT_QUEUE
+from gateway.record import (
+    COMPRESSION_NAMES,
+    DEFAULT_CHUNK_BYTES,
+    DEFAULT_QUEUE,
+    DEFAULT_URL,
+    EXIT_BAD_FILE,
+    EXIT_NO_TOPICS,
+    EXIT_USAGE,
+)
 
 if TYPE_CHECKING:
     from gateway.app import Gateway
+    from gateway.config import Config
 
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `hwgateway record`."""
-    from gateway.record.recorder import DEFAULT_URL
-
     parser.add_argument("-o", "--output", help="the MCAP file to write")
     parser.add_argument("--url", default=DEFAULT_URL, help=f"the gateway's WebSocket (default {DEFAULT_URL})")
     parser.add_argument("--topics", nargs="+", default=["**"], metavar="PATTERN", help="topic patterns (default **)")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: at Ctrl-C)")
     parser.add_argument("--token", help="auth token (default: $HWGW_TOKEN)")
-    parser.add_argument("--compression", choices=sorted(COMPRESSIONS), default="zstd", help="chunk compression")
+    parser.add_argument("--compression", choices=COMPRESSION_NAMES, default="zstd", help="chunk compression")
     parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_BYTES, metavar="BYTES", help="chunk size")
     parser.add_argument("--queue", type=int, default=DEFAULT_QUEUE, help="writer queue length (full: samples dropped)")
     parser.add_argument(

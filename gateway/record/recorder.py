@@ -19,11 +19,10 @@ from typing import Any
 
 import aiohttp
 
-from gateway.record import EXIT_CONNECT, EXIT_NO_TOPICS, EXIT_OK
+from gateway.record import DEFAULT_CHUNK_BYTES, DEFAULT_QUEUE, DEFAULT_URL, EXIT_CONNECT, EXIT_NO_TOPICS, EXIT_OK
 from gateway.record.channels import DEVICE_SCHEMA, DEVICE_TOPIC, DEVICE_TYPE
-from gateway.record.sink import DEFAULT_CHUNK_BYTES, DEFAULT_QUEUE, McapSink, StateText
+from gateway.record.sink import McapSink, StateText
 
-DEFAULT_URL = "ws://127.0.0.1:8470/ws"
 _PROGRESS_INTERVAL_S = 0.5
 
 

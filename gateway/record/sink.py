@@ -27,12 +27,11 @@ from mcap.well_known import MessageEncoding, SchemaEncoding
 from mcap.writer import CompressionType, Writer
 
 from gateway.bus import DeviceEvent, Sample
+from gateway.record import DEFAULT_CHUNK_BYTES, DEFAULT_QUEUE
 from gateway.record.channels import DEVICE_TOPIC, DEVICE_TYPE
 
 log = logging.getLogger(__name__)
 
-DEFAULT_QUEUE = 10_000
-DEFAULT_CHUNK_BYTES = 1024 * 1024
 COMPRESSIONS = {"zstd": CompressionType.ZSTD, "lz4": CompressionType.LZ4, "none": CompressionType.NONE}
 #: Seconds the writer thread sleeps when its inbox is empty (batches the loop's messages).
 _POLL_S = 0.02

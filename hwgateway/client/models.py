@@ -7,13 +7,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.errors import InvalidArgument
-from gateway.messages import REGISTRY, from_plain
 
 __all__ = ["DeviceEvent", "DeviceInfo", "EstopOutcome", "Sample", "typed_message"]
 
 
 def typed_message(type_name: str, data: object) -> Any | None:
     """`data` as the registered dataclass of `type_name`, or None when the type is unknown or does not fit it."""
+    # Imported on the first typed sample, not with the client: `hwgateway estop` needs no message types.
+    from gateway.messages import REGISTRY, from_plain
+
     info = REGISTRY.get(type_name)
     if info is None:
         return None
