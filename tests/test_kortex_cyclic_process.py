@@ -29,7 +29,7 @@ from gateway.config import loads
 from gateway.errors import ConfigError
 from gateway.messages.kortex import Command as C61Command
 from gateway.realtime import Pacer, SchedulingPolicy, apply_policy
-from protocols.kortex.generated import BaseCyclicKortex3_pb2
+from protocols.kortex.generated import Base_pb2, BaseCyclicKortex3_pb2
 from protocols.kortex.services import Function
 from tests.adapter_rig import AdapterRig
 from tests.harness import Client, RunningGateway, connect, gateway_config, start_gateway
@@ -447,6 +447,39 @@ async def test_a_killed_cyclic_process_is_a_disconnect_with_its_reason_and_the_d
         assert await gateway.stop() == 0
         await arm.stop()
     assert not alive(child)
+
+
+async def test_outputs_a_killed_cyclic_process_left_on_are_zeroed_first_thing_after_reconnecting(
+    tmp_path: Path,
+) -> None:
+    arm = SimulatedArm("kortex3")
+    await arm.start()
+    gateway, client, child = await _daemon_with_outputs_set(tmp_path, arm)
+    try:
+        await client.ok("subscribe", topics=["arm-1/wrist/command"])
+        client.pushed.clear()
+        os.kill(child, signal.SIGKILL)  # so its last Refresh, with the outputs at 0, never goes out
+        await client.wait_for(functools.partial(_status, status="disconnected"), timeout=10)
+        assert arm.wrist.digital_outputs_state == 0xFF  # what the killed process left on the arm
+        await client.wait_for(functools.partial(_status, status="connected"), timeout=20)
+        await until(lambda: arm.wrist.digital_outputs_state == 0, timeout=5.0)
+        await until(lambda: arm.servoing_mode == Base_pb2.SINGLE_LEVEL_SERVOING, timeout=5.0)
+        low, single = Base_pb2.LOW_LEVEL_SERVOING, Base_pb2.SINGLE_LEVEL_SERVOING
+        # The client's command, the drop, then low level for the one Refresh that zeroes, and out.
+        assert arm.servoing_modes == [low, single, low, single]
+        udp_sessions = [session for session in arm.sessions.values() if session.link.kind == "udp"]
+        assert len(udp_sessions) == 2  # the zeroing Refresh went on the new cyclic process's session
+        said = [str(line.get("event")) for line in gateway.logs]
+        assert any("were not confirmed at 0 before the link dropped" in event for event in said), said[-20:]
+        assert any("outputs at 0 again after reconnecting" in event for event in said), said[-20:]
+        # The lease ended with the link: a new wrist command is needed to set them again.
+        commanded = [m["data"] for m in client.pushed if m["op"] == "state" and m["topic"] == "arm-1/wrist/command"]
+        assert commanded
+        assert commanded[-1]["digital_outputs_state"] == 0
+    finally:
+        await client.close()
+        assert await gateway.stop() == 0
+        await arm.stop()
 
 
 async def test_the_daemon_leaves_the_cpus_its_loop_is_pinned_to(tmp_path: Path) -> None:

@@ -22,7 +22,9 @@ and carries the wrist command (`kortex/WristCyclicC61/Command` replaces the outp
 values checked against each channel's configured mode; generic `led` sets the LED ring, steady).
 Both answer with the `frame_id` of the cycle that carried them. The arm leaves low level
 (SINGLE_LEVEL_SERVOING, RefreshFeedback again) when every client that commanded the wrist has
-disconnected, on `estop`, when a link drops, and at shutdown.
+disconnected, on `estop`, when a link drops, and at shutdown. When the Refresh with the outputs at 0
+goes unanswered on the way out (a killed cyclic process, a dropped link), the arm may still drive
+them: after reconnecting the adapter enters low level for that one Refresh, then leaves it.
 
 Safe state: the digital and analog outputs are leased to the client that set them, and return to
 0 when it disconnects, on `estop`, before leaving low level and before the sessions close at
@@ -77,6 +79,8 @@ FIRST_FEEDBACK_WAIT_S = 0.5
 MQTT_KEEPALIVE_IDLE_S = 1.0
 #: Faults that may meet a safe-state step on a link that is going away; each is logged, none stops the rest.
 _LINK_FAULTS = (LinkLost, KortexRequestError, KortexTimeout)
+#: Who holds low-level servoing while the outputs a dropped link left set are zeroed (no client id).
+_RECONNECT_HOLDER = "(zeroing after reconnecting)"
 
 
 def _rgb_word(rgb: tuple[float, ...]) -> int:
@@ -109,6 +113,9 @@ class KortexAdapter(Adapter[KortexOptions]):
         self._low_level_clients: set[str] = set()
         #: Low level was entered and a link dropped before it could be left: leave it on reconnecting.
         self._leave_low_level_on_connect = False
+        #: The Refresh that zeroes the outputs went unanswered (the cyclic process died, a link
+        #: dropped): the arm may still drive them, so they are zeroed first thing after reconnecting.
+        self._outputs_unconfirmed = False
         self._servoing_lock = asyncio.Lock()
         self._last_feedback: Message | None = None
         self._feedback_arrived = asyncio.Event()
@@ -165,6 +172,10 @@ class KortexAdapter(Adapter[KortexOptions]):
                 f"and {self._cyclic.session_id} (UDP)",
             )
             self.ctx.publish("wrist/command", self._wrist)
+            if self._outputs_unconfirmed and isinstance(self._codec, Kortex3Codec):
+                task = asyncio.create_task(self._zero_leftover_outputs())
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
             await self._serve()
         finally:
             await self._disconnect()
@@ -392,7 +403,7 @@ class KortexAdapter(Adapter[KortexOptions]):
             self._low_level_clients.clear()
             self._zero_outputs()
             codec.release()
-            await self._last_refresh(cyclic)
+            self._outputs_unconfirmed = not await self._last_refresh(cyclic)
             left = False
             if tcp is not None and tcp.failure is None:
                 try:
@@ -459,7 +470,7 @@ class KortexAdapter(Adapter[KortexOptions]):
             self._zero_outputs()
             # RefreshFeedback from now on: it is answered in either mode, Refresh only in low level.
             codec.release()
-            await self._last_refresh(self._cyclic)
+            self._outputs_unconfirmed = not await self._last_refresh(self._cyclic)
             tcp = self._tcp
             if tcp is None or tcp.failure is not None:
                 self._leave_low_level_on_connect = True
@@ -470,16 +481,36 @@ class KortexAdapter(Adapter[KortexOptions]):
                 log.warning("%s: could not leave low-level servoing: %s", self.ctx.device_id, error)
                 self._leave_low_level_on_connect = True
 
-    async def _last_refresh(self, cyclic: CyclicProcess | None) -> None:
-        """Wait for the one more Refresh (outputs at 0) of `release`, answered before SetServoingMode."""
+    async def _last_refresh(self, cyclic: CyclicProcess | None) -> bool:
+        """Wait for the one more Refresh (outputs at 0) of `release`; True once the arm answered it.
+
+        It is answered before SetServoingMode leaves low level.
+        """
         if cyclic is None or cyclic.failure is not None:
-            return
+            return False
         try:
             await cyclic.answered(SHUTDOWN_RPC_TIMEOUT_S)
         except TimeoutError:
             log.warning("%s: the last Refresh (outputs at 0) was not answered in time", self.ctx.device_id)
         except LinkLost as error:
             log.warning("%s: the last Refresh (outputs at 0) failed: %s", self.ctx.device_id, error)
+        else:
+            return True
+        return False
+
+    async def _zero_leftover_outputs(self) -> None:
+        """Zero the outputs a dropped link may have left on: low level for one Refresh, joints held, then out."""
+        device = self.ctx.device_id
+        log.warning("%s: the outputs were not confirmed at 0 before the link dropped; zeroing them now", device)
+        try:
+            await self._enter_low_level(_RECONNECT_HOLDER)
+        except (DeviceUnavailable, *_LINK_FAULTS) as error:
+            log.warning("%s: could not zero the outputs after reconnecting: %s", device, error)
+            return
+        self._low_level_clients.discard(_RECONNECT_HOLDER)
+        await self._leave_low_level("the outputs are zeroed after reconnecting")
+        if not self._outputs_unconfirmed:
+            log.info("%s: outputs at 0 again after reconnecting", device)
 
     # -- state -------------------------------------------------------------------------------------
 
