@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
@@ -295,3 +296,24 @@ async def test_reconnects_after_a_dropped_tcp_link_and_a_refused_session(arm3: S
     assert len(second) == 2
     assert not first & second  # new sessions on both links
     await device.stop()
+
+
+async def test_an_arm_without_get_servoing_mode_still_connects_and_says_it_could_not_check(
+    arm3: SimulatedArm, caplog: pytest.LogCaptureFixture
+) -> None:
+    arm3.faults.unsupported = frozenset({Function.BASE_GET_SERVOING_MODE})
+    device = Device(options_for(arm3))
+    device.start()
+    with caplog.at_level(logging.WARNING, logger="devices.kortex.adapter"):
+        await device.connected()
+    try:
+        assert arm3.requests[Function.BASE_GET_SERVOING_MODE] == 1
+        assert any("could not read the servoing mode" in record.getMessage() for record in caplog.records)
+        assert arm3.servoing_modes == []  # nothing to leave: the default mode stays
+        # The wrist is commanded as on any arm.
+        await device.adapter.handle_command(
+            Command("kortex/WristCyclicC61/Command", C61Command(digital_outputs_state=1), "c1", 0.0)
+        )
+        await device.until(lambda: arm3.wrist.digital_outputs_state == 1)
+    finally:
+        await device.stop()

@@ -424,6 +424,36 @@ async def test_a_killed_gateway_takes_its_cyclic_process_along_and_the_arm_sees_
         await arm.stop()
 
 
+async def test_the_next_gateway_takes_the_arm_a_killed_one_left_in_low_level_back_to_single_level(
+    tmp_path: Path,
+) -> None:
+    arm = SimulatedArm("kortex3")
+    await arm.start()
+    gateway, client, _ = await _daemon_with_outputs_set(tmp_path, arm)
+    await client.close()
+    gateway.proc.kill()  # SIGKILL: it cannot leave low level
+    await gateway.proc.wait()
+    low, single = Base_pb2.LOW_LEVEL_SERVOING, Base_pb2.SINGLE_LEVEL_SERVOING
+    assert arm.servoing_mode == low
+    assert arm.servoing_modes == [low]
+    restarted = await start_gateway(tmp_path, gateway_config(tmp_path, kortex_device(arm)))
+    watcher = await connect(restarted, "ws")
+    try:
+        await watcher.ok("subscribe", topics=["arm-1/actuators"])
+        await watcher.wait_for(functools.partial(_status, status="connected"), timeout=20)
+        assert arm.servoing_mode == single  # before the device counted as connected
+        assert arm.servoing_modes == [low, single]
+        said = [str(line.get("event")) for line in restarted.logs]
+        assert any("left there by an earlier session" in event for event in said), said[-20:]
+        await watcher.wait_for(lambda m: m["op"] == "state" and m["topic"] == "arm-1/actuators", timeout=10)
+    finally:
+        await watcher.close()
+        assert await restarted.stop() == 0
+        await gateway.stop()
+        await arm.stop()
+    assert arm.servoing_modes == [low, single]  # a gateway that never commanded the wrist leaves it alone
+
+
 async def test_a_killed_cyclic_process_is_a_disconnect_with_its_reason_and_the_device_comes_back(
     tmp_path: Path,
 ) -> None:

@@ -24,7 +24,9 @@ Both answer with the `frame_id` of the cycle that carried them. The arm leaves l
 (SINGLE_LEVEL_SERVOING, RefreshFeedback again) when every client that commanded the wrist has
 disconnected, on `estop`, when a link drops, and at shutdown. When the Refresh with the outputs at 0
 goes unanswered on the way out (a killed cyclic process, a dropped link), the arm may still drive
-them: after reconnecting the adapter enters low level for that one Refresh, then leaves it.
+them: after reconnecting the adapter enters low level for that one Refresh, then leaves it. Each new
+RPC session first reads the servoing mode and leaves low level if an earlier session left the arm
+there (a killed gateway, another program).
 
 Safe state: the digital and analog outputs are leased to the client that set them, and return to
 0 when it disconnects, on `estop`, before leaving low level and before the sessions close at
@@ -60,6 +62,7 @@ from gateway.errors import DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages.generic import Led
 from gateway.messages.kortex import Command as C61Command
 from gateway.messages.kortex import MessageId
+from protocols.errors import ProtocolError
 from protocols.kortex.frame import Frame, parse_payload
 from protocols.kortex.generated import Base_pb2, BaseCyclic_pb2, BaseCyclicKortex3_pb2, BaseKortex3_pb2, Common_pb2
 from protocols.kortex.services import STOP_RPC_NAMES, Function, ServiceId
@@ -315,8 +318,9 @@ class KortexAdapter(Adapter[KortexOptions]):
             )
         except (KortexRequestError, KortexTimeout) as error:
             raise LinkLost(f"robot unreachable: {tcp.name} session refused: {error}") from None
-        if self._leave_low_level_on_connect:
-            # The link dropped while the gateway held the arm in low level: leave it before anything else.
+        if self._leave_low_level_on_connect or await self._left_in_low_level(tcp):
+            # Before anything else: in low level the arm answers nothing but low-level commands, and
+            # it stays there after the session that entered it is gone (a dropped link, a killed gateway).
             self._leave_low_level_on_connect = False
             try:
                 await self._set_servoing_mode(tcp, Base_pb2.SINGLE_LEVEL_SERVOING)
@@ -433,6 +437,23 @@ class KortexAdapter(Adapter[KortexOptions]):
             await mqtt.wait_closed()
 
     # -- servoing ---------------------------------------------------------------------------------
+
+    async def _left_in_low_level(self, tcp: KortexConnection) -> bool:
+        """True when a new session finds the arm in LOW_LEVEL_SERVOING (Base.GetServoingMode), and says so."""
+        try:
+            reply = await tcp.call(Function.BASE_GET_SERVOING_MODE)
+            mode = parse_payload(Base_pb2.ServoingModeInformation, reply.payload).servoing_mode
+        except (KortexRequestError, KortexTimeout, ProtocolError) as error:
+            log.warning("%s: could not read the servoing mode: %s", self.ctx.device_id, error)
+            return False
+        if mode != Base_pb2.LOW_LEVEL_SERVOING:
+            return False
+        log.warning(
+            "%s: the arm is in low-level servoing, left there by an earlier session (a killed gateway, "
+            "or another program); back to single level",
+            self.ctx.device_id,
+        )
+        return True
 
     async def _set_servoing_mode(self, tcp: KortexConnection, mode: int, timeout_s: float | None = None) -> None:
         request = Base_pb2.ServoingModeInformation(servoing_mode=mode)  # type: ignore[arg-type]

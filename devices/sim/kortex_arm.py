@@ -120,13 +120,15 @@ class ArmFaults:
     go out, so a test's set-up stays deterministic). `udp_reply_delay_s`: delay of every BaseCyclic
     reply on UDP. `refuse_sessions`: answer CreateSession with an error ("error") or not at all
     ("silent", a hung robot). `success_sub_code`: the sub-code every successful response carries in
-    frame_info, with error code 0 (0: none).
+    frame_info, with error code 0 (0: none). `unsupported`: function UIDs answered as a firmware
+    without them answers (UNSUPPORTED_METHOD).
     """
 
     udp_reply_loss: float = 0.0
     udp_reply_delay_s: float = 0.0
     refuse_sessions: Refusal = "no"
     success_sub_code: int = 0
+    unsupported: frozenset[int] = frozenset()
 
 
 @dataclass(eq=False)
@@ -337,6 +339,8 @@ class SimulatedArm:
 
     def _dispatch(self, header: Header, payload: bytes, session: SimSession) -> list[bytes]:
         uid = header.function_uid
+        if uid in self.faults.unsupported:
+            return self._unsupported(header)
         if uid in _CYCLIC:
             session.cyclic_times.append(time.monotonic())
             if len(session.cyclic_times) > _MAX_TIMES:
@@ -385,6 +389,10 @@ class SimulatedArm:
                 else Common_pb2.ARMSTATE_SERVOING_READY
             )
             return [self._success(header)]
+        if uid == Function.BASE_GET_SERVOING_MODE:
+            # The mode outlives the sessions: a client that never left low level leaves the arm there.
+            current = Base_pb2.ServoingModeInformation(servoing_mode=self.servoing_mode)
+            return [self._success(header, current.SerializeToString())]
         if uid == Function.BASE_APPLY_EMERGENCY_STOP:
             if self.api == "kortex3":
                 self.quick_stops += 1  # ApplyQuickStop in API 3.4
@@ -393,6 +401,9 @@ class SimulatedArm:
                 self._notify_after_reply(Common_pb2.ARMSTATE_IN_FAULT)
             return [self._success(header)]
         # RefreshCommand lands here too: Gen3 firmware 2.3 answers it with UNSUPPORTED_METHOD.
+        return self._unsupported(header)
+
+    def _unsupported(self, header: Header) -> list[bytes]:
         sub_code = _UNSUPPORTED_METHOD if header.service_id in _KNOWN_SERVICES else _UNSUPPORTED_SERVICE
         where = f"<srv: {header.service_id}, fct: {header.function_id}, msgType: {FrameType.RESPONSE.value}>"
         return [encode_error(header, ErrorCode.ERROR_PROTOCOL_SERVER, sub_code, where)]

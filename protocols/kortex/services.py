@@ -41,6 +41,9 @@ class Function(IntEnum):
     #: GeneratedConstants.h names it "Base::ApplyQuickStop"); `function_name` names it per version.
     BASE_APPLY_EMERGENCY_STOP = 0x20091
     BASE_SET_SERVOING_MODE = 0x20098
+    #: GetServoingMode (Empty -> ServoingModeInformation): RPC_ID 153 in ros_kortex kortex_driver/
+    #: protos/Base.proto; eUidGetServoingMode = 0x20099 in the Kortex 2 and Kortex 3 client stubs.
+    BASE_GET_SERVOING_MODE = 0x20099
     BASE_ARM_STATE_TOPIC = 0x200B0
     BASE_CYCLIC_REFRESH = 0x30001
     BASE_CYCLIC_REFRESH_COMMAND = 0x30002
