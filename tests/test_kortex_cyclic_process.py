@@ -424,34 +424,41 @@ async def test_a_killed_gateway_takes_its_cyclic_process_along_and_the_arm_sees_
         await arm.stop()
 
 
-async def test_the_next_gateway_takes_the_arm_a_killed_one_left_in_low_level_back_to_single_level(
+async def test_the_next_gateway_takes_an_arm_left_in_low_level_with_its_outputs_on_back_to_single_level(
     tmp_path: Path,
 ) -> None:
     arm = SimulatedArm("kortex3")
     await arm.start()
-    gateway, client, _ = await _daemon_with_outputs_set(tmp_path, arm)
-    await client.close()
-    gateway.proc.kill()  # SIGKILL: it cannot leave low level
+    gateway, client, child = await _daemon_with_outputs_set(tmp_path, arm)
+    # Both killed, the gateway frozen first so that it cannot react to its child's end (nor to its
+    # client's, whose lease would zero the outputs): the arm is left in low level with the outputs
+    # on, as after `kill -9` of the whole service.
+    gateway.proc.send_signal(signal.SIGSTOP)
+    os.kill(child, signal.SIGKILL)
+    gateway.proc.kill()
     await gateway.proc.wait()
+    await client.close()
     low, single = Base_pb2.LOW_LEVEL_SERVOING, Base_pb2.SINGLE_LEVEL_SERVOING
-    assert arm.servoing_mode == low
-    assert arm.servoing_modes == [low]
+    assert (arm.servoing_modes, arm.wrist.digital_outputs_state) == ([low], 0xFF)
     restarted = await start_gateway(tmp_path, gateway_config(tmp_path, kortex_device(arm)))
     watcher = await connect(restarted, "ws")
     try:
         await watcher.ok("subscribe", topics=["arm-1/actuators"])
         await watcher.wait_for(functools.partial(_status, status="connected"), timeout=20)
-        assert arm.servoing_mode == single  # before the device counted as connected
-        assert arm.servoing_modes == [low, single]
+        assert arm.servoing_modes[:2] == [low, single]  # before the device counted as connected
+        # Then the outputs, which whoever left low level may have left on: one Refresh at 0, and out.
+        await until(lambda: arm.wrist.digital_outputs_state == 0, timeout=5.0)
+        await until(lambda: arm.servoing_modes == [low, single, low, single], timeout=5.0)
         said = [str(line.get("event")) for line in restarted.logs]
         assert any("left there by an earlier session" in event for event in said), said[-20:]
+        assert any("outputs at 0 again after reconnecting" in event for event in said), said[-20:]
         await watcher.wait_for(lambda m: m["op"] == "state" and m["topic"] == "arm-1/actuators", timeout=10)
     finally:
         await watcher.close()
         assert await restarted.stop() == 0
         await gateway.stop()
         await arm.stop()
-    assert arm.servoing_modes == [low, single]  # a gateway that never commanded the wrist leaves it alone
+    assert arm.servoing_mode == single
 
 
 async def test_a_killed_cyclic_process_is_a_disconnect_with_its_reason_and_the_device_comes_back(
@@ -500,7 +507,7 @@ async def test_outputs_a_killed_cyclic_process_left_on_are_zeroed_first_thing_af
         udp_sessions = [session for session in arm.sessions.values() if session.link.kind == "udp"]
         assert len(udp_sessions) == 2  # the zeroing Refresh went on the new cyclic process's session
         said = [str(line.get("event")) for line in gateway.logs]
-        assert any("were not confirmed at 0 before the link dropped" in event for event in said), said[-20:]
+        assert any("outputs may still be on (their zeroing Refresh went unanswered" in event for event in said)
         assert any("outputs at 0 again after reconnecting" in event for event in said), said[-20:]
         # The lease ended with the link: a new wrist command is needed to set them again.
         commanded = [m["data"] for m in client.pushed if m["op"] == "state" and m["topic"] == "arm-1/wrist/command"]

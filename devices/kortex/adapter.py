@@ -26,7 +26,7 @@ disconnected, on `estop`, when a link drops, and at shutdown. When the Refresh w
 goes unanswered on the way out (a killed cyclic process, a dropped link), the arm may still drive
 them: after reconnecting the adapter enters low level for that one Refresh, then leaves it. Each new
 RPC session first reads the servoing mode and leaves low level if an earlier session left the arm
-there (a killed gateway, another program).
+there (a killed gateway, another program), then zeroes the outputs the same way.
 
 Safe state: the digital and analog outputs are leased to the client that set them, and return to
 0 when it disconnects, on `estop`, before leaving low level and before the sessions close at
@@ -318,7 +318,11 @@ class KortexAdapter(Adapter[KortexOptions]):
             )
         except (KortexRequestError, KortexTimeout) as error:
             raise LinkLost(f"robot unreachable: {tcp.name} session refused: {error}") from None
-        if self._leave_low_level_on_connect or await self._left_in_low_level(tcp):
+        # Left in low level by someone else (this adapter knows what its own dropped link left).
+        left_over = not self._leave_low_level_on_connect and await self._left_in_low_level(tcp)
+        if left_over:
+            self._outputs_unconfirmed = True  # whoever left it there may have left the outputs on too
+        if self._leave_low_level_on_connect or left_over:
             # Before anything else: in low level the arm answers nothing but low-level commands, and
             # it stays there after the session that entered it is gone (a dropped link, a killed gateway).
             self._leave_low_level_on_connect = False
@@ -522,7 +526,11 @@ class KortexAdapter(Adapter[KortexOptions]):
     async def _zero_leftover_outputs(self) -> None:
         """Zero the outputs a dropped link may have left on: low level for one Refresh, joints held, then out."""
         device = self.ctx.device_id
-        log.warning("%s: the outputs were not confirmed at 0 before the link dropped; zeroing them now", device)
+        log.warning(
+            "%s: the wrist's outputs may still be on (their zeroing Refresh went unanswered, or an earlier "
+            "session left the arm in low level); zeroing them now",
+            device,
+        )
         try:
             await self._enter_low_level(_RECONNECT_HOLDER)
         except (DeviceUnavailable, *_LINK_FAULTS) as error:
