@@ -461,7 +461,7 @@ async def test_the_next_gateway_takes_an_arm_left_in_low_level_with_its_outputs_
     assert arm.servoing_mode == single
 
 
-async def test_a_killed_cyclic_process_is_a_disconnect_with_its_reason_and_the_device_comes_back(
+async def test_a_killed_cyclic_process_is_a_disconnect_and_the_device_comes_back_zeroing_what_it_left_on(
     tmp_path: Path,
 ) -> None:
     arm = SimulatedArm("kortex3")
@@ -469,9 +469,11 @@ async def test_a_killed_cyclic_process_is_a_disconnect_with_its_reason_and_the_d
     gateway, client, child = await _daemon_with_outputs_set(tmp_path, arm)
     try:
         await client.ok("subscribe", topics=["arm-1/**"])
-        os.kill(child, signal.SIGKILL)
+        client.pushed.clear()
+        os.kill(child, signal.SIGKILL)  # so its last Refresh, with the outputs at 0, never goes out
         down = await client.wait_for(functools.partial(_status, status="disconnected"), timeout=10)
         assert "the cyclic process ended unexpectedly (killed by signal SIGKILL)" in down["detail"], down
+        assert arm.wrist.digital_outputs_state == 0xFF  # what the killed process left on the arm
         await client.wait_for(functools.partial(_status, status="connected"), timeout=20)
         [newer] = cyclic_children(gateway.proc.pid)
         assert newer != child
@@ -479,33 +481,10 @@ async def test_a_killed_cyclic_process_is_a_disconnect_with_its_reason_and_the_d
         # A new UDP session; the killed process could not close its own (the arm times it out).
         assert len([s for s in arm.sessions.values() if s.link.kind == "udp"]) == 2
         assert udp_sessions_closed(arm) == []
-    finally:
-        await client.close()
-        assert await gateway.stop() == 0
-        await arm.stop()
-    assert not alive(child)
-
-
-async def test_outputs_a_killed_cyclic_process_left_on_are_zeroed_first_thing_after_reconnecting(
-    tmp_path: Path,
-) -> None:
-    arm = SimulatedArm("kortex3")
-    await arm.start()
-    gateway, client, child = await _daemon_with_outputs_set(tmp_path, arm)
-    try:
-        await client.ok("subscribe", topics=["arm-1/wrist/command"])
-        client.pushed.clear()
-        os.kill(child, signal.SIGKILL)  # so its last Refresh, with the outputs at 0, never goes out
-        await client.wait_for(functools.partial(_status, status="disconnected"), timeout=10)
-        assert arm.wrist.digital_outputs_state == 0xFF  # what the killed process left on the arm
-        await client.wait_for(functools.partial(_status, status="connected"), timeout=20)
+        # First thing on the new session: low level for the one Refresh that zeroes, then out.
         await until(lambda: arm.wrist.digital_outputs_state == 0, timeout=5.0)
-        await until(lambda: arm.servoing_mode == Base_pb2.SINGLE_LEVEL_SERVOING, timeout=5.0)
         low, single = Base_pb2.LOW_LEVEL_SERVOING, Base_pb2.SINGLE_LEVEL_SERVOING
-        # The client's command, the drop, then low level for the one Refresh that zeroes, and out.
-        assert arm.servoing_modes == [low, single, low, single]
-        udp_sessions = [session for session in arm.sessions.values() if session.link.kind == "udp"]
-        assert len(udp_sessions) == 2  # the zeroing Refresh went on the new cyclic process's session
+        await until(lambda: arm.servoing_modes == [low, single, low, single], timeout=5.0)
         said = [str(line.get("event")) for line in gateway.logs]
         assert any("outputs may still be on (their zeroing Refresh went unanswered" in event for event in said)
         assert any("outputs at 0 again after reconnecting" in event for event in said), said[-20:]
@@ -517,6 +496,7 @@ async def test_outputs_a_killed_cyclic_process_left_on_are_zeroed_first_thing_af
         await client.close()
         assert await gateway.stop() == 0
         await arm.stop()
+    assert not alive(child)
 
 
 async def test_the_daemon_leaves_the_cpus_its_loop_is_pinned_to(tmp_path: Path) -> None:
