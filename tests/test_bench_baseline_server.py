@@ -38,10 +38,10 @@ def test_ws_text_frame_uses_the_rfc_6455_length_forms(size: int, header: bytes) 
 
 @contextlib.asynccontextmanager
 async def bare_server(transport: str) -> AsyncIterator[int]:
+    argv = ["--transport", transport, "--rate", "100", "--topics", str(len(TOPICS)), "--batch"]
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(BASELINE_SERVER), "--transport", transport, "--rate", "100", "--topics",
-        str(len(TOPICS)), "--batch", stdout=asyncio.subprocess.PIPE, cwd=REPO_ROOT,
-    )  # fmt: skip
+        sys.executable, str(BASELINE_SERVER), *argv, stdout=asyncio.subprocess.PIPE, cwd=REPO_ROOT
+    )
     try:
         assert proc.stdout is not None
         line = orjson.loads(await asyncio.wait_for(proc.stdout.readline(), 20))

@@ -298,10 +298,12 @@ async def test_reconnects_after_a_dropped_tcp_link_and_a_refused_session(arm3: S
     await device.stop()
 
 
-async def test_an_arm_without_get_servoing_mode_still_connects_and_says_it_could_not_check(
-    arm3: SimulatedArm, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("fault", ["unsupported", "garbled"])
+async def test_an_arm_that_cannot_say_its_servoing_mode_still_connects_and_says_it_could_not_check(
+    arm3: SimulatedArm, caplog: pytest.LogCaptureFixture, fault: str
 ) -> None:
-    arm3.faults.unsupported = frozenset({Function.BASE_GET_SERVOING_MODE})
+    # Refused (a firmware without GetServoingMode), or answered with bytes that are no protobuf.
+    setattr(arm3.faults, fault, frozenset({Function.BASE_GET_SERVOING_MODE}))
     device = Device(options_for(arm3))
     device.start()
     with caplog.at_level(logging.WARNING, logger="devices.kortex.adapter"):

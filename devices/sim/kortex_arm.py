@@ -121,7 +121,8 @@ class ArmFaults:
     reply on UDP. `refuse_sessions`: answer CreateSession with an error ("error") or not at all
     ("silent", a hung robot). `success_sub_code`: the sub-code every successful response carries in
     frame_info, with error code 0 (0: none). `unsupported`: function UIDs answered as a firmware
-    without them answers (UNSUPPORTED_METHOD).
+    without them answers (UNSUPPORTED_METHOD). `garbled`: function UIDs whose successful answers
+    carry bytes that are no protobuf message.
     """
 
     udp_reply_loss: float = 0.0
@@ -129,6 +130,7 @@ class ArmFaults:
     refuse_sessions: Refusal = "no"
     success_sub_code: int = 0
     unsupported: frozenset[int] = frozenset()
+    garbled: frozenset[int] = frozenset()
 
 
 @dataclass(eq=False)
@@ -409,6 +411,8 @@ class SimulatedArm:
         return [encode_error(header, ErrorCode.ERROR_PROTOCOL_SERVER, sub_code, where)]
 
     def _success(self, request: Header, payload: bytes = b"", session_id: int | None = None) -> bytes:
+        if request.function_uid in self.faults.garbled:
+            payload = b"\xff\xff\xff"  # a field tag with no end: no protobuf parser accepts it
         return encode_response(request, payload, session_id, sub_code=self.faults.success_sub_code)
 
     def _notify_after_reply(self, state: int) -> None:
