@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 from gateway.errors import InvalidArgument
@@ -11,16 +13,22 @@ from gateway.errors import InvalidArgument
 __all__ = ["DeviceEvent", "DeviceInfo", "EstopOutcome", "Sample", "typed_message"]
 
 
+@functools.cache
+def _messages() -> ModuleType:
+    """The message types, imported on the first typed sample: `hwgateway estop` needs none of them."""
+    import gateway.messages
+
+    return gateway.messages
+
+
 def typed_message(type_name: str, data: object) -> Any | None:
     """`data` as the registered dataclass of `type_name`, or None when the type is unknown or does not fit it."""
-    # Imported on the first typed sample, not with the client: `hwgateway estop` needs no message types.
-    from gateway.messages import REGISTRY, from_plain
-
-    info = REGISTRY.get(type_name)
+    messages = _messages()  # cached: this runs once per sample
+    info = messages.REGISTRY.get(type_name)
     if info is None:
         return None
     try:
-        return from_plain(info.cls, data)
+        return messages.from_plain(info.cls, data)
     except (InvalidArgument, TypeError, ValueError):
         # A newer gateway may send a field this version does not know: keep the plain data only.
         return None
