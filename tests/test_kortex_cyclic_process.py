@@ -81,6 +81,16 @@ async def until(condition: Any, timeout: float = 5.0) -> None:
             await asyncio.sleep(0.01)
 
 
+async def logged(gateway: RunningGateway, text: str, timeout: float = 5.0) -> None:
+    """Wait until the gateway has logged a line containing `text`: its log reaches us after the arm's state."""
+    try:
+        await until(lambda: any(text in str(line.get("event")) for line in gateway.logs), timeout)
+    except TimeoutError:
+        raise AssertionError(
+            f"never logged {text!r}; last lines: {[line.get('event') for line in gateway.logs[-20:]]}"
+        ) from None
+
+
 def udp_sessions_closed(arm: SimulatedArm) -> list[int]:
     return [s.id for s in arm.closed_sessions if s.link.kind == "udp"]
 
@@ -449,9 +459,8 @@ async def test_the_next_gateway_takes_an_arm_left_in_low_level_with_its_outputs_
         # Then the outputs, which whoever left low level may have left on: one Refresh at 0, and out.
         await until(lambda: arm.wrist.digital_outputs_state == 0, timeout=5.0)
         await until(lambda: arm.servoing_modes == [low, single, low, single], timeout=5.0)
-        said = [str(line.get("event")) for line in restarted.logs]
-        assert any("left there by an earlier session" in event for event in said), said[-20:]
-        assert any("outputs at 0 again after reconnecting" in event for event in said), said[-20:]
+        await logged(restarted, "left there by an earlier session")
+        await logged(restarted, "outputs at 0 again after reconnecting")
         await watcher.wait_for(lambda m: m["op"] == "state" and m["topic"] == "arm-1/actuators", timeout=10)
     finally:
         await watcher.close()
@@ -485,9 +494,8 @@ async def test_a_killed_cyclic_process_is_a_disconnect_and_the_device_comes_back
         await until(lambda: arm.wrist.digital_outputs_state == 0, timeout=5.0)
         low, single = Base_pb2.LOW_LEVEL_SERVOING, Base_pb2.SINGLE_LEVEL_SERVOING
         await until(lambda: arm.servoing_modes == [low, single, low, single], timeout=5.0)
-        said = [str(line.get("event")) for line in gateway.logs]
-        assert any("outputs may still be on (their zeroing Refresh went unanswered" in event for event in said)
-        assert any("outputs at 0 again after reconnecting" in event for event in said), said[-20:]
+        await logged(gateway, "outputs may still be on (their zeroing Refresh went unanswered")
+        await logged(gateway, "outputs at 0 again after reconnecting")
         # The lease ended with the link: a new wrist command is needed to set them again.
         commanded = [m["data"] for m in client.pushed if m["op"] == "state" and m["topic"] == "arm-1/wrist/command"]
         assert commanded
