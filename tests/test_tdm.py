@@ -23,6 +23,7 @@ from tdmclient.thymio import ThymioFB
 from gateway.faces.tdm.nodes import node_id
 from tests import tdm_programs as programs
 from tests.harness import RunningGateway, connect, free_port, gateway_config, start_gateway
+from tests.test_tdm_codec import nested_vectors, with_raw_value
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
@@ -219,6 +220,22 @@ async def test_undecodable_and_unknown_messages_get_an_error_and_the_session_goe
     aesl = (47, (node_id(DEVICE),), ThymioFB.PROGRAMMING_LANGUAGE_AESL, "<network/>", 2)
     await raw.send(message(ThymioFB.MESSAGE_TYPE_COMPILE_AND_LOAD_CODE_ON_VM, aesl))
     assert error_of(await next_of(raw, ThymioFB.MESSAGE_TYPE_ERROR)) == (47, 1)
+    await raw.aclose()
+    await still_serving(gateway[1])
+
+
+async def test_a_value_of_nested_vectors_is_refused_at_once_and_the_session_goes_on(
+    gateway: tuple[RunningGateway, int, int],
+) -> None:
+    # 205 bytes that expand to 2**41 ints if decoded naively: an hour of the event loop per message.
+    raw = await raw_tcp(gateway[1])
+    await raw.send(message(ThymioFB.MESSAGE_TYPE_LOCK_NODE, (1, (node_id(DEVICE),))))
+    assert FlatBuffer.field_val((await next_of(raw, ThymioFB.MESSAGE_TYPE_REQUEST_COMPLETED))[0], 0) == 1
+    for kind in (ThymioFB.MESSAGE_TYPE_SET_VARIABLES, ThymioFB.MESSAGE_TYPE_SEND_EVENTS):
+        await raw.send(with_raw_value(nested_vectors(40), kind))
+        assert error_of(await next_of(raw, ThymioFB.MESSAGE_TYPE_ERROR)) == (0, 1)
+    await raw.send(message(ThymioFB.MESSAGE_TYPE_SET_VARIABLES, (2, (node_id(DEVICE),), [("motor.left.target", [1])])))
+    assert FlatBuffer.field_val((await next_of(raw, ThymioFB.MESSAGE_TYPE_REQUEST_COMPLETED))[0], 0) == 2
     await raw.aclose()
     await still_serving(gateway[1])
 

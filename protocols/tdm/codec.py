@@ -146,22 +146,47 @@ class _Table:
 
 
 def _values(raw: bytes) -> tuple[int, ...]:
-    """A flexbuffer value: an int or a vector of ints (what tdmclient sends), as 16-bit words."""
+    """A flexbuffer value: an int or a vector of ints (what tdmclient sends), as 16-bit words.
+
+    Read one level deep, never with `flexbuffers.Loads`: its vectors may share elements, so a few
+    hundred hostile bytes of nested vectors expand into billions of values (100 bytes: 50 s).
+    """
     if not raw:
         return ()
     try:
-        value = flexbuffers.Loads(raw)
+        items = _flex_ints(flexbuffers.GetRoot(raw))
+    except ProtocolError:
+        raise
     except Exception as error:  # the runtime raises many kinds on garbage; all mean "not a flexbuffer"
         raise ProtocolError(f"value is not a flexbuffer: {type(error).__name__}: {error}") from None
-    items = value if isinstance(value, list) else [value]
-    if len(items) > MAX_VALUES:
-        raise ProtocolError(f"value of {len(items)} elements exceeds {MAX_VALUES}")
-    words = []
     for item in items:
-        if isinstance(item, bool) or not isinstance(item, int) or not _INT16[0] <= item <= _INT16[1]:
-            raise ProtocolError(f"values must be integers in [-32768, 32767], got {item!r}")
-        words.append(item)
-    return tuple(words)
+        if not _INT16[0] <= item <= _INT16[1]:
+            raise ProtocolError(f"values must be integers in [-32768, 32767], got {item}")
+    return tuple(items)
+
+
+def _flex_ints(root: flexbuffers.Ref) -> list[int]:
+    """The integers of a flexbuffer int, or of a vector (untyped, typed or fixed) of ints."""
+    if root.IsInt:
+        return [root.AsInt]
+    # Not IsAnyVector: the runtime's own is broken for fixed typed vectors (it calls a property).
+    if root.IsTypedVector:
+        vector = root.AsTypedVector
+    elif root.IsFixedTypedVector:
+        vector = root.AsFixedTypedVector
+    elif root.IsVector and not root.IsMap:
+        vector = root.AsVector
+    else:
+        raise ProtocolError("values must be an integer or a vector of integers")
+    if len(vector) > MAX_VALUES:
+        raise ProtocolError(f"value of {len(vector)} elements exceeds {MAX_VALUES}")
+    items = []
+    for index in range(len(vector)):
+        item = vector[index]
+        if not item.IsInt:
+            raise ProtocolError(f"values must be integers: element {index} is not one")
+        items.append(item.AsInt)
+    return items
 
 
 def _named_values(table: _Table, kind: MessageType) -> NamedValues:
