@@ -194,6 +194,19 @@ async def test_oversize_bad_cbor_and_cbor_requests(ros: RawRosbridge) -> None:
     assert "id" not in status
     await ros.send_bytes(cbor2.dumps([1, 2]))
     assert "must be a map" in (await ros.status())["msg"]
+    # Value sharing: a list holding itself, and 2**40 ints in 300 bytes; a map keyed by such an array
+    # would take hours to hash. All refused at once, by name.
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    nested: list[Any] = [1]
+    for _ in range(40):
+        nested = [nested, nested]
+    for shared in (cycle, nested):
+        led = {"op": "publish", "id": "shared", "topic": "/sim_1/cmd/led", "msg": {"index": 1, "rgb": shared}}
+        await ros.send_bytes(cbor2.dumps(led, value_sharing=True))
+        assert (await ros.status())["msg"] == "not valid CBOR: shared values (CBOR tags 28 and 29) are not accepted"
+    await ros.send_bytes(cbor2.dumps({"op": "publish", (1, 2): 1}))
+    assert "map key must be a text string or byte string" in (await ros.status())["msg"]
     # A whole CBOR request is served like its JSON twin.
     await ros.send_bytes(cbor2.dumps({"op": "call_service", "id": "c1", "service": "/rosapi/get_time", "args": {}}))
     answer = await ros.wait_for(lambda m: m.get("op") == "service_response" and m.get("id") == "c1")
