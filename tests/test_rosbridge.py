@@ -76,6 +76,29 @@ async def test_subscribe_publish_and_services_with_relative_and_absolute_names(r
     assert set(time_answer["values"]["time"]) == {"secs", "nsecs", "sec", "nanosec"}
 
 
+async def test_a_subscription_gets_the_newest_message_at_once_and_a_second_one_no_copy_of_it(
+    ros: RawRosbridge,
+) -> None:
+    # sim_1/outputs is published on change only: nothing else would come.
+    red, green = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]
+    await ros.call("/sim_1/cmd/led", {"index": 0, "rgb": red}, request_id="red")
+    await ros.send({"op": "subscribe", "id": "o1", "topic": "/sim_1/outputs", "type": "hwgateway/SimOutputs"})
+    newest = await ros.wait_for(is_publish("/sim_1/outputs"))
+    assert newest["msg"]["leds"][0] == red
+    # rosbridge publishes each message once per topic, and roslib and roslibpy hand it to every callback
+    # of that topic: a copy for the new subscription would reach the first one's callback twice.
+    await ros.send({"op": "subscribe", "id": "o2", "topic": "/sim_1/outputs", "type": "hwgateway/SimOutputs"})
+    await ros.send({"op": "subscribe", "id": "o1", "topic": "/sim_1/outputs", "type": "hwgateway/SimOutputs"})
+    await ros.call("/sim_1/cmd/led", {"index": 1, "rgb": green}, request_id="green")
+    following = await ros.wait_for(is_publish("/sim_1/outputs"))
+    assert following["msg"]["leds"][:2] == [red, green]  # the change, not the red one again
+    # Once every subscription has gone, a new one gets the newest message at once again.
+    await ros.send({"op": "unsubscribe", "topic": "/sim_1/outputs"})
+    await ros.send({"op": "subscribe", "id": "o3", "topic": "/sim_1/outputs", "type": "hwgateway/SimOutputs"})
+    again = await ros.wait_for(is_publish("/sim_1/outputs"))
+    assert again["msg"]["leds"][:2] == [red, green]
+
+
 BAD_INPUTS: list[tuple[str, dict[str, Any] | str, str | None, str]] = [
     # (case, what is sent, the id the status must carry, a part of its msg)
     ("not JSON", "{op: subscribe", None, "not valid JSON"),

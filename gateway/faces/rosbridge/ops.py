@@ -79,6 +79,8 @@ class SubscribedTopic:
     subscriptions: dict[str, Subscription] = field(default_factory=dict)
     cbor: bool = False
     fragment_size: int | None = None
+    #: The `seq` of the last sample published on this topic to the client (0: none yet).
+    last_seq: int = 0
 
     def merge(self) -> None:
         """CBOR when any subscription asked for it; the smallest fragment size asked for."""
@@ -284,17 +286,31 @@ class RosbridgeSession:
             rate = None  # shorter than the core's shortest interval: every sample
         if rate is not None and rate < MIN_RATE_HZ:
             raise BadRequest(f"subscribe.throttle_rate: at most {1000.0 / MIN_RATE_HZ:g} ms, got {throttle_ms}")
-        bus_id, _ = self.client.subscribe([pattern], rate)
         subscription_id = str(request_id) if request_id is not None else f"subscribe:{name}:{next(_generated_ids)}"
+        subscription = Subscription(
+            subscription_id, 0, compression == "cbor", fragment_size if compression != "cbor" else None
+        )
+        # The topic is set up first: the bus sends the newest sample during `subscribe`, through `_render`.
         self._routes.clear()
         topic = self._topics.setdefault(name, SubscribedTopic())
-        previous = topic.subscriptions.pop(subscription_id, None)
+        previous = topic.subscriptions.get(subscription_id)
+        topic.subscriptions[subscription_id] = subscription
+        topic.merge()
+        try:
+            subscription.bus_id, _ = self.client.subscribe([pattern], rate)
+        except GatewayError:
+            self._routes.clear()
+            if previous is not None:
+                topic.subscriptions[subscription_id] = previous
+            else:
+                del topic.subscriptions[subscription_id]
+            if topic.subscriptions:
+                topic.merge()
+            else:
+                del self._topics[name]
+            raise
         if previous is not None:  # the same id again replaces that subscription, as rosbridge does
             self.client.unsubscribe(previous.bus_id)
-        topic.subscriptions[subscription_id] = Subscription(
-            subscription_id, bus_id, compression == "cbor", fragment_size if compression != "cbor" else None
-        )
-        topic.merge()
         if compression in ("png", "cbor-raw"):
             self._status("warning", f"subscribe {name}: compression {compression!r} is served as 'none'", request_id)
         if queue_length > 1:
@@ -451,6 +467,11 @@ class RosbridgeSession:
         if route is None:
             return None  # a topic of a device-wide subscription waiting for another topic
         name, topic = route
+        # A second subscription to the topic re-offers its latest sample (the bus's snapshot), which the
+        # client already has: rosbridge publishes each message once per topic, to every callback.
+        if item.seq <= topic.last_seq:
+            return None
+        topic.last_seq = item.seq
         if topic.cbor:
             return item.encoded(CBOR_KEY, lambda: websocket_binary_frame(cbor.encode(publish_message(name, item))))
         size = topic.fragment_size
