@@ -18,7 +18,11 @@ refused by both compilers.
 Figures: programs, both compile, identical words, ours shorter / equal / longer (in words),
 behaviour equal, and for the refused programs, refused by both.
 
+`--random COUNT [--seed S]` compares COUNT random programs (`bench/aseba_random_programs.py`) instead
+of the folders (or as well, with `--folder`).
+
 Run:  scripts/loopback-only.sh .venv/bin/python bench/aseba_compiler.py [--rounds 3] [--pairs 4] [--json]
+      [--random COUNT [--seed S]] [--folder F ...]
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ REPO_ROOT = THIS_FILE.parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from devices.aseba.network import AsebaNetwork, NodeState  # noqa: E402 - after the path fix above
+from bench.aseba_random_programs import write_programs  # noqa: E402 - after the path fix above
+from devices.aseba.network import AsebaNetwork, NodeState  # noqa: E402
 from devices.sim.aseba_playground import Playground  # noqa: E402
 from protocols.aseba.compiler import CompiledScript, CompileError, compile_script, parse_aesl  # noqa: E402
 from protocols.aseba.compiler import syntax as s  # noqa: E402
@@ -534,10 +539,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="times each input event is sent (default 3)")
     parser.add_argument("--pairs", type=int, default=4, help="robot pairs run at once (default 4)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--random",
+        type=int,
+        default=0,
+        metavar="COUNT",
+        help="also COUNT random programs (bench/aseba_random_programs.py)",
+    )
+    parser.add_argument("--seed", type=int, default=1, help="the random programs' seed (default 1)")
     args = parser.parse_args(argv)
-    paths = program_paths(args.folder or FOLDERS)
+    if args.random < 0:
+        parser.error("--random must be 0 or more")
+    paths = program_paths(args.folder or FOLDERS) if args.folder or not args.random else []
     refused = program_paths([REFUSED])
     with tempfile.TemporaryDirectory() as folder:
+        paths += write_programs(Path(folder) / "random", args.seed, args.random)
         results, _, figures = asyncio.run(differential(paths, refused, args.rounds, args.pairs, Path(folder)))
     print(json.dumps(figures, indent=2) if args.json else "\n".join(report_lines(results, figures)))
     bad = figures["ours_longer"] or figures["behaviour_different"] or figures["refused_accepted_by"]

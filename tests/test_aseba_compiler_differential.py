@@ -17,9 +17,13 @@ import pytest
 import pytest_asyncio
 
 from bench.aseba_compiler import DELIBERATE, FOLDERS, REFUSED, Behaviour, Result, differential, program_paths
+from bench.aseba_random_programs import write_programs
 from tests.conftest import require_peer
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(240)]
+
+#: Random programs run beside the folders' (bench/aseba_random_programs.py): the same ones every run.
+RANDOM_SEED, RANDOM_COUNT = 1, 40
 
 Run = tuple[dict[str, Result], dict[str, Result], dict[str, object]]
 
@@ -28,8 +32,10 @@ Run = tuple[dict[str, Result], dict[str, Result], dict[str, object]]
 async def run(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Run]:
     require_peer("asebamassloader")
     require_peer("asebaplayground")
+    workdir = tmp_path_factory.mktemp("differential")
+    random_programs = write_programs(workdir / "random", RANDOM_SEED, RANDOM_COUNT)
     results, refused, figures = await differential(
-        program_paths(FOLDERS), program_paths([REFUSED]), 3, 4, tmp_path_factory.mktemp("differential")
+        [*program_paths(FOLDERS), *random_programs], program_paths([REFUSED]), 3, 4, workdir
     )
     yield {r.name: r for r in results}, {r.name: r for r in refused}, figures
 
@@ -55,6 +61,15 @@ async def test_both_bytecodes_behave_alike_on_the_real_vm(run: Run) -> None:
     assert figures["behaviour_different"] == {}
     # Only the documented divergence behaves differently (see the next test).
     assert figures["behaviour_equal"] == figures["both_compile"] - 1  # type: ignore[operator]
+
+
+async def test_random_programs_compile_with_both_and_behave_alike_on_the_real_vm(run: Run) -> None:
+    random = {name: result for name, result in run[0].items() if name.startswith("random/")}
+    assert len(random) == RANDOM_COUNT
+    for name, result in random.items():
+        assert result.both_compile, (name, result.ours.error, result.reference.error)
+        assert result.behaviour_equal, (name, result.difference)
+        assert len(result.ours.words or ()) <= len(result.reference.words or ()), name
 
 
 async def test_the_documented_divergence_is_the_reference_running_into_the_next_subroutine(run: Run) -> None:
