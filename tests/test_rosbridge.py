@@ -11,6 +11,7 @@ import cbor2
 import pytest
 import websockets
 
+from gateway.core.client import MAX_SUBSCRIPTIONS
 from gateway.credentials import hash_token
 from tests.harness import RunningGateway, gateway_config, start_gateway
 from tests.rosbridge_rig import RawRosbridge, metric, rosbridge_url
@@ -97,6 +98,26 @@ async def test_a_subscription_gets_the_newest_message_at_once_and_a_second_one_n
     await ros.send({"op": "subscribe", "id": "o3", "topic": "/sim_1/outputs", "type": "hwgateway/SimOutputs"})
     again = await ros.wait_for(is_publish("/sim_1/outputs"))
     assert again["msg"]["leds"][:2] == [red, green]
+
+
+async def test_a_subscription_over_the_cap_is_refused_and_leaves_the_topic_as_it_was(ros: RawRosbridge) -> None:
+    outputs = {"op": "subscribe", "topic": "/sim_1/outputs", "type": "hwgateway/SimOutputs"}
+    for number in range(MAX_SUBSCRIPTIONS):
+        await ros.send({**outputs, "id": f"o{number}"})
+    await ros.wait_for(is_publish("/sim_1/outputs"))  # the newest, once
+    for refused in ("over", "o0"):  # a new id, and the same id again (replacing needs a place too)
+        await ros.send({**outputs, "id": refused})
+        status = await ros.status(refused)
+        assert f"at most {MAX_SUBSCRIPTIONS} subscriptions" in status["msg"], status
+    # Still subscribed, once: a change comes, in one publish.
+    await ros.call("/sim_1/cmd/led", {"index": 2, "rgb": [0, 0, 1]}, request_id="blue")
+    changed = await ros.wait_for(is_publish("/sim_1/outputs"))
+    assert changed["msg"]["leds"][2] == [0.0, 0.0, 1.0]
+    await ros.send({"op": "unsubscribe", "topic": "/sim_1/outputs"})
+    await ros.send({**outputs, "id": "again"})
+    again = await ros.wait_for(is_publish("/sim_1/outputs"))
+    assert again["msg"]["leds"][2] == [0.0, 0.0, 1.0]
+    assert not [m for m in ros.kept if is_publish("/sim_1/outputs")(m)]  # no copy of any of them
 
 
 BAD_INPUTS: list[tuple[str, dict[str, Any] | str, str | None, str]] = [
