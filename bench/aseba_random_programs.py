@@ -28,10 +28,8 @@ SCALARS = ("a", "b", "c", "d")
 LOOP_COUNTERS = ("i", "j")
 #: Constants that sit on the edges the compiler cares about: small immediates (12 bits), powers of
 #: two (shifts), 16-bit limits (folding wraps there).
-CONSTANTS = (
-    0, 1, 2, 3, 4, 5, 7, 8, 15, 16, 31, 100, 255, 256, 1000, 2047, 2048, 4095, 10000, 32767,
-    -1, -2, -3, -7, -8, -16, -100, -2047, -2048, -2049, -32767,
-)  # fmt: skip
+_NON_NEGATIVE = (0, 1, 2, 3, 4, 5, 7, 8, 15, 16, 31, 100, 255, 256, 1000, 2047, 2048, 4095, 10000, 32767)
+CONSTANTS = (*_NON_NEGATIVE, -1, -2, -3, -7, -8, -16, -100, -2047, -2048, -2049, -32767)
 BINARY = ("+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "+", "-", "*")
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 COMPOUND = ("+=", "-=", "*=", "|=", "&=", "^=")
