@@ -362,8 +362,10 @@ class Bus:
         """Work out every topic's receivers again (a subscriber's group changed)."""
         self._routes.clear()
 
-    def subscribe(self, subscriber: Subscriber, patterns: Iterable[str], max_rate_hz: float | None) -> int:
-        """Subscribe to `patterns`; the latest sample of every matching topic is queued at once."""
+    def subscribe(
+        self, subscriber: Subscriber, patterns: Iterable[str], max_rate_hz: float | None, newest: bool = True
+    ) -> int:
+        """Subscribe to `patterns`; the latest sample of every matching topic is queued at once (if `newest`)."""
         patterns = tuple(patterns)
         for pattern in patterns:
             parse_pattern(pattern)
@@ -372,6 +374,8 @@ class Bus:
         self._add(subscriber)
         self._routes.clear()
         subscriber.changed()
+        if not newest:
+            return subscription.id
         # No await between registering and the snapshot, so no sample falls in between.
         for topic, sample in self._latest.items():
             if subscription.matches(topic):

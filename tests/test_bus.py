@@ -44,6 +44,16 @@ async def test_new_subscriber_gets_latest_value_at_once() -> None:
     assert [(s.topic, s.seq, s.message.rgb[0]) for s in samples] == [("dev/a", 2, 0.2)]
 
 
+async def test_a_subscription_without_newest_gets_only_what_comes_after() -> None:
+    bus = Bus()
+    bus.publish("dev/a", led(0.1))
+    subscriber = Subscriber("c", "json")
+    bus.subscribe(subscriber, ["dev/*"], None, newest=False)  # rosbridge's second subscription to a topic
+    assert take(subscriber) == []
+    bus.publish("dev/a", led(0.2))
+    assert [(s.seq, s.message.rgb[0]) for s in take(subscriber)] == [(2, 0.2)]
+
+
 async def test_slow_subscriber_keeps_one_slot_per_topic_and_the_newest_value() -> None:
     bus = Bus()
     subscriber = Subscriber("c", "json")

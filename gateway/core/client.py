@@ -245,10 +245,13 @@ class Client:
 
     # -- subscriptions -----------------------------------------------------------------------
 
-    def subscribe(self, patterns: Iterable[str], max_rate_hz: float | None) -> tuple[int, list[str]]:
+    def subscribe(
+        self, patterns: Iterable[str], max_rate_hz: float | None, newest: bool = True
+    ) -> tuple[int, list[str]]:
         """Subscribe to topic `patterns` at most `max_rate_hz` per topic (None: every sample).
 
-        Returns the subscription id and the topics it matches now; their latest samples are queued at once.
+        Returns the subscription id and the topics it matches now; their latest samples are queued at
+        once unless `newest` is False.
         """
         patterns = list(patterns)
         if len(patterns) > MAX_PATTERNS:
@@ -260,7 +263,7 @@ class Client:
                 f"subscribe.max_rate_hz: expected a number in [{MIN_RATE_HZ}, {MAX_RATE_HZ}], got {max_rate_hz}"
             )
         bus = self.hub.bus
-        subscription = bus.subscribe(self.subscriber, patterns, max_rate_hz)
+        subscription = bus.subscribe(self.subscriber, patterns, max_rate_hz, newest)
         matched = [t for t in bus.topics() if self.subscriber.subscriptions[subscription].matches(t)]
         return subscription, matched
 

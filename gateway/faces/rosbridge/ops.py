@@ -79,8 +79,6 @@ class SubscribedTopic:
     subscriptions: dict[str, Subscription] = field(default_factory=dict)
     cbor: bool = False
     fragment_size: int | None = None
-    #: The `seq` of the last sample published on this topic to the client (0: none yet).
-    last_seq: int = 0
 
     def merge(self) -> None:
         """CBOR when any subscription asked for it; the smallest fragment size asked for."""
@@ -293,11 +291,14 @@ class RosbridgeSession:
         # The topic is set up first: the bus sends the newest sample during `subscribe`, through `_render`.
         self._routes.clear()
         topic = self._topics.setdefault(name, SubscribedTopic())
+        # Only the topic's first subscription gets the newest sample: rosbridge publishes each message
+        # once per topic, and roslib and roslibpy hand it to every callback of the topic.
+        newest = not topic.subscriptions
         previous = topic.subscriptions.get(subscription_id)
         topic.subscriptions[subscription_id] = subscription
         topic.merge()
         try:
-            subscription.bus_id, _ = self.client.subscribe([pattern], rate)
+            subscription.bus_id, _ = self.client.subscribe([pattern], rate, newest=newest)
         except GatewayError:
             self._routes.clear()
             if previous is not None:
@@ -467,11 +468,6 @@ class RosbridgeSession:
         if route is None:
             return None  # a topic of a device-wide subscription waiting for another topic
         name, topic = route
-        # A second subscription to the topic re-offers its latest sample (the bus's snapshot), which the
-        # client already has: rosbridge publishes each message once per topic, to every callback.
-        if item.seq <= topic.last_seq:
-            return None
-        topic.last_seq = item.seq
         if topic.cbor:
             return item.encoded(CBOR_KEY, lambda: websocket_binary_frame(cbor.encode(publish_message(name, item))))
         size = topic.fragment_size
