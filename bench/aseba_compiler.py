@@ -550,7 +550,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.random < 0:
         parser.error("--random must be 0 or more")
-    paths = program_paths(args.folder or FOLDERS) if args.folder or not args.random else []
+    paths = program_paths(args.folder or ([] if args.random else FOLDERS))
     refused = program_paths([REFUSED])
     with tempfile.TemporaryDirectory() as folder:
         paths += write_programs(Path(folder) / "random", args.seed, args.random)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from bench import aseba_compiler
 from bench.aseba_compiler import Compiled, description, inputs, our_compile
 from bench.aseba_random_programs import main, programs, write_programs
 from protocols.aseba.compiler import CompiledScript
@@ -66,3 +67,10 @@ def test_the_command_writes_the_programs_and_refuses_a_count_of_zero(
         main([str(tmp_path / "none"), "--count", "0"])
     assert exit_info.value.code == 2
     assert "--count must be positive" in capsys.readouterr().err
+
+
+def test_the_differential_refuses_a_negative_random_count(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        aseba_compiler.main(["--random", "-1"])
+    assert exit_info.value.code == 2
+    assert "--random must be 0 or more" in capsys.readouterr().err
