@@ -150,6 +150,23 @@ async def test_a_killed_recorder_leaves_a_file_readable_to_its_last_chunk(tmp_pa
     assert node_read(fixed)["total"] == recovered
 
 
+def last_chunk_middle(data: bytes) -> int:
+    """The offset of the middle of the last Chunk record's compressed records (MCAP: opcode 0x06)."""
+    position, chunks = 8, []  # after the magic; then records of opcode (1 byte), length (u64), body
+    while position + 9 <= len(data):
+        opcode, length = data[position], int.from_bytes(data[position + 1 : position + 9], "little")
+        body = position + 9
+        if opcode == 0x06:
+            # Chunk: start and end time, uncompressed size (u64 each), CRC (u32), compression (string), records.
+            name_length = int.from_bytes(data[body + 28 : body + 32], "little")
+            records = body + 32 + name_length + 8
+            chunks.append((body + length - records, records))
+        position = body + length
+    assert len(chunks) > 1, "the recording needs a chunk before the damaged one"
+    size, start = chunks[-1]
+    return start + size // 2
+
+
 async def test_bad_files_are_refused_with_clear_errors(tmp_path: Path, recording: Path) -> None:
     text = tmp_path / "notes.mcap"
     text.write_text("not an mcap file\n" * 10)
@@ -163,7 +180,7 @@ async def test_bad_files_are_refused_with_clear_errors(tmp_path: Path, recording
     assert "No such file" in err, err
     good = recording.read_bytes()
     corrupt = tmp_path / "corrupt.mcap"
-    middle = len(good) // 2
+    middle = last_chunk_middle(good)  # not the file's middle: that may fall in an index no one reads
     corrupt.write_bytes(good[:middle] + bytes(b ^ 0xFF for b in good[middle : middle + 64]) + good[middle + 64 :])
     code, out, err = await hwgateway("record", "--recover", str(corrupt))
     assert code == 0, err
