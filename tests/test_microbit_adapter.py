@@ -133,6 +133,48 @@ async def test_bad_arguments_are_refused_before_the_radio(microbit: Microbit) ->
     assert microbit.sim.pin_outputs == {}
 
 
+async def test_pins_above_p16_drive_the_pin_named(microbit: Microbit) -> None:
+    """P19 and P20 are positions 17 and 18 of the runtime's pin table (see test_microbit_pins.py).
+
+    The simulated V2 drives what codal-microbit-v2 drives: `io.pin[position]`, and P0 past the table.
+    """
+    sim = microbit.sim
+    await microbit.command(MicrobitPin(19, 1), "hwgateway/MicrobitPin")
+    await microbit.command(MicrobitPin(20, 200, analog=True), "hwgateway/MicrobitPin")
+    assert sim.pin_outputs == {19: 1, 20: 200}
+    assert sim.ad_configuration == 1 << 18  # the masks are by position too
+    await microbit.command(MicrobitPwm(20, 300, 1000), "hwgateway/MicrobitPwm")
+    assert sim.pwm == {20: (300, 1000)}
+    sim.io_configuration = 1 << 17  # the program made P19 an input
+    await sim.set_pin_input(19, 1)
+    await microbit.until(lambda: microbit.latest("pins") is not None)
+    assert (microbit.latest("pins").pins, microbit.latest("pins").values) == ((19,), (1,))
+    for pin in (17, 18):
+        with pytest.raises(InvalidArgument, match=rf"data.pin: P{pin} is not an I/O pin .*\(P0-P16, P19, P20;"):
+            await microbit.command(MicrobitPin(pin, 1), "hwgateway/MicrobitPin")
+        with pytest.raises(InvalidArgument, match=rf"data.pin: P{pin} is not an I/O pin"):
+            await microbit.command(MicrobitPwm(pin, 1), "hwgateway/MicrobitPwm")
+    assert sim.pin_outputs == {19: 1, 20: 200}
+    assert sim.pwm == {20: (300, 1000)}
+    # A raw write past the table, as the old numbering sent for P19: a V2 drives P0.
+    assert microbit.adapter.link is not None
+    await microbit.adapter.link.write(mb.PIN_DATA, bytes([19, 1]))
+    assert sim.pin_outputs[0] == 1
+
+
+async def test_a_v1_runtime_drives_nothing_defined_past_its_table() -> None:
+    device = Microbit(sim_runtime="v1")
+    device.start()
+    await device.connected()
+    await device.command(MicrobitPin(20, 1), "hwgateway/MicrobitPin")
+    assert device.sim.pin_outputs == {20: 1}
+    assert device.adapter.link is not None
+    await device.adapter.link.write(mb.PIN_DATA, bytes([20, 1]))
+    assert device.sim.pin_outputs == {20: 1}
+    assert device.sim.undefined_pin_writes == [(20, 1)]
+    await device.stop()
+
+
 async def test_pins_are_leased_back_to_zero_on_client_loss_estop_and_shutdown(microbit: Microbit) -> None:
     sim = microbit.sim
     await microbit.command(MicrobitPin(1, 1), "hwgateway/MicrobitPin", client="alice")

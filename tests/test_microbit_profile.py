@@ -56,7 +56,7 @@ def test_records_follow_the_runtime_structs() -> None:
         (lambda: mb.decode_button(b"\x03"), "button state 3 is not 0, 1 or 2"),
         (lambda: mb.decode_button(b""), "button state needs 1 bytes, got 0"),
         (lambda: mb.decode_pin_data(b"\x00"), "pin data needs 1-10"),
-        (lambda: mb.decode_pin_data(b"\x15\x00"), "pin 21 is not an edge connector pin"),
+        (lambda: mb.decode_pin_data(b"\x13\x00"), "pin 19 is beyond the IO pin service's 19 pins"),
         (lambda: mb.decode_pwm(b"\x00" * 6), "PWM control needs one or two 7-byte records"),
         (lambda: mb.decode_events(b"\x00" * 3), "events need 1-5 4-byte records"),
         (lambda: mb.decode_u16(b"\x00", "bearing"), "bearing needs 2 bytes, got 1"),

@@ -48,6 +48,7 @@ from gateway.messages.microbit import (
     MicrobitUartSend,
 )
 from protocols.errors import ProtocolError
+from protocols.microbit import pins
 from protocols.microbit import profile as mb
 
 log = logging.getLogger(__name__)
@@ -63,8 +64,9 @@ class MicrobitOptions:
     Default selection: the first device whose name starts with "BBC micro:bit".
     `accelerometer_period_ms`, `magnetometer_period_ms`, `temperature_period_ms`: set at connect
     (0: leave the program's). `simulate`: a simulated micro:bit on the in-process virtual radio
-    (demo, tests), with `sim_services` started, `sim_motion` "rest" or "demo", and
-    `sim_pairing_required` (it refuses everything until paired, which the virtual radio cannot do).
+    (demo, tests), with `sim_services` started, `sim_motion` "rest" or "demo", `sim_runtime` "v2"
+    (codal-microbit-v2) or "v1" (microbit-dal), and `sim_pairing_required` (it refuses everything
+    until paired, which the virtual radio cannot do).
     """
 
     address: str = ""
@@ -81,6 +83,7 @@ class MicrobitOptions:
     simulate: bool = False
     sim_services: tuple[str, ...] = ALL_SERVICES
     sim_motion: str = "rest"
+    sim_runtime: str = "v2"
     sim_pairing_required: bool = False
 
     def __post_init__(self) -> None:
@@ -90,6 +93,8 @@ class MicrobitOptions:
             raise ValueError(f"sim_services: unknown {sorted(unknown)} (known: {', '.join(ALL_SERVICES)})")
         if self.sim_motion not in ("rest", "demo"):
             raise ValueError(f"sim_motion must be 'rest' or 'demo', got {self.sim_motion!r}")
+        if self.sim_runtime not in ("v1", "v2"):
+            raise ValueError(f"sim_runtime must be 'v1' or 'v2', got {self.sim_runtime!r}")
 
     def selector(self) -> Selector:
         """Which advertising device to take."""
@@ -167,6 +172,7 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
                     self.options.sim_services,
                     pairing_required=self.options.sim_pairing_required,
                     motion=self.options.sim_motion,
+                    runtime="v1" if self.options.sim_runtime == "v1" else "v2",
                 )
             await self.simulator.start()
             backend = Backend.virtual()
@@ -347,6 +353,7 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
         if isinstance(message, MicrobitPin):
             return await self._set_pin(command.client_id, message)
         if isinstance(message, MicrobitPwm):
+            self._check_pin(message.pin)
             await self._write(mb.PWM_CONTROL, "IO pin", mb.encode_pwm(message.pin, message.value, message.period_us))
             self._lease(command.client_id, message.pin, "pwm", message.value, message.period_us)
             return {"pin": message.pin, "value": message.value, "period_us": message.period_us}
@@ -367,12 +374,19 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
         except ValueError as error:
             raise InvalidArgument(f"data.text: {error}") from None
 
+    @staticmethod
+    def _check_pin(pin: int) -> None:
+        if pin not in pins.EXPOSED:
+            raise InvalidArgument(f"data.pin: {pins.PinNotExposed(pin)}")
+
     async def _set_pin(self, client_id: str, message: MicrobitPin) -> Mapping[str, Any]:
         link = self._link_for(mb.PIN_DATA, "IO pin")
+        self._check_pin(message.pin)
         if not message.analog and message.value > 1:
             raise InvalidArgument("data.value: a digital pin takes 0 or 1 (set analog for 0-255)")
         try:
-            bit = 1 << message.pin
+            # The masks' bits are positions in the runtime's pin table, not edge pin numbers.
+            bit = pins.mask_bit(message.pin)
             io_mask = mb.decode_u32(await link.read(mb.PIN_IO_CONFIGURATION), "pin IO configuration")
             ad_mask = mb.decode_u32(await link.read(mb.PIN_AD_CONFIGURATION), "pin AD configuration")
             if io_mask & bit:

@@ -5,10 +5,14 @@ Services and characteristics, UUIDs, properties and value formats are those of t
 micro:bit only has those. What the runtime does with a write is copied here: the LED matrix takes 1-5
 row bytes, text and UART take at most 20 bytes (longer writes are refused by the Bluetooth stack with
 ATT "invalid attribute value length"), periods snap to the accelerometer's and magnetometer's own,
-pin writes land only on output pins. `pairing_required` answers every read and write with ATT
-"insufficient authentication", as a micro:bit flashed with pairing does before it is bonded.
-Tests and the demo read back what arrived (`matrix`, `texts`, `pin_outputs`, `pwm`, `uart_received`,
-`client_events`) and drive inputs (`press`, `set_acceleration`, `set_pin_input`, `send_uart`,
+pin writes land only on output pins. The IO pin service numbers pins by position in the runtime's
+pin table (`protocols.microbit.pins`: P0-P16, P19, P20), in pin data, PWM records and the
+configuration masks alike; a position beyond the table drives P0 on a V2 (`runtime = "v2"`, its
+`edgePin()`) and is undefined on a V1 (recorded in `undefined_pin_writes`, nothing driven).
+`pairing_required` answers every read and write with ATT "insufficient authentication", as a
+micro:bit flashed with pairing does before it is bonded. Tests and the demo read back what arrived
+(`matrix`, `texts`, `pin_outputs` and `pwm` by edge pin, `uart_received`, `client_events`) and drive
+inputs (`press`, `set_acceleration`, `set_pin_input`, `send_uart`,
 `send_event`, `drop`).
 """
 
@@ -25,13 +29,18 @@ from bumble.device import Connection
 
 from devices.ble.virtual_radio import VirtualRadio
 from devices.sim.ble_peripheral import P, SimulatedPeripheral, att_error, characteristic
+from protocols.microbit import pins
 from protocols.microbit import profile as mb
 
 ALL_SERVICES = ("accelerometer", "magnetometer", "button", "io_pin", "led", "event", "temperature", "uart")
 
 
 class SimulatedMicrobit(SimulatedPeripheral):
-    """A micro:bit running a program that started `services` (names as in `ALL_SERVICES`)."""
+    """A micro:bit running a program that started `services` (names as in `ALL_SERVICES`).
+
+    `runtime` "v2" (codal-microbit-v2) or "v1" (microbit-dal) picks the board's runtime, which
+    matters for the model number and for pin positions beyond the IO pin service's table.
+    """
 
     def __init__(
         self,
@@ -41,8 +50,12 @@ class SimulatedMicrobit(SimulatedPeripheral):
         *,
         pairing_required: bool = False,
         motion: str = "rest",
+        runtime: pins.Runtime = "v2",
     ) -> None:
         super().__init__(radio, name)
+        if runtime not in ("v1", "v2"):
+            raise ValueError(f"runtime must be 'v1' or 'v2', got {runtime!r}")
+        self.runtime: pins.Runtime = runtime
         unknown = set(services) - set(ALL_SERVICES)
         if unknown:
             raise ValueError(f"unknown micro:bit services {sorted(unknown)} (known: {', '.join(ALL_SERVICES)})")
@@ -62,9 +75,14 @@ class SimulatedMicrobit(SimulatedPeripheral):
         self.scrolling_delay_ms = 120
         self.ad_configuration = 0
         self.io_configuration = 0
+        #: Levels written to output pins, by edge pin number.
         self.pin_outputs: dict[int, int] = {}
+        #: Input levels, by edge pin number.
         self.pin_inputs: dict[int, int] = {}
+        #: PWM (duty, period µs), by edge pin number.
         self.pwm: dict[int, tuple[int, int]] = {}
+        #: (position, value) writes beyond a V1's pin table, which the real runtime does not define.
+        self.undefined_pin_writes: list[tuple[int, int]] = []
         self.uart_received: list[bytes] = []
         self.client_events: list[tuple[int, int]] = []
         self.client_requirements: list[tuple[int, int]] = []
@@ -154,11 +172,15 @@ class SimulatedMicrobit(SimulatedPeripheral):
             ]),
         }  # fmt: skip
         info = gatt.Service(mb.DEVICE_INFORMATION_SERVICE, [
-            characteristic(mb.MODEL_NUMBER, P.READ, lambda _: b"BBC micro:bit V2.00"),
+            characteristic(mb.MODEL_NUMBER, P.READ, lambda _: self._model_number()),
             characteristic(mb.SERIAL_NUMBER, P.READ, lambda _: b"1234567890"),
             characteristic(mb.FIRMWARE_REVISION, P.READ, lambda _: b"2.2.0 (simulated)"),
         ])  # fmt: skip
         return [built[name] for name in self.enabled] + [info]
+
+    def _model_number(self) -> bytes:
+        # MICROBIT_BLE_MODEL, with " V2" appended by codal-microbit-v2 (MicroBitBLEManager.cpp).
+        return b"BBC micro:bit V2" if self.runtime == "v2" else b"BBC micro:bit"
 
     def advertising(self) -> tuple[bytes, bytes]:
         """Flags and the name, as the micro:bit runtime advertises (no service UUIDs)."""
@@ -187,14 +209,24 @@ class SimulatedMicrobit(SimulatedPeripheral):
     def _set_pwm(self, value: bytes) -> None:
         if not value or len(value) % 7:
             return  # the runtime ignores anything but whole 7-byte records
-        for pin, duty, period in struct.iter_unpack("<BHI", value):
-            self.pwm[pin] = (duty, period)
+        for position, duty, period in struct.iter_unpack("<BHI", value):
+            target = pins.runtime_target(position, self.runtime)
+            if target is None:
+                self.undefined_pin_writes.append((position, duty))
+            else:
+                self.pwm[target] = (duty, period)
 
     def _set_pins(self, value: bytes) -> None:
         for index in range(0, len(value) - 1, 2):
-            pin, level = value[index], value[index + 1]
-            if pin < mb.PIN_COUNT and not self.io_configuration >> pin & 1:
-                self.pin_outputs[pin] = level
+            position, level = value[index], value[index + 1]
+            # Both runtimes test the IO mask at the written position, before mapping it to a pin.
+            if position < 32 and self.io_configuration >> position & 1:
+                continue
+            target = pins.runtime_target(position, self.runtime)
+            if target is None:
+                self.undefined_pin_writes.append((position, level))
+            else:
+                self.pin_outputs[target] = level
 
     def _pin_data(self) -> bytes:
         return mb.encode_pin_data(sorted(self.pin_inputs.items())) if self.pin_inputs else b""
@@ -225,7 +257,7 @@ class SimulatedMicrobit(SimulatedPeripheral):
         await self._notify(mb.ACCELEROMETER_DATA)
 
     async def set_pin_input(self, pin: int, value: int) -> None:
-        """Set an input pin's level and notify the pin data."""
+        """Set input edge pin `pin`'s level and notify the pin data (which carries its table position)."""
         self.pin_inputs[pin] = value
         await self._notify(mb.PIN_DATA, mb.encode_pin_data([(pin, value)]))
 

@@ -37,7 +37,8 @@ class MicrobitState:
 class MicrobitPins:
     """Input pin readings notified by the IO pin service, on `<id>/pins`: `values[i]` belongs to `pins[i]`.
 
-    Digital pins read 0 or 1; analogue pins the 10-bit reading divided by 4 (0-255).
+    `pins` are edge connector numbers (P0-P16, P19, P20). Digital pins read 0 or 1; analogue pins
+    the 10-bit reading divided by 4 (0-255).
     """
 
     stamp: Annotated[Time, Nested(Time)] = Time()
@@ -79,10 +80,11 @@ class MicrobitText:
 
 @message("hwgateway/MicrobitPin", kind="command")
 class MicrobitPin:
-    """Drive edge connector `pin` (0-20) as an output: `value` 0/1, or 0-255 with `analog` (PWM, ×4 on the wire).
+    """Drive edge connector `pin` as an output: `value` 0/1, or 0-255 with `analog` (PWM, ×4 on the wire).
 
-    The output is leased to the commanding client: it returns to 0 when the client disconnects, on
-    estop and at shutdown.
+    `pin` is P0-P16, P19 or P20, the pins the runtime's IO pin service exposes; P17 and P18 (3 V
+    supply) are refused with `invalid_argument`. The output is leased to the commanding client: it
+    returns to 0 when the client disconnects, on estop and at shutdown.
     """
 
     pin: Annotated[int, _PIN] = 0
@@ -92,7 +94,7 @@ class MicrobitPin:
 
 @message("hwgateway/MicrobitPwm", kind="command")
 class MicrobitPwm:
-    """PWM on `pin`: duty `value` 0-1024 (1024 = always on) with `period_us` µs; leased like `MicrobitPin`."""
+    """PWM on edge pin `pin` (as `MicrobitPin`): duty `value` 0-1024 (1024 = on) with `period_us` µs; leased."""
 
     pin: Annotated[int, _PIN] = 0
     value: Annotated[int, Int(16, False, maximum=1024)] = 0

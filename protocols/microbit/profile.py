@@ -11,6 +11,7 @@ import struct
 from collections.abc import Iterable
 
 from protocols.errors import ProtocolError
+from protocols.microbit import pins
 
 
 def _uuid(short: str) -> str:
@@ -28,10 +29,11 @@ BUTTON_SERVICE = _uuid("9882")
 BUTTON_A_STATE = _uuid("da90")  # read/notify: UInt8 0 released, 1 pressed, 2 long press
 BUTTON_B_STATE = _uuid("da91")
 IO_PIN_SERVICE = _uuid("127b")
-PIN_DATA = _uuid("8d00")  # read/write/notify: (UInt8 pin, UInt8 value) pairs
-PIN_AD_CONFIGURATION = _uuid("5899")  # read/write: UInt32 bit mask, 1 = analogue
-PIN_IO_CONFIGURATION = _uuid("b9fe")  # read/write: UInt32 bit mask, 1 = input
-PWM_CONTROL = _uuid("d822")  # write: (UInt8 pin, UInt16 value 0-1024, UInt32 period µs) records
+# The IO pin service numbers pins by position in the runtime's pin table (`protocols.microbit.pins`).
+PIN_DATA = _uuid("8d00")  # read/write/notify: (UInt8 position, UInt8 value) pairs
+PIN_AD_CONFIGURATION = _uuid("5899")  # read/write: UInt32 bit mask by position, 1 = analogue
+PIN_IO_CONFIGURATION = _uuid("b9fe")  # read/write: UInt32 bit mask by position, 1 = input
+PWM_CONTROL = _uuid("d822")  # write: (UInt8 position, UInt16 value 0-1024, UInt32 period µs) records
 LED_SERVICE = _uuid("d91d")
 LED_MATRIX_STATE = _uuid("7b77")  # read/write: 5 rows, one byte each, bit 4 = leftmost column
 LED_TEXT = _uuid("93ee")  # write: up to 20 bytes of text to scroll
@@ -65,8 +67,6 @@ SERVICE_NAMES = {
     DEVICE_INFORMATION_SERVICE: "device_information",
 }
 
-#: The edge connector pins the IO pin service addresses (0-20).
-PIN_COUNT = 21
 #: Longest LED text and UART packet (the characteristics' maximum length).
 MAX_TEXT_BYTES = 20
 MATRIX_ROWS = 5
@@ -136,42 +136,45 @@ def encode_u32(value: int) -> bytes:
 
 
 def decode_pin_data(data: bytes) -> tuple[tuple[int, int], ...]:
-    """(pin, value) pairs; an analogue value is the 10-bit reading shifted right by 2."""
+    """(edge pin, value) pairs from pin data; an analogue value is the 10-bit reading shifted right by 2.
+
+    The micro:bit sends positions in its pin table (`pins.SERVICE_PINS`); they come back as edge pins.
+    """
     if not data or len(data) % 2 or len(data) > 2 * MAX_RECORDS * 2:
         raise ProtocolError(f"pin data needs 1-{2 * MAX_RECORDS} (pin, value) pairs, got {len(data)} bytes")
-    pairs = tuple((data[index], data[index + 1]) for index in range(0, len(data), 2))
-    for pin, _ in pairs:
-        if pin >= PIN_COUNT:
-            raise ProtocolError(f"pin {pin} is not an edge connector pin (0-{PIN_COUNT - 1})")
-    return pairs
+    return tuple((pins.edge_pin(data[index]), data[index + 1]) for index in range(0, len(data), 2))
 
 
 def encode_pin_data(pairs: Iterable[tuple[int, int]]) -> bytes:
-    """(pin, value) pairs for a pin data write (value 0/1 digital, 0-255 analogue)."""
+    """Pin data from (edge pin, value) pairs (value 0/1 digital, 0-255 analogue).
+
+    Each edge pin goes out as its position in the runtime's pin table; `pins.PinNotExposed` (a
+    `ValueError`) for a pin the service has none for.
+    """
     out = bytearray()
     for pin, value in pairs:
-        if not 0 <= pin < PIN_COUNT or not 0 <= value <= 255:
-            raise ValueError(f"pin {pin} value {value} is outside pin 0-{PIN_COUNT - 1}, value 0-255")
-        out += bytes([pin, value])
+        if not 0 <= value <= 255:
+            raise ValueError(f"pin P{pin} value {value} is outside 0-255")
+        out += bytes([pins.position(pin), value])
     return bytes(out)
 
 
 def encode_pwm(pin: int, value: int, period_us: int) -> bytes:
-    """One PWM control record: pin, duty 0-1024, period in µs."""
-    if not 0 <= pin < PIN_COUNT or not 0 <= value <= 1024 or not 0 <= period_us <= 0xFFFFFFFF:
-        raise ValueError(f"PWM pin {pin} value {value} period {period_us} µs is out of range")
-    return struct.pack("<BHI", pin, value, period_us)
+    """One PWM control record for edge pin `pin` (sent as its position): duty 0-1024, period in µs."""
+    if not 0 <= value <= 1024 or not 0 <= period_us <= 0xFFFFFFFF:
+        raise ValueError(f"PWM pin P{pin} value {value} period {period_us} µs is out of range")
+    return struct.pack("<BHI", pins.position(pin), value, period_us)
 
 
 def decode_pwm(data: bytes) -> tuple[tuple[int, int, int], ...]:
-    """PWM control records (pin, value, period µs); the runtime wants a multiple of 7 bytes."""
+    """PWM control records as (edge pin, value, period µs); the runtime wants a multiple of 7 bytes."""
     if not data or len(data) % 7 or len(data) > 7 * 2:
         raise ProtocolError(f"PWM control needs one or two 7-byte records, got {len(data)} bytes")
     records = tuple(struct.unpack_from("<BHI", data, offset) for offset in range(0, len(data), 7))
-    for pin, value, _ in records:
-        if pin >= PIN_COUNT or value > 1024:
-            raise ProtocolError(f"PWM record pin {pin} value {value} is outside pin 0-20, value 0-1024")
-    return tuple((int(p), int(v), int(t)) for p, v, t in records)
+    for _, value, _ in records:
+        if value > 1024:
+            raise ProtocolError(f"PWM record value {value} is outside 0-1024")
+    return tuple((pins.edge_pin(p), int(v), int(t)) for p, v, t in records)
 
 
 def encode_matrix(rows: Iterable[Iterable[bool]]) -> bytes:
