@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,6 +22,7 @@ from gateway.messages.lego import (
 )
 from protocols.lwp3 import messages as lwp
 from protocols.lwp3.constants import Completion, EndState, IoType, PropertyOperation, SubCommand
+from protocols.lwp3.modes import SCALE_INFO_TYPES, PortModeInformationRequest
 from tests.adapter_rig import AdapterRig
 
 
@@ -52,7 +54,13 @@ async def technic() -> AsyncIterator[Hub]:
 
 
 async def test_technic_hub_state_and_sensors(technic: Hub) -> None:
-    await technic.until(lambda: technic.latest("hub").firmware_version != "" and technic.latest("hub").temperature != 0)
+    await technic.until(
+        lambda: (
+            technic.latest("hub").firmware_version != ""
+            and technic.latest("hub").temperature != 0
+            and technic.latest("hub").acceleration.z != 0
+        )
+    )
     state = technic.latest("hub")
     assert (state.name, state.hub, state.system_type) == ("Technic Hub", "technic_hub", 0x80)
     assert (state.battery_percent, state.rssi_dbm, state.firmware_version) == (87, -55, "1.1.00.0202")
@@ -79,6 +87,52 @@ async def test_technic_hub_state_and_sensors(technic: Hub) -> None:
     }
     assert {p.name for p in enabled} == {"BUTTON", "RSSI", "BATTERY_VOLTAGE"}
     assert lwp.PortInputFormatSetup(0, 2, 1, True) in technic.sim.received
+
+
+async def test_sensor_values_are_scaled_by_the_hubs_own_mode_information(technic: Hub) -> None:
+    """The hub's mode information (sharpbrick/powered-up's Technic hub capture) says raw ±32768 is ±8000 mG.
+
+    node-poweredup (src/devices/technicmediumhubaccelerometersensor.ts) divides raw by 4.096 for mG:
+    500 mG is raw 2048 on the wire, which must come out as 0.5 g, not 2.048 g.
+    """
+    sim = technic.sim
+    sim.acceleration_mg = (500.0, -250.0, -1000.0)
+    await technic.until(lambda: technic.latest("hub").acceleration.x != 0)
+    acceleration = technic.latest("hub").acceleration
+    assert acceleration.x == pytest.approx(0.5 * 9.80665)
+    assert acceleration.y == pytest.approx(-0.25 * 9.80665)
+    assert acceleration.z == pytest.approx(-9.80665)
+    # What the simulated hub put on the wire for it, by the same capture.
+    raw = sim._value(sim.ports[0x61])
+    assert raw is not None
+    assert struct.unpack("<hhh", raw) == (2048, -1024, -4096)
+    # Asked for, in this order, before the mode was subscribed.
+    asked = [
+        m.info_type for m in sim.received if isinstance(m, PortModeInformationRequest) and (m.port, m.mode) == (0x61, 0)
+    ]
+    assert asked == list(SCALE_INFO_TYPES)
+    order = [
+        type(m).__name__
+        for m in sim.received
+        if getattr(m, "port", None) == 0x61 and isinstance(m, PortModeInformationRequest | lwp.PortInputFormatSetup)
+    ]
+    assert order == ["PortModeInformationRequest"] * len(SCALE_INFO_TYPES) + ["PortInputFormatSetup"]
+    scales = technic.adapter.capabilities()["scales"]
+    assert scales["0x61"] == {"mode": 0, "raw": [-32768.0, 32768.0], "si": [-8000.0, 8000.0], "unit": "mG"}
+    assert scales["0x3d"] == {"mode": 0, "raw": [-900.0, 900.0], "si": [-90.0, 90.0], "unit": "DEG"}
+    assert scales["A"]["unit"] == "DEG"
+
+
+async def test_a_device_without_mode_information_goes_out_as_sent() -> None:
+    # No capture of the WeDo 2.0 tilt sensor's mode information is public: the simulated hub refuses.
+    device = Hub(hub="city", sim_hub="city", sim_attached=("B=tilt",))
+    device.start()
+    await device.connected()
+    device.sim.set_tilt(12, -7)
+    await device.until(lambda: device.latest("port/B") is not None and device.latest("port/B").x_deg == 12)
+    assert device.latest("port/B").y_deg == -7
+    assert "B" not in device.adapter.capabilities()["scales"]
+    await device.stop()
 
 
 async def test_every_command_reaches_the_hub(technic: Hub) -> None:

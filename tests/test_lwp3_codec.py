@@ -28,6 +28,7 @@ from protocols.lwp3.constants import (
     Startup,
 )
 from protocols.lwp3.hubs import hub_name, port_name
+from protocols.lwp3.modes import ModeInfoType, PortInformationRequest, PortInfoType, PortModeInformationRequest
 from tests.fuzzing import fuzz_settings
 
 # (bytes as the document lays them out, the message they are)
@@ -84,10 +85,14 @@ VECTORS: list[tuple[bytes, lwp.Message]] = [
         bytes([0x07, 0x00, 0x82, 0x00, 0x0A, 0x01, 0x01]),
         lwp.PortOutputFeedback(((0, Feedback.COMPLETED | Feedback.IDLE), (1, Feedback.IN_PROGRESS))),
     ),
-    # A defined type this codec keeps whole: Port Information Request (§3.15).
+    # §3.15 Port Information Request: MODE INFO of port 0.
+    (bytes([0x05, 0x00, 0x21, 0x00, 0x01]), PortInformationRequest(0, PortInfoType.MODE_INFO)),
+    # §3.16 Port Mode Information Request: SI of mode 0 of port 0x61.
+    (bytes([0x06, 0x00, 0x22, 0x61, 0x00, 0x03]), PortModeInformationRequest(0x61, 0, ModeInfoType.SI)),
+    # A defined type this codec keeps whole: Port Input Format Setup (Combined), §3.18.
     (
-        bytes([0x05, 0x00, 0x21, 0x00, 0x01]),
-        lwp.OtherMessage(MessageType.PORT_INFORMATION_REQUEST, bytes([0x00, 0x01])),
+        bytes([0x05, 0x00, 0x42, 0x00, 0x02]),
+        lwp.OtherMessage(MessageType.PORT_INPUT_FORMAT_SETUP_COMBINED, bytes([0x00, 0x02])),
     ),
 ]
 

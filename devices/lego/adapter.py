@@ -14,6 +14,12 @@ the client that started them: they stop (power 0) when it disconnects, on estop 
 Ports are named by the hub's connector letters, looked up by its system type (a City hub has A and
 B, BOOST and Technic hubs A-D); devices are set up as the hub announces them (Hub Attached I/O), so
 a motor plugged in later appears and one pulled out disappears (`attached` in the hub state).
+
+Sensor values are scaled by what the hub itself says of the mode (Port Mode Information: RAW and SI
+ranges, SYMBOL, VALUE FORMAT), asked for before the mode is subscribed: a Technic hub's accelerometer
+reports raw ±32768 for ±8000 mG, its thermometer ±900 for ±90 °C. A device whose mode information
+the hub does not give publishes motor and tilt values as sent and no acceleration or temperature
+(their unit would be a guess). Colour numbers and proximity steps are indices (RAW = SI).
 """
 
 from __future__ import annotations
@@ -60,10 +66,19 @@ from protocols.lwp3.constants import (
     HubProperty,
     IoEvent,
     IoType,
+    MessageType,
     PropertyOperation,
     SystemType,
 )
 from protocols.lwp3.hubs import CONNECTORS, LED_PORT, device_name, hub_name, port_name
+from protocols.lwp3.modes import (
+    SCALE_INFO_TYPES,
+    ModeInfoType,
+    ModeInfoValue,
+    ModeScale,
+    PortModeInformation,
+    PortModeInformationRequest,
+)
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +89,8 @@ SIM_DEVICES = {"motor", "color_distance", "tilt"}
 FEEDBACK_TIMEOUT_S = 2.0
 #: A hub reports a position only when it changes: this long without one, the motor reads 0 deg/s.
 STILL_AFTER_S = 0.25
+#: SI units a hub names (SYMBOL) → factor to the unit the bus publishes (m/s² for acceleration).
+ACCELERATION_UNITS = {"mG": STANDARD_GRAVITY / 1000}
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +171,8 @@ LegoHubOptions.__doc__ = (LegoHubOptions.__doc__ or "").format(shared=SHARED_KEY
 class _Port:
     io_type: int
     mode: int | None = None
+    #: The subscribed mode's scale, from the hub's mode information (None: the hub gave none).
+    scale: ModeScale | None = None
     last_position: tuple[int, float] | None = None
     still: asyncio.TimerHandle | None = None
 
@@ -186,6 +205,9 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
         self._system_type = 0
         self._command_lock = asyncio.Lock()
         self._pending: tuple[int, asyncio.Future[Feedback]] | None = None
+        #: One mode information request at a time: the hub's Generic Error names no port.
+        self._info_lock = asyncio.Lock()
+        self._info_pending: tuple[PortModeInformationRequest, asyncio.Future[ModeInfoValue]] | None = None
         self._background: set[asyncio.Task[None]] = set()
 
     def capabilities(self) -> Mapping[str, Any]:
@@ -198,6 +220,16 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
             "hub": hub_name(self._system_type) if link else "",
             "connectors": list(CONNECTORS.get(self._system_type, {})),
             "malformed_notifications": self.malformed,
+            "scales": {
+                self._name(port): {
+                    "mode": state.mode,
+                    "raw": list(scale.raw),
+                    "si": list(scale.si),
+                    "unit": scale.symbol,
+                }
+                for port, state in sorted(self.ports.items())
+                if (scale := state.scale) is not None
+            },
         }
 
     # ---- run ----------------------------------------------------------------------------------
@@ -283,6 +315,12 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
                 for port, bits in entries:
                     if pending is not None and pending[0] == port and not pending[1].done():
                         pending[1].set_result(bits)
+            case PortModeInformation():
+                self._on_mode_information(message)
+            case lwp.GenericError(command_type, code) if command_type == MessageType.PORT_MODE_INFORMATION_REQUEST:
+                info = self._info_pending
+                if info is not None and not info[1].done():
+                    info[1].set_exception(DeviceError(f"the hub gave no mode information (LWP3 error {code.name})"))
             case lwp.GenericError(command_type, code):
                 pending = self._pending
                 if code != ErrorCode.ACK and pending is not None and not pending[1].done():
@@ -308,10 +346,10 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
             if self.leases.pop(message.port, None) is not None:
                 log.info("%s: leased motor on port %s was unplugged", self.ctx.device_id, self._name(message.port))
         else:
-            self.ports[message.port] = _Port(message.io_type)
+            state = self.ports[message.port] = _Port(message.io_type)
             mode = values.reading_mode(message.io_type)
             if mode is not None:
-                self._spawn(self._setup(lwp.PortInputFormatSetup(message.port, mode, 1, True)))
+                self._spawn(self._setup_reading(message.port, state, mode))
             elif message.io_type == IoType.RGB_LIGHT:
                 # RGB mode (1) has to be the port's mode before SetRgbColors is accepted.
                 self._spawn(self._setup(lwp.PortInputFormatSetup(message.port, values.RGB_LIGHT_MODE_RGB, 1, False)))
@@ -320,6 +358,46 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
             for port, state in sorted(self.ports.items())
         )
         self._update(attached=attached)
+
+    async def _setup_reading(self, port: int, state: _Port, mode: int) -> None:
+        """Ask the hub how `mode` scales, then subscribe to it."""
+        infos: dict[ModeInfoType, ModeInfoValue] = {}
+        try:
+            async with self._info_lock:
+                for info_type in SCALE_INFO_TYPES:
+                    infos[info_type] = await self._mode_information(PortModeInformationRequest(port, mode, info_type))
+            state.scale = ModeScale.from_information(infos)
+        except (DeviceError, ProtocolError, TimeoutError) as error:
+            log.warning(
+                "%s: port %s mode %d: no scale (%s); its values go out as sent",
+                self.ctx.device_id,
+                self._name(port),
+                mode,
+                error or "no answer",
+            )
+        except (BleError, DeviceUnavailable) as error:
+            log.warning("%s: could not ask port %s about its mode: %s", self.ctx.device_id, self._name(port), error)
+            return
+        if self.ports.get(port) is state:
+            await self._setup(lwp.PortInputFormatSetup(port, mode, 1, True))
+
+    async def _mode_information(self, request: PortModeInformationRequest) -> ModeInfoValue:
+        future: asyncio.Future[ModeInfoValue] = asyncio.get_running_loop().create_future()
+        self._info_pending = (request, future)
+        try:
+            await self._send(request)
+            async with asyncio.timeout(FEEDBACK_TIMEOUT_S):
+                return await future
+        finally:
+            self._info_pending = None
+
+    def _on_mode_information(self, message: PortModeInformation) -> None:
+        info = self._info_pending
+        if info is None or info[1].done():
+            return
+        request, future = info
+        if (message.port, message.mode, message.info_type) == (request.port, request.mode, request.info_type):
+            future.set_result(message.value)
 
     async def _setup(self, message: lwp.PortInputFormatSetup) -> None:
         try:
@@ -349,12 +427,16 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
         state = self.ports.get(port)
         if state is None or state.mode is None:
             return
-        reading = values.port_reading(state.io_type, state.mode, data)
+        scale = state.scale
+        reading = values.port_reading(state.io_type, state.mode, data, scale.to_si if scale else None)
+        if scale is not None and reading is not None:
+            scale.value_format.unpack(data)  # the hub's own VALUE FORMAT must match what it sends
         now = time.time()
         stamp = Time.from_seconds(now)
         name = self._name(port)
         match reading:
-            case values.MotorReading(mode, value) if mode == values.MOTOR_MODE_POSITION:
+            case values.MotorReading(mode, degrees) if mode == values.MOTOR_MODE_POSITION:
+                value = round(degrees)
                 speed = 0.0
                 if state.last_position is not None and now > state.last_position[1]:
                     speed = (value - state.last_position[0]) / (now - state.last_position[1])
@@ -365,14 +447,18 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
                 if speed:
                     state.still = asyncio.get_running_loop().call_later(STILL_AFTER_S, self._still, port, state)
             case values.TiltReading(x, y, z):
-                self.ctx.publish(f"port/{name}", LegoTilt(stamp, name, x, y, z), now)
+                self.ctx.publish(f"port/{name}", LegoTilt(stamp, name, round(x), round(y), round(z)), now)
             case values.ColorDistanceReading(color, proximity):
                 color_name = values.COLOR_NAMES[color] if color < len(values.COLOR_NAMES) else "none"
                 self.ctx.publish(f"port/{name}", LegoColorDistance(stamp, name, color, color_name, proximity), now)
             case values.AccelerationReading(x, y, z):
-                self._update(acceleration=Vector3(*(axis / 1000 * STANDARD_GRAVITY for axis in (x, y, z))))
-            case values.TemperatureReading(decidegrees):
-                self._update(temperature=decidegrees / 10)
+                # Raw values of an unknown unit would be a guess: only a scale in a known unit goes out.
+                factor = ACCELERATION_UNITS.get(scale.symbol) if scale is not None else None
+                if factor is not None:
+                    self._update(acceleration=Vector3(x * factor, y * factor, z * factor))
+            case values.TemperatureReading(celsius):
+                if scale is not None:
+                    self._update(temperature=celsius)
             case _:
                 pass
 

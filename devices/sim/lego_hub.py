@@ -7,7 +7,11 @@ subscribes and whenever a device is attached or detached (`attach`, `detach`), h
 (requested or enabled), Port Input Format acknowledgements followed by Port Values in the chosen
 mode, motors that run (StartSpeed, StartPower through WriteDirectModeData, GotoAbsolutePosition)
 with Port Output Command Feedback, the hub LED's RGB mode, and Generic Error messages for commands it
-cannot carry out or does not know. `received` keeps every message the client wrote, decoded.
+cannot carry out or does not know. Port Information and Port Mode Information requests are answered
+with what real devices answered (`devices.sim.lwp3_dumps`, captures from sharpbrick/powered-up), and
+the sensors' Port Values are raw values by those same captures' RAW and SI ranges: the Technic hub's
+accelerometer sends 4096 for 1 g (1000 mG), its thermometer 245 for 24.5 °C. `received` keeps every
+message the client wrote, decoded.
 """
 
 from __future__ import annotations
@@ -15,13 +19,14 @@ from __future__ import annotations
 import asyncio
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bumble import gatt
 from bumble.core import UUID, AdvertisingData
 from bumble.device import Connection
 
 from devices.ble.virtual_radio import VirtualRadio
+from devices.sim import lwp3_dumps
 from devices.sim.ble_peripheral import P, SimulatedPeripheral, characteristic
 from protocols.errors import ProtocolError
 from protocols.lwp3 import messages as lwp
@@ -43,6 +48,15 @@ from protocols.lwp3.constants import (
     SystemType,
 )
 from protocols.lwp3.hubs import BUILT_IN, CONNECTORS
+from protocols.lwp3.modes import (
+    ModeInfoType,
+    ModeInfoValue,
+    ModeScale,
+    PortInformation,
+    PortInformationRequest,
+    PortModeInformation,
+    PortModeInformationRequest,
+)
 from protocols.lwp3.values import MOTOR_MODE_POSITION, MOTOR_MODE_SPEED, TACHO_MOTORS
 
 NAMES = {
@@ -102,6 +116,9 @@ class SimulatedLegoHub(SimulatedPeripheral):
         self.received: list[lwp.Message] = []
         self.malformed: list[bytes] = []
         self.tilt = (0, 0, 0)
+        #: The Technic hub's acceleration (mG, lying flat) and temperature (°C), sent as raw values.
+        self.acceleration_mg = (0.0, 0.0, -1000.0)
+        self.temperature_c = 24.5
         #: Ports whose motor is stalled: further output commands get Generic Error Overcurrent (§3.9).
         self.stalled: set[int] = set()
         self._char: gatt.Characteristic[bytes] | None = None
@@ -193,6 +210,8 @@ class SimulatedLegoHub(SimulatedPeripheral):
                 self._report(port, state, force=True)
             case lwp.PortOutputCommand():
                 self._output(message)
+            case PortInformationRequest() | PortModeInformationRequest():
+                self._information(message)
             case lwp.HubAlertMessage(alert, operation, _):
                 if operation == AlertOperation.REQUEST_UPDATES:
                     self._send(lwp.HubAlertMessage(alert, AlertOperation.UPDATE, True))
@@ -257,6 +276,39 @@ class SimulatedLegoHub(SimulatedPeripheral):
         if command.completion & Completion.FEEDBACK:
             self._send(lwp.PortOutputFeedback(((command.port, feedback),)))
 
+    def _information(self, request: PortInformationRequest | PortModeInformationRequest) -> None:
+        state = self.ports.get(request.port)
+        is_mode = isinstance(request, PortModeInformationRequest)
+        request_type = MessageType.PORT_MODE_INFORMATION_REQUEST if is_mode else MessageType.PORT_INFORMATION_REQUEST
+        captured = lwp3_dumps.messages(state.io_type) if state is not None else ()
+        if not captured:
+            self._send(lwp.GenericError(request_type, ErrorCode.COMMAND_NOT_RECOGNIZED))
+            return
+        for data in captured:
+            answer = lwp.decode(data)
+            if _answers(request, answer):
+                assert isinstance(answer, PortInformation | PortModeInformation)
+                self._send(replace(answer, port=request.port))
+                return
+        self._send(lwp.GenericError(request_type, ErrorCode.INVALID_USE))
+
+    @staticmethod
+    def scale(io_type: int, mode: int) -> ModeScale | None:
+        """A mode's scale from the device's captured mode information (None: no capture of it)."""
+        infos: dict[ModeInfoType, ModeInfoValue] = {}
+        for data in lwp3_dumps.messages(io_type):
+            answer = lwp.decode(data)
+            if isinstance(answer, PortModeInformation) and answer.mode == mode:
+                infos[answer.info_type] = answer.value
+        try:
+            return ModeScale.from_information(infos)
+        except ProtocolError:
+            return None
+
+    def _raw(self, io_type: int, mode: int, values: Sequence[float]) -> tuple[int, ...]:
+        scale = self.scale(io_type, mode)
+        return tuple(round(scale.to_raw(value) if scale is not None else value) for value in values)
+
     # ---- the world's side ----------------------------------------------------------------------
 
     async def _tick(self) -> None:
@@ -282,20 +334,20 @@ class SimulatedLegoHub(SimulatedPeripheral):
             return None
         if state.io_type in TACHO_MOTORS:
             if mode == MOTOR_MODE_POSITION:
-                return struct.pack("<i", round(state.position))
+                return struct.pack("<i", *self._raw(state.io_type, mode, [state.position]))
             if mode == MOTOR_MODE_SPEED:
                 return struct.pack("<b", state.speed)
             return None
         if state.io_type in (IoType.INTERNAL_TILT, IoType.EXTERNAL_TILT) and mode == 0:
             return struct.pack("<bb", self.tilt[0], self.tilt[1])
         if state.io_type == IoType.TECHNIC_HUB_TILT and mode == 0:
-            return struct.pack("<hhh", -self.tilt[2], self.tilt[1], self.tilt[0])
+            return struct.pack("<hhh", *self._raw(state.io_type, mode, (-self.tilt[2], self.tilt[1], self.tilt[0])))
         if state.io_type == IoType.COLOR_DISTANCE_SENSOR and mode == 8:
             return bytes([9, 4, 0, 0])  # red, at proximity 4
         if state.io_type == IoType.TECHNIC_HUB_ACCELEROMETER and mode == 0:
-            return struct.pack("<hhh", 0, 0, -1000)
+            return struct.pack("<hhh", *self._raw(state.io_type, mode, self.acceleration_mg))
         if state.io_type == IoType.TECHNIC_HUB_TEMPERATURE and mode == 0:
-            return struct.pack("<h", 245)
+            return struct.pack("<h", *self._raw(state.io_type, mode, [self.temperature_c]))
         return None
 
     def _report(self, port: int, state: PortState, force: bool = False) -> None:
@@ -331,6 +383,15 @@ class SimulatedLegoHub(SimulatedPeripheral):
         """Notify arbitrary bytes (hostile-input tests)."""
         if self._char is not None and self._subscribed:
             self.spawn(self.device.notify_subscribers(self._char, data))
+
+
+def _answers(request: PortInformationRequest | PortModeInformationRequest, answer: lwp.Message) -> bool:
+    if isinstance(request, PortModeInformationRequest):
+        return isinstance(answer, PortModeInformation) and (answer.mode, answer.info_type) == (
+            request.mode,
+            request.info_type,
+        )
+    return isinstance(answer, PortInformation) and answer.info_type == request.info_type
 
 
 #: RGB of LEGO colour numbers 0-10 (black .. white), for SetRgbColorNo.

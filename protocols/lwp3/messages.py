@@ -5,8 +5,9 @@ the message type fixes. The length is one byte up to 127, else two (§3.2: bit 7
 set, 7 low bits there, the high bits in the second byte). A GATT write or notification carries exactly
 one message, so `decode` refuses a declared length that differs from the bytes given, any message
 longer than `MAX_MESSAGE_LENGTH`, an undefined message type, and every payload of the wrong size, each
-with a `ProtocolError` naming the rule. Message types this codec does not take apart (firmware update,
-H/W network, port and mode information) come back whole as `OtherMessage`.
+with a `ProtocolError` naming the rule. Port and mode information requests and replies are taken apart
+by `protocols.lwp3.modes`. Message types this codec does not take apart (firmware update, H/W network,
+combined input formats) come back whole as `OtherMessage`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,17 @@ from protocols.lwp3.constants import (
     PropertyOperation,
     Startup,
     SubCommand,
+)
+from protocols.lwp3.modes import (
+    PortInformation,
+    PortInformationRequest,
+    PortModeInformation,
+    PortModeInformationRequest,
+    decode_port_information,
+    decode_port_information_request,
+    decode_port_mode_information,
+    decode_port_mode_information_request,
+    encode_payload,
 )
 
 E = TypeVar("E", bound=IntEnum)
@@ -162,6 +174,10 @@ Message = (
     | PortValue
     | PortOutputCommand
     | PortOutputFeedback
+    | PortInformationRequest
+    | PortModeInformationRequest
+    | PortInformation
+    | PortModeInformation
     | OtherMessage
 )
 
@@ -330,6 +346,10 @@ _DECODERS: dict[MessageType, Callable[[bytes], Message]] = {
     MessageType.PORT_VALUE_SINGLE: _port_value,
     MessageType.PORT_OUTPUT_COMMAND: _output_command,
     MessageType.PORT_OUTPUT_COMMAND_FEEDBACK: _output_feedback,
+    MessageType.PORT_INFORMATION_REQUEST: decode_port_information_request,
+    MessageType.PORT_MODE_INFORMATION_REQUEST: decode_port_mode_information_request,
+    MessageType.PORT_INFORMATION: decode_port_information,
+    MessageType.PORT_MODE_INFORMATION: decode_port_mode_information,
 }
 
 
@@ -364,6 +384,14 @@ def encode(message: Message) -> bytes:
             return frame(MessageType.PORT_OUTPUT_COMMAND, bytes([port, info, subcommand]) + payload)
         case PortOutputFeedback(entries):
             return frame(MessageType.PORT_OUTPUT_COMMAND_FEEDBACK, b"".join(bytes([p, int(f)]) for p, f in entries))
+        case PortInformationRequest():
+            return frame(MessageType.PORT_INFORMATION_REQUEST, encode_payload(message))
+        case PortModeInformationRequest():
+            return frame(MessageType.PORT_MODE_INFORMATION_REQUEST, encode_payload(message))
+        case PortInformation():
+            return frame(MessageType.PORT_INFORMATION, encode_payload(message))
+        case PortModeInformation():
+            return frame(MessageType.PORT_MODE_INFORMATION, encode_payload(message))
         case OtherMessage(message_type, payload):
             return frame(message_type, payload)
     raise TypeError(f"not an LWP3 message: {message!r}")

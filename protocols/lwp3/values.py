@@ -2,11 +2,14 @@
 
 A Port Value message carries raw bytes whose layout is that of the port's current input mode (set with
 Port Input Format Setup). `port_reading` knows the modes the gateway uses; each checks the exact size.
+Readings hold the hub's raw values: what they mean in SI units is the mode's own information
+(RAW and SI ranges, SYMBOL), which a client asks the hub for and applies with `modes.ModeScale`.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from protocols.errors import ProtocolError
@@ -44,16 +47,16 @@ class MotorReading:
     """A tacho motor's reading: `position_deg` (mode 2), `speed_percent` (mode 1) or `absolute_deg` (mode 3)."""
 
     mode: int
-    value: int
+    value: float
 
 
 @dataclass(frozen=True, slots=True)
 class TiltReading:
     """Tilt in degrees about x (roll), y (pitch) and z (yaw; 0 where the sensor has two axes)."""
 
-    x_deg: int
-    y_deg: int
-    z_deg: int = 0
+    x_deg: float
+    y_deg: float
+    z_deg: float = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,18 +69,18 @@ class ColorDistanceReading:
 
 @dataclass(frozen=True, slots=True)
 class AccelerationReading:
-    """Technic hub accelerometer (mode 0 GRV) in milli-g per axis."""
+    """Technic hub accelerometer (mode 0 GRV) per axis, in the mode's SI unit (mG) once scaled."""
 
-    x_mg: int
-    y_mg: int
-    z_mg: int
+    x: float
+    y: float
+    z: float
 
 
 @dataclass(frozen=True, slots=True)
 class TemperatureReading:
-    """Technic hub temperature (mode 0) in tenths of a degree Celsius."""
+    """Technic hub temperature (mode 0), in the mode's SI unit (°C, "DEG") once scaled."""
 
-    decidegrees: int
+    value: float
 
 
 Reading = MotorReading | TiltReading | ColorDistanceReading | AccelerationReading | TemperatureReading
@@ -91,21 +94,31 @@ def _unpack(layout: str, data: bytes, what: str) -> tuple[int, ...]:
     return values
 
 
-def port_reading(io_type: int, mode: int, data: bytes) -> Reading | None:
-    """The reading of a Port Value from a device of `io_type` in `mode`; None for modes not interpreted."""
+def _raw(value: int) -> float:
+    return value
+
+
+def port_reading(io_type: int, mode: int, data: bytes, to_si: Callable[[int], float] | None = None) -> Reading | None:
+    """The reading of a Port Value from a device of `io_type` in `mode`; None for modes not interpreted.
+
+    `to_si` turns each raw value into the mode's SI unit (`modes.ModeScale.to_si`, from the hub's
+    mode information); without it readings hold the raw values. Colour numbers and proximity steps
+    are indices and stay raw.
+    """
+    si = to_si or _raw
     if io_type in TACHO_MOTORS:
         layouts = {MOTOR_MODE_SPEED: "<b", MOTOR_MODE_POSITION: "<i", 3: "<h"}
         if mode not in layouts:
             return None
         (value,) = _unpack(layouts[mode], data, f"motor mode {mode}")
-        return MotorReading(mode, value)
+        return MotorReading(mode, si(value))
     if io_type in (IoType.INTERNAL_TILT, IoType.EXTERNAL_TILT) and mode == 0:
         x, y = _unpack("<bb", data, "tilt angle")
-        return TiltReading(x, y)
+        return TiltReading(si(x), si(y))
     if io_type == IoType.TECHNIC_HUB_TILT and mode == 0:
         # Sent as yaw, pitch, roll; yaw counts the other way round.
         yaw, pitch, roll = _unpack("<hhh", data, "technic hub tilt")
-        return TiltReading(roll, pitch, -yaw)
+        return TiltReading(si(roll), si(pitch), -si(yaw))
     if io_type == IoType.COLOR_DISTANCE_SENSOR:
         if mode == COLOR_DISTANCE_MODE_COLOR:
             (color,) = _unpack("<B", data, "colour")
@@ -119,10 +132,10 @@ def port_reading(io_type: int, mode: int, data: bytes) -> Reading | None:
         return None
     if io_type == IoType.TECHNIC_HUB_ACCELEROMETER and mode == 0:
         x, y, z = _unpack("<hhh", data, "accelerometer")
-        return AccelerationReading(x, y, z)
+        return AccelerationReading(si(x), si(y), si(z))
     if io_type == IoType.TECHNIC_HUB_TEMPERATURE and mode == 0:
         (value,) = _unpack("<h", data, "temperature")
-        return TemperatureReading(value)
+        return TemperatureReading(si(value))
     return None
 
 
