@@ -208,7 +208,8 @@ async def test_faults_refuse_sessions_and_close_tcp() -> None:
 
 
 async def test_udp_reply_loss_and_kortex3_wrist_echo() -> None:
-    arm = SimulatedArm("kortex3", faults=ArmFaults(udp_reply_loss=0.5), seed=1)
+    # A firmware that needs no HOLD_TO_RUN before low level: this test is about the UDP path alone.
+    arm = SimulatedArm("kortex3", faults=ArmFaults(udp_reply_loss=0.5), seed=1, requires_hold_to_run=False)
     await arm.start()
     loop = asyncio.get_running_loop()
     try:

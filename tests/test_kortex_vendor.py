@@ -7,7 +7,13 @@ Byte tables are written by hand from the vendor's field numbers and bit layouts:
 - kortex_api 2.6 Python (FrameHandler.manageReceivedFrame: only a non-zero errorCode nibble fails a
   request); ros_kortex kortex_driver/protos/Base.proto (ApplyEmergencyStop, RPC_ID 145 = 0x91);
 - Kinovarobotics/ros2_link6 kortex3_hardware/src/kortex3_hardware_interface_low_level.cpp (RefreshFeedback
-  unless low-level control is running, where Refresh carries position commands).
+  unless low-level control is running, where Refresh carries position commands);
+- Kinovarobotics/Kinova-Kortex3-Link6 (commit 5885e5a8d783100cf8f1d49ae1fb409653685370)
+  api_cpp/300-Low_Level/01-low_level_cyclic_control/main.cpp: SelectOperatingMode(HOLD_TO_RUN), "required
+  on some firmware versions before entering LOW_LEVEL_SERVOING", then SetServoingMode(LOW_LEVEL_SERVOING);
+  on the way out SetServoingMode(SINGLE_LEVEL_SERVOING). The operating mode the arm had before is
+  selected again after that, as ros2_link6's low-level driver selects its resting mode after leaving
+  low level (SetServoingMode(SINGLE_LEVEL_SERVOING), then SelectOperatingMode).
 """
 
 from __future__ import annotations
@@ -154,6 +160,16 @@ async def test_sim_refuses_refresh_outside_low_level_and_answers_refresh_feedbac
             feedback = await loop.run_in_executor(None, request, 3, Function.BASE_CYCLIC_REFRESH_FEEDBACK)
             assert not feedback.is_error
             low = Base_pb2.ServoingModeInformation(servoing_mode=Base_pb2.LOW_LEVEL_SERVOING).SerializeToString()
+            if api == "kortex3":
+                # Kinova-Kortex3-Link6 api_cpp/300-Low_Level/01-low_level_cyclic_control/main.cpp selects
+                # HOLD_TO_RUN first, "required on some firmware versions": the simulated arm is one of those.
+                refused_mode = await loop.run_in_executor(None, request, 20, Function.BASE_SET_SERVOING_MODE, low)
+                assert decode_error(refused_mode).sub_name == "WRONG_MODE"
+                hold = CommonKortex3_pb2.ModeSelection(operating_mode=CommonKortex3_pb2.OPERATING_MODE_HOLD_TO_RUN)
+                selected = await loop.run_in_executor(
+                    None, request, 21, Function.BASE_SELECT_OPERATING_MODE, hold.SerializeToString()
+                )
+                assert not selected.is_error
             await loop.run_in_executor(None, request, 4, Function.BASE_SET_SERVOING_MODE, low)
             answered = await loop.run_in_executor(None, request, 5, Function.BASE_CYCLIC_REFRESH)
             assert not answered.is_error
@@ -203,6 +219,29 @@ async def started(api: Any, **faults: Any) -> tuple[SimulatedArm, Device]:
     return arm, device
 
 
+SELECT, SET_SERVOING = Function.BASE_SELECT_OPERATING_MODE, Function.BASE_SET_SERVOING_MODE
+HOLD_TO_RUN = CommonKortex3_pb2.OPERATING_MODE_HOLD_TO_RUN
+MONITORED_STOP = CommonKortex3_pb2.OPERATING_MODE_MONITORED_STOP
+
+
+async def test_kortex3_restores_whatever_operating_mode_the_arm_was_in() -> None:
+    arm, device = await started("kortex3")
+    arm.operating_mode = CommonKortex3_pb2.OPERATING_MODE_AUTO  # chosen on the pendant, say
+    try:
+        await device.until(lambda: device.latest("actuators") is not None)
+        await device.command(C61Command(digital_outputs_state=0x1), "kortex/WristCyclicC61/Command", client="c1")
+        assert arm.operating_mode == HOLD_TO_RUN
+        device.adapter.release("c1")
+        await device.until(lambda: arm.operating_mode == CommonKortex3_pb2.OPERATING_MODE_AUTO)
+        assert arm.mode_calls[-2:] == [
+            (SET_SERVOING, Base_pb2.SINGLE_LEVEL_SERVOING),
+            (SELECT, CommonKortex3_pb2.OPERATING_MODE_AUTO),
+        ]
+    finally:
+        await device.stop()
+        await arm.stop()
+
+
 def cyclic_errors(device: Device) -> int:
     cyclic = device.adapter._cyclic
     assert cyclic is not None
@@ -222,6 +261,8 @@ async def test_kortex3_refresh_only_in_low_level_while_the_wrist_is_commanded() 
         await device.command(command, "kortex/WristCyclicC61/Command", client="c1")
         await device.command(Led(rgb=(0.0, 1.0, 0.0)), "led", client="c2")
         assert arm.servoing_modes == [Base_pb2.LOW_LEVEL_SERVOING]  # entered once, before the first Refresh
+        # Kinova's order: HOLD_TO_RUN, then low level.
+        assert arm.mode_calls == [(SELECT, HOLD_TO_RUN), (SET_SERVOING, Base_pb2.LOW_LEVEL_SERVOING)]
         await device.until(lambda: arm.requests[Function.BASE_CYCLIC_REFRESH] > 20)
         # Every actuator is commanded to hold where it was (the sim's feedback follows the command).
         assert arm.actuator_targets == pytest.approx(held, abs=1.0)
@@ -231,8 +272,11 @@ async def test_kortex3_refresh_only_in_low_level_while_the_wrist_is_commanded() 
         await device.until(lambda: arm.wrist.digital_outputs_state == 0)
         assert arm.servoing_modes == [Base_pb2.LOW_LEVEL_SERVOING]
         device.adapter.release("c2")
-        await device.until(lambda: len(arm.servoing_modes) == 2)
+        await device.until(lambda: len(arm.operating_modes) == 2)
         assert arm.servoing_modes[-1] == Base_pb2.SINGLE_LEVEL_SERVOING
+        # Undone the other way round: single level, then the operating mode the arm had (MONITORED_STOP).
+        assert arm.mode_calls[2:] == [(SET_SERVOING, Base_pb2.SINGLE_LEVEL_SERVOING), (SELECT, MONITORED_STOP)]
+        assert arm.operating_mode == MONITORED_STOP
         refreshes = arm.requests[Function.BASE_CYCLIC_REFRESH]
         await asyncio.sleep(0.1)
         assert arm.requests[Function.BASE_CYCLIC_REFRESH] == refreshes
@@ -252,6 +296,7 @@ async def test_kortex3_shutdown_leaves_low_level_after_zeroing_the_outputs() -> 
         await device.stop()
     try:
         assert arm.servoing_modes == [Base_pb2.LOW_LEVEL_SERVOING, Base_pb2.SINGLE_LEVEL_SERVOING]
+        assert arm.operating_modes == [HOLD_TO_RUN, MONITORED_STOP]
         assert arm.wrist.digital_outputs_state == 0
         assert arm.sessions == {}
     finally:
@@ -270,9 +315,11 @@ async def test_kortex3_link_loss_in_low_level_leaves_it_on_reconnecting() -> Non
                 await device.task
         assert arm.wrist.digital_outputs_state == 0  # the last Refresh went out on UDP
         assert arm.servoing_modes == [Base_pb2.LOW_LEVEL_SERVOING]
+        assert arm.operating_mode == HOLD_TO_RUN  # the link went before it could be undone
         device.start()
         await device.connected()
         assert arm.servoing_modes == [Base_pb2.LOW_LEVEL_SERVOING, Base_pb2.SINGLE_LEVEL_SERVOING]
+        assert arm.operating_modes == [HOLD_TO_RUN, MONITORED_STOP]  # undone on reconnecting
         await asyncio.sleep(0.1)
         assert cyclic_errors(device) == 0
     finally:

@@ -16,7 +16,9 @@ Published streams (under the device id):
 Servoing: the loop reads with RefreshFeedback, which the arm answers in any servoing mode. The C61
 wrist command travels only in BaseCyclic.Refresh, which Kinova's clients send only in
 LOW_LEVEL_SERVOING while they command the actuators. So a wrist command (Kortex 3 only; a Kortex 2
-arm has no C61 wrist) first puts the arm in LOW_LEVEL_SERVOING (Base.SetServoingMode over TCP), and
+arm has no C61 wrist) first puts the arm in LOW_LEVEL_SERVOING (Base.SetServoingMode on the RPC
+session, after selecting the HOLD_TO_RUN operating mode as Kinova's Link 6 low-level example does;
+the operating mode found before is selected again after leaving; docs/kortex3-mqtt.md), and
 from then on every cycle is a Refresh that holds each actuator at the position of the last feedback
 and carries the wrist command (`kortex/WristCyclicC61/Command` replaces the outputs, its analog
 values checked against each channel's configured mode; generic `led` sets the LED ring, steady).
@@ -64,7 +66,14 @@ from gateway.messages.kortex import Command as C61Command
 from gateway.messages.kortex import MessageId
 from protocols.errors import ProtocolError
 from protocols.kortex.frame import Frame, parse_payload
-from protocols.kortex.generated import Base_pb2, BaseCyclic_pb2, BaseCyclicKortex3_pb2, BaseKortex3_pb2, Common_pb2
+from protocols.kortex.generated import (
+    Base_pb2,
+    BaseCyclic_pb2,
+    BaseCyclicKortex3_pb2,
+    BaseKortex3_pb2,
+    Common_pb2,
+    CommonKortex3_pb2,
+)
 from protocols.kortex.services import STOP_RPC_NAMES, Function, ServiceId
 
 log = logging.getLogger(__name__)
@@ -82,6 +91,11 @@ FIRST_FEEDBACK_WAIT_S = 0.5
 MQTT_KEEPALIVE_IDLE_S = 1.0
 #: Faults that may meet a safe-state step on a link that is going away; each is logged, none stops the rest.
 _LINK_FAULTS = (LinkLost, KortexRequestError, KortexTimeout)
+#: Kortex 3: the pause between selecting HOLD_TO_RUN and entering low-level servoing (s), Kinova's own
+#: (Kinova-Kortex3-Link6 api_cpp/300-Low_Level/01-low_level_cyclic_control/main.cpp sleeps 500 ms).
+HOLD_TO_RUN_SETTLE_S = 0.5
+_HOLD_TO_RUN = CommonKortex3_pb2.OPERATING_MODE_HOLD_TO_RUN
+_NO_OPERATING_MODE = CommonKortex3_pb2.OPERATING_MODE_UNSPECIFIED
 #: Who holds low-level servoing while the outputs a dropped link left set are zeroed (no client id).
 _RECONNECT_HOLDER = "(zeroing after reconnecting)"
 
@@ -116,6 +130,9 @@ class KortexAdapter(Adapter[KortexOptions]):
         self._low_level_clients: set[str] = set()
         #: Low level was entered and a link dropped before it could be left: leave it on reconnecting.
         self._leave_low_level_on_connect = False
+        #: Kortex 3: the operating mode the arm was in before this adapter selected HOLD_TO_RUN, to
+        #: select again once it has left low level (kept across a dropped link until it is done).
+        self._restore_operating_mode: int | None = None
         #: The Refresh that zeroes the outputs went unanswered (the cyclic process died, a link
         #: dropped): the arm may still drive them, so they are zeroed first thing after reconnecting.
         self._outputs_unconfirmed = False
@@ -330,6 +347,8 @@ class KortexAdapter(Adapter[KortexOptions]):
                 await self._set_servoing_mode(tcp, Base_pb2.SINGLE_LEVEL_SERVOING)
             except (KortexRequestError, KortexTimeout) as error:
                 log.warning("%s: could not leave low-level servoing after reconnecting: %s", self.ctx.device_id, error)
+            else:
+                await self._restore_operating(tcp)
         if options.arm_state_notifications:
             await self._subscribe_arm_state(tcp)
         self._last_feedback = None
@@ -419,6 +438,8 @@ class KortexAdapter(Adapter[KortexOptions]):
                     left = True
                 except _LINK_FAULTS as error:
                     log.warning("%s: could not leave low-level servoing: %s", self.ctx.device_id, error)
+                else:
+                    await self._restore_operating(tcp, SHUTDOWN_RPC_TIMEOUT_S)
             self._leave_low_level_on_connect = not left
         closing = []
         if tcp is not None:
@@ -478,8 +499,15 @@ class KortexAdapter(Adapter[KortexOptions]):
                 if tcp is None or not isinstance(feedback, BaseCyclicKortex3_pb2.Feedback):
                     raise DeviceUnavailable("no actuator feedback from the arm yet: cannot hold its joints")
                 positions = [actuator.position for actuator in feedback.actuators]
+                # As Kinova's Link 6 low-level example does, in its order: HOLD_TO_RUN ("required on
+                # some firmware versions before entering LOW_LEVEL_SERVOING"), its pause, then low level.
+                await self._select_hold_to_run(tcp)
                 # LOW_LEVEL first: a Refresh sent before the arm is in it would be refused.
-                await self._set_servoing_mode(tcp, Base_pb2.LOW_LEVEL_SERVOING)
+                try:
+                    await self._set_servoing_mode(tcp, Base_pb2.LOW_LEVEL_SERVOING)
+                except _LINK_FAULTS:
+                    await self._restore_operating(tcp, SHUTDOWN_RPC_TIMEOUT_S)
+                    raise
                 codec.hold(positions)
             self._low_level_clients.add(client_id)
 
@@ -505,6 +533,43 @@ class KortexAdapter(Adapter[KortexOptions]):
             except _LINK_FAULTS as error:
                 log.warning("%s: could not leave low-level servoing: %s", self.ctx.device_id, error)
                 self._leave_low_level_on_connect = True
+            else:
+                await self._restore_operating(tcp, SHUTDOWN_RPC_TIMEOUT_S)
+
+    async def _select_operating_mode(self, tcp: KortexConnection, mode: int, timeout_s: float | None = None) -> None:
+        request = CommonKortex3_pb2.ModeSelection(operating_mode=mode)  # type: ignore[arg-type]
+        await tcp.call(Function.BASE_SELECT_OPERATING_MODE, request.SerializeToString(), timeout_s=timeout_s)
+        log.info("%s: operating mode %s", self.ctx.device_id, CommonKortex3_pb2.OperatingModeType.Name(mode))
+
+    async def _select_hold_to_run(self, tcp: KortexConnection) -> None:
+        """Remember the operating mode (GetCurrentOperatingMode), select HOLD_TO_RUN, wait Kinova's pause."""
+        try:
+            reply = await tcp.call(Function.BASE_GET_CURRENT_OPERATING_MODE)
+            current = parse_payload(CommonKortex3_pb2.ModeSelection, reply.payload).operating_mode
+        except (KortexRequestError, KortexTimeout, ProtocolError) as error:
+            log.warning(
+                "%s: could not read the operating mode (%s); it stays HOLD_TO_RUN after low level",
+                self.ctx.device_id,
+                error,
+            )
+            current = _NO_OPERATING_MODE
+        # A mode still to restore (a dropped link left HOLD_TO_RUN selected) is the one to go back to.
+        if self._restore_operating_mode is None and current not in (_NO_OPERATING_MODE, _HOLD_TO_RUN):
+            self._restore_operating_mode = current
+        await self._select_operating_mode(tcp, _HOLD_TO_RUN)
+        await asyncio.sleep(HOLD_TO_RUN_SETTLE_S)
+
+    async def _restore_operating(self, tcp: KortexConnection, timeout_s: float | None = None) -> None:
+        """Select again the operating mode the arm had before HOLD_TO_RUN (after leaving low level)."""
+        mode = self._restore_operating_mode
+        if mode is None:
+            return
+        try:
+            await self._select_operating_mode(tcp, mode, timeout_s)
+        except _LINK_FAULTS as error:
+            log.warning("%s: could not select the operating mode again: %s", self.ctx.device_id, error)
+        else:
+            self._restore_operating_mode = None
 
     async def _last_refresh(self, cyclic: CyclicProcess | None) -> bool:
         """Wait for the one more Refresh (outputs at 0) of `release`; True once the arm answered it.

@@ -23,6 +23,13 @@ the gateway's adapter, and checked against the spec's golden hex vectors in test
   generic_info), Unsubscribe, SetServoingMode, and 0x20091: ApplyEmergencyStop on Kortex 2 (the arm
   goes IN_FAULT), ApplyQuickStop on Kortex 3 (counted; what a real Link 6 then reports is not in the
   public code); Kortex 3 feedback's is_emergency_stop_activated follows `press_emergency_stop`;
+- Kortex 3 operating modes: SelectOperatingMode and GetCurrentOperatingMode (feedback field 41 shows
+  the mode); the arm starts in MONITORED_STOP, where ros2_link6's drivers leave it at start-up and
+  shutdown [L]. With `requires_hold_to_run` (the default) it models the firmware of Kinova's Link 6
+  low-level example (Kinova-Kortex3-Link6 api_cpp/300-Low_Level/01-low_level_cyclic_control/main.cpp:
+  HOLD_TO_RUN is "required on some firmware versions before entering LOW_LEVEL_SERVOING"):
+  SetServoingMode(LOW_LEVEL_SERVOING) in any other operating mode is refused with WRONG_MODE (which
+  error a real arm sends is not public [L]);
 - error frames: INVALID_SESSION, UNSUPPORTED_SERVICE / UNSUPPORTED_METHOD, PAYLOAD_DECODING_ERR,
   USER_NOT_FOUND / INVALID_PASSWORD, WRONG_SERVOING_MODE. Which major error code a real robot pairs
   with each sub-code is not in the notes; this arm uses ERROR_PROTOCOL_SERVER for protocol faults and
@@ -96,6 +103,7 @@ _USER_NOT_FOUND = sub_error_code("USER_NOT_FOUND")
 _INVALID_PASSWORD = sub_error_code("INVALID_PASSWORD")
 _WRONG_SERVOING_MODE = sub_error_code("WRONG_SERVOING_MODE")
 _ROBOT_NOT_READY = sub_error_code("ROBOT_NOT_READY")
+_WRONG_MODE = sub_error_code("WRONG_MODE")
 _INVALID_PARAM = sub_error_code("INVALID_PARAM")
 #: How soon the arm retries a broker that went away (s).
 MQTT_RETRY_S = 0.1
@@ -178,6 +186,7 @@ class SimulatedArm:
         first_session_id: int = 1,
         seed: int = 0,
         mqtt: tuple[str, int] | None = None,
+        requires_hold_to_run: bool = True,
     ) -> None:
         self.api = api
         self.host = host
@@ -207,6 +216,13 @@ class SimulatedArm:
         self.servoing_mode = Base_pb2.SINGLE_LEVEL_SERVOING
         #: Every servoing mode set, in order.
         self.servoing_modes: list[int] = []
+        #: Kortex 3: the operating mode, every one selected (in order), and whether low-level
+        #: servoing needs HOLD_TO_RUN first.
+        self.operating_mode = CommonKortex3_pb2.OPERATING_MODE_MONITORED_STOP
+        self.operating_modes: list[int] = []
+        self.requires_hold_to_run = requires_hold_to_run
+        #: (function UID, mode) of every SetServoingMode and SelectOperatingMode, in order.
+        self.mode_calls: list[tuple[int, int]] = []
         #: Calls of 0x20091: ApplyEmergencyStop on Kortex 2, ApplyQuickStop on Kortex 3.
         self.emergency_stops = 0
         self.quick_stops = 0
@@ -381,6 +397,19 @@ class SimulatedArm:
             return [self._success(header)]
         if uid == Function.BASE_SET_SERVOING_MODE:
             mode = parse_payload(Base_pb2.ServoingModeInformation, payload).servoing_mode
+            self.mode_calls.append((uid, mode))
+            if (
+                self.api == "kortex3"
+                and self.requires_hold_to_run
+                and mode == Base_pb2.LOW_LEVEL_SERVOING
+                and self.operating_mode != CommonKortex3_pb2.OPERATING_MODE_HOLD_TO_RUN
+            ):
+                name = CommonKortex3_pb2.OperatingModeType.Name(self.operating_mode)
+                return [
+                    encode_error(
+                        header, ErrorCode.ERROR_DEVICE, _WRONG_MODE, f"low level needs HOLD_TO_RUN, not {name}"
+                    )
+                ]
             self.servoing_mode = mode
             self.servoing_modes.append(mode)
             if mode != Base_pb2.LOW_LEVEL_SERVOING:
@@ -391,6 +420,17 @@ class SimulatedArm:
                 else Common_pb2.ARMSTATE_SERVOING_READY
             )
             return [self._success(header)]
+        if uid == Function.BASE_SELECT_OPERATING_MODE and self.api == "kortex3":
+            operating = parse_payload(CommonKortex3_pb2.ModeSelection, payload).operating_mode
+            if operating == CommonKortex3_pb2.OPERATING_MODE_UNSPECIFIED:
+                return [encode_error(header, ErrorCode.ERROR_DEVICE, _INVALID_PARAM, "no operating mode")]
+            self.mode_calls.append((uid, operating))
+            self.operating_mode = operating
+            self.operating_modes.append(operating)
+            return [self._success(header)]
+        if uid == Function.BASE_GET_CURRENT_OPERATING_MODE and self.api == "kortex3":
+            selection = CommonKortex3_pb2.ModeSelection(operating_mode=self.operating_mode)
+            return [self._success(header, selection.SerializeToString())]
         if uid == Function.BASE_GET_SERVOING_MODE:
             # The mode outlives the sessions: a client that never left low level leaves the arm there.
             current = Base_pb2.ServoingModeInformation(servoing_mode=self.servoing_mode)
@@ -503,6 +543,7 @@ class SimulatedArm:
             actuators = feedback.actuators
             self._fill_wrist(feedback.wrist.c61, frame_id, t)
             feedback.base.is_emergency_stop_activated = self.emergency_stop_activated
+            feedback.base.operating_mode = self.operating_mode
         base = feedback.base
         base.active_state = self.arm_state
         base.arm_voltage = 24.0

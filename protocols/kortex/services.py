@@ -45,6 +45,11 @@ class Function(IntEnum):
     #: protos/Base.proto; eUidGetServoingMode = 0x20099 in the Kortex 2 and Kortex 3 client stubs.
     BASE_GET_SERVOING_MODE = 0x20099
     BASE_ARM_STATE_TOPIC = 0x200B0
+    #: Kortex 3 only: SelectOperatingMode (Common.ModeSelection -> Empty) and GetCurrentOperatingMode
+    #: (Empty -> Common.ModeSelection), eUidSelectOperatingMode = 0x200f3 and eUidGetCurrentOperatingMode
+    #: = 0x200f6 in ros2_link6 kortex3_hardware/third_party/kortex3/include/client_stubs/BaseClientRpc.h.
+    BASE_SELECT_OPERATING_MODE = 0x200F3
+    BASE_GET_CURRENT_OPERATING_MODE = 0x200F6
     BASE_CYCLIC_REFRESH = 0x30001
     BASE_CYCLIC_REFRESH_COMMAND = 0x30002
     BASE_CYCLIC_REFRESH_FEEDBACK = 0x30003

@@ -25,19 +25,21 @@ _sym_db = _symbol_database.Default()
 from . import Common_pb2 as Common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13\x43ommonKortex3.proto\x12\x19Kinova.Api.Kortex3.Common\x1a\x0c\x43ommon.proto\"\xc0\x01\n\x17NotificationInformation\x12\x41\n\x08severity\x18\x01 \x01(\x0e\x32/.Kinova.Api.Kortex3.Common.NotificationSeverity\x12/\n\ttimestamp\x18\x02 \x01(\x0b\x32\x1c.Kinova.Api.Common.Timestamp\x12\x31\n\nconnection\x18\x03 \x01(\x0b\x32\x1d.Kinova.Api.Common.Connection*\xc7\x04\n\x08\x41rmState\x12\x18\n\x14\x41RMSTATE_UNSPECIFIED\x10\x00\x12 \n\x1c\x41RMSTATE_BASE_INITIALIZATION\x10\x01\x12\x11\n\rARMSTATE_IDLE\x10\x02\x12\x1b\n\x17\x41RMSTATE_INITIALIZATION\x10\x03\x12\x15\n\x11\x41RMSTATE_IN_FAULT\x10\x04\x12\x18\n\x14\x41RMSTATE_MAINTENANCE\x10\x05\x12\x1f\n\x1b\x41RMSTATE_SERVOING_LOW_LEVEL\x10\x06\x12\x1b\n\x17\x41RMSTATE_SERVOING_READY\x10\x07\x12&\n\"ARMSTATE_SERVOING_PLAYING_SEQUENCE\x10\x08\x12)\n%ARMSTATE_SERVOING_MANUALLY_CONTROLLED\x10\t\x12\x1c\n\x18\x41RMSTATE_BRAKE_RELEASING\x10\n\x12\x1d\n\x19\x41RMSTATE_POSITION_UNKNOWN\x10\x0b\x12\x1c\n\x18\x41RMSTATE_ARM_OPERATIONAL\x10\x0c\x12\x15\n\x11\x41RMSTATE_RECOVERY\x10\r\x12&\n\"ARMSTATE_CONTROLLER_INITIALIZATION\x10\x0e\x12+\n\'ARMSTATE_WAIT_FOR_POSITION_CONFIRMATION\x10\x0f\x12!\n\x1d\x41RMSTATE_IN_FAULT_POWERED_OFF\x10\x10\x12#\n\x1f\x41RMSTATE_IN_UNRECOVERABLE_FAULT\x10\x11*o\n\x14NotificationSeverity\x12\x0f\n\x0bNOTIF_DEBUG\x10\x00\x12\x0e\n\nNOTIF_INFO\x10\x01\x12\x11\n\rNOTIF_WARNING\x10\x02\x12\x0f\n\x0bNOTIF_ERROR\x10\x03\x12\x12\n\x0eNOTIF_CRITICAL\x10\x04*\xcf\x01\n\x11OperatingModeType\x12\x1e\n\x1aOPERATING_MODE_UNSPECIFIED\x10\x00\x12\x1d\n\x19OPERATING_MODE_JOG_MANUAL\x10\x01\x12\x1f\n\x1bOPERATING_MODE_HAND_GUIDING\x10\x02\x12\x1e\n\x1aOPERATING_MODE_HOLD_TO_RUN\x10\x03\x12\x17\n\x13OPERATING_MODE_AUTO\x10\x04\x12!\n\x1dOPERATING_MODE_MONITORED_STOP\x10\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13\x43ommonKortex3.proto\x12\x19Kinova.Api.Kortex3.Common\x1a\x0c\x43ommon.proto\"\xc0\x01\n\x17NotificationInformation\x12\x41\n\x08severity\x18\x01 \x01(\x0e\x32/.Kinova.Api.Kortex3.Common.NotificationSeverity\x12/\n\ttimestamp\x18\x02 \x01(\x0b\x32\x1c.Kinova.Api.Common.Timestamp\x12\x31\n\nconnection\x18\x03 \x01(\x0b\x32\x1d.Kinova.Api.Common.Connection\"U\n\rModeSelection\x12\x44\n\x0eoperating_mode\x18\x01 \x01(\x0e\x32,.Kinova.Api.Kortex3.Common.OperatingModeType*\xc7\x04\n\x08\x41rmState\x12\x18\n\x14\x41RMSTATE_UNSPECIFIED\x10\x00\x12 \n\x1c\x41RMSTATE_BASE_INITIALIZATION\x10\x01\x12\x11\n\rARMSTATE_IDLE\x10\x02\x12\x1b\n\x17\x41RMSTATE_INITIALIZATION\x10\x03\x12\x15\n\x11\x41RMSTATE_IN_FAULT\x10\x04\x12\x18\n\x14\x41RMSTATE_MAINTENANCE\x10\x05\x12\x1f\n\x1b\x41RMSTATE_SERVOING_LOW_LEVEL\x10\x06\x12\x1b\n\x17\x41RMSTATE_SERVOING_READY\x10\x07\x12&\n\"ARMSTATE_SERVOING_PLAYING_SEQUENCE\x10\x08\x12)\n%ARMSTATE_SERVOING_MANUALLY_CONTROLLED\x10\t\x12\x1c\n\x18\x41RMSTATE_BRAKE_RELEASING\x10\n\x12\x1d\n\x19\x41RMSTATE_POSITION_UNKNOWN\x10\x0b\x12\x1c\n\x18\x41RMSTATE_ARM_OPERATIONAL\x10\x0c\x12\x15\n\x11\x41RMSTATE_RECOVERY\x10\r\x12&\n\"ARMSTATE_CONTROLLER_INITIALIZATION\x10\x0e\x12+\n\'ARMSTATE_WAIT_FOR_POSITION_CONFIRMATION\x10\x0f\x12!\n\x1d\x41RMSTATE_IN_FAULT_POWERED_OFF\x10\x10\x12#\n\x1f\x41RMSTATE_IN_UNRECOVERABLE_FAULT\x10\x11*o\n\x14NotificationSeverity\x12\x0f\n\x0bNOTIF_DEBUG\x10\x00\x12\x0e\n\nNOTIF_INFO\x10\x01\x12\x11\n\rNOTIF_WARNING\x10\x02\x12\x0f\n\x0bNOTIF_ERROR\x10\x03\x12\x12\n\x0eNOTIF_CRITICAL\x10\x04*\xcf\x01\n\x11OperatingModeType\x12\x1e\n\x1aOPERATING_MODE_UNSPECIFIED\x10\x00\x12\x1d\n\x19OPERATING_MODE_JOG_MANUAL\x10\x01\x12\x1f\n\x1bOPERATING_MODE_HAND_GUIDING\x10\x02\x12\x1e\n\x1aOPERATING_MODE_HOLD_TO_RUN\x10\x03\x12\x17\n\x13OPERATING_MODE_AUTO\x10\x04\x12!\n\x1dOPERATING_MODE_MONITORED_STOP\x10\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'CommonKortex3_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ARMSTATE']._serialized_start=260
-  _globals['_ARMSTATE']._serialized_end=843
-  _globals['_NOTIFICATIONSEVERITY']._serialized_start=845
-  _globals['_NOTIFICATIONSEVERITY']._serialized_end=956
-  _globals['_OPERATINGMODETYPE']._serialized_start=959
-  _globals['_OPERATINGMODETYPE']._serialized_end=1166
+  _globals['_ARMSTATE']._serialized_start=347
+  _globals['_ARMSTATE']._serialized_end=930
+  _globals['_NOTIFICATIONSEVERITY']._serialized_start=932
+  _globals['_NOTIFICATIONSEVERITY']._serialized_end=1043
+  _globals['_OPERATINGMODETYPE']._serialized_start=1046
+  _globals['_OPERATINGMODETYPE']._serialized_end=1253
   _globals['_NOTIFICATIONINFORMATION']._serialized_start=65
   _globals['_NOTIFICATIONINFORMATION']._serialized_end=257
+  _globals['_MODESELECTION']._serialized_start=259
+  _globals['_MODESELECTION']._serialized_end=344
 # @@protoc_insertion_point(module_scope)

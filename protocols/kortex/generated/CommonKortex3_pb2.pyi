@@ -83,3 +83,9 @@ class NotificationInformation(_message.Message):
     timestamp: _Common_pb2.Timestamp
     connection: _Common_pb2.Connection
     def __init__(self, severity: _Optional[_Union[NotificationSeverity, str]] = ..., timestamp: _Optional[_Union[_Common_pb2.Timestamp, _Mapping]] = ..., connection: _Optional[_Union[_Common_pb2.Connection, _Mapping]] = ...) -> None: ...
+
+class ModeSelection(_message.Message):
+    __slots__ = ("operating_mode",)
+    OPERATING_MODE_FIELD_NUMBER: _ClassVar[int]
+    operating_mode: OperatingModeType
+    def __init__(self, operating_mode: _Optional[_Union[OperatingModeType, str]] = ...) -> None: ...
