@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import struct
 from collections.abc import AsyncIterator
 from typing import Any
@@ -9,8 +10,10 @@ from typing import Any
 import pytest
 
 from devices.lego.adapter import LegoHubAdapter, LegoHubOptions
+from devices.sim import lwp3_dumps
 from devices.sim.lego_hub import SimulatedLegoHub
 from gateway.errors import DeviceError, InvalidArgument
+from gateway.messages.common import Vector3
 from gateway.messages.generic import Led
 from gateway.messages.lego import (
     LegoColorDistance,
@@ -133,6 +136,30 @@ async def test_a_device_without_mode_information_goes_out_as_sent() -> None:
     assert device.latest("port/B").y_deg == -7
     assert "B" not in device.adapter.capabilities()["scales"]
     await device.stop()
+
+
+async def test_mode_information_that_cannot_scale_publishes_no_acceleration(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A hub whose accelerometer says RAW 0..0 onto SI ±8000 mG: nothing to scale by, so no guess goes out.
+    path, lines = lwp3_dumps.DUMPS[IoType.TECHNIC_HUB_ACCELEROMETER]
+    empty_raw = "0E-00-44-61-00-01-00-00-00-00-00-00-00-00"
+    hostile = tuple(empty_raw if line.startswith("0E-00-44-61-00-01-") else line for line in lines)
+    assert hostile != lines
+    monkeypatch.setitem(lwp3_dumps.DUMPS, IoType.TECHNIC_HUB_ACCELEROMETER, (path, hostile))
+    hub = Hub(sim_hub="technic", sim_attached=())
+    hub.start()
+    try:
+        await hub.connected()
+        await hub.until(lambda: hub.latest("hub") is not None and hub.latest("hub").temperature == 24.5)
+        await hub.until(
+            lambda: any(isinstance(m, lwp.PortInputFormatSetup) and m.port == 0x61 for m in hub.sim.received)
+        )
+        await asyncio.sleep(0.2)  # values of port 0x61 come at every tick: none may turn into acceleration
+        assert hub.latest("hub").acceleration == Vector3()
+        scales = hub.adapter.capabilities()["scales"]
+        assert "0x61" not in scales
+        assert "0x3d" in scales
+    finally:
+        await hub.stop()
 
 
 async def test_every_command_reaches_the_hub(technic: Hub) -> None:

@@ -373,7 +373,7 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
                 self.ctx.device_id,
                 self._name(port),
                 mode,
-                error or "no answer",
+                str(error) or "no answer",
             )
         except (BleError, DeviceUnavailable) as error:
             log.warning("%s: could not ask port %s about its mode: %s", self.ctx.device_id, self._name(port), error)
