@@ -17,6 +17,7 @@ message the client wrote, decoded.
 from __future__ import annotations
 
 import asyncio
+import functools
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -295,15 +296,7 @@ class SimulatedLegoHub(SimulatedPeripheral):
     @staticmethod
     def scale(io_type: int, mode: int) -> ModeScale | None:
         """A mode's scale from the device's captured mode information (None: no capture of it)."""
-        infos: dict[ModeInfoType, ModeInfoValue] = {}
-        for data in lwp3_dumps.messages(io_type):
-            answer = lwp.decode(data)
-            if isinstance(answer, PortModeInformation) and answer.mode == mode:
-                infos[answer.info_type] = answer.value
-        try:
-            return ModeScale.from_information(infos)
-        except ProtocolError:
-            return None
+        return _captured_scale(io_type, mode, lwp3_dumps.capture(io_type))
 
     def _raw(self, io_type: int, mode: int, values: Sequence[float]) -> tuple[int, ...]:
         scale = self.scale(io_type, mode)
@@ -383,6 +376,20 @@ class SimulatedLegoHub(SimulatedPeripheral):
         """Notify arbitrary bytes (hostile-input tests)."""
         if self._char is not None and self._subscribed:
             self.spawn(self.device.notify_subscribers(self._char, data))
+
+
+@functools.lru_cache(maxsize=64)
+def _captured_scale(io_type: int, mode: int, capture: tuple[str, tuple[str, ...]] | None) -> ModeScale | None:
+    # Keyed by the capture itself too, so a test that swaps a capture gets its own scale.
+    infos: dict[ModeInfoType, ModeInfoValue] = {}
+    for line in capture[1] if capture else ():
+        answer = lwp.decode(bytes.fromhex(line.replace("-", "")))
+        if isinstance(answer, PortModeInformation) and answer.mode == mode:
+            infos[answer.info_type] = answer.value
+    try:
+        return ModeScale.from_information(infos)
+    except ProtocolError:
+        return None
 
 
 def _answers(request: PortInformationRequest | PortModeInformationRequest, answer: lwp.Message) -> bool:

@@ -354,9 +354,15 @@ DUMPS: dict[IoType, tuple[str, tuple[str, ...]]] = {
 }
 
 
+def capture(io_type: int) -> tuple[str, tuple[str, ...]] | None:
+    """(source file, hex lines) of `io_type`'s capture; None: there is none."""
+    for known, captured in DUMPS.items():
+        if known == io_type:
+            return captured
+    return None
+
+
 def messages(io_type: int) -> tuple[bytes, ...]:
     """The captured messages of `io_type` as bytes (empty: no capture)."""
-    for known, (_, lines) in DUMPS.items():
-        if known == io_type:
-            return tuple(bytes.fromhex(line.replace("-", "")) for line in lines)
-    return ()
+    captured = capture(io_type)
+    return tuple(bytes.fromhex(line.replace("-", "")) for line in captured[1]) if captured else ()
