@@ -184,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     # should not wait for them (about 1 s here, several on a Raspberry Pi).
     from gateway import logs
     from gateway.config import load
+    from gateway.config_checks import warnings as config_warnings
 
     try:
         if args.command == "check-config":
@@ -191,12 +192,16 @@ def main(argv: list[str] | None = None) -> int:
             config = load(path)
             devices = ", ".join(f"{d.id} ({d.kind})" for d in config.devices) or "none"
             print(f"{path}: ok; devices: {devices}")
+            for warning in config_warnings(config):
+                print(f"hwgateway: warning: {warning}", file=sys.stderr)
             return 0
         config = load(_config_path(args)) if args.command == "run" else _demo_config(args)
     except ConfigError as error:
         _print_config_error(error)
         return EXIT_CONFIG_ERROR
     logs.configure(args.log_level or config.logging.level, args.log_format or config.logging.format)
+    for warning in config_warnings(config):
+        log.warning("config: %s", warning)
     if args.command == "demo" and args.record:
         from gateway.record import cli as record_cli
 
