@@ -7,6 +7,8 @@ optional dependencies are missing; and a warning for listeners open to the netwo
 
 from __future__ import annotations
 
+import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -256,3 +258,25 @@ def test_loopback_and_overlapping_hosts() -> None:
     ]
     pairs = [("0.0.0.0", "127.0.0.1"), ("127.0.0.1", "127.0.0.1"), ("::", "10.0.0.1"), ("127.0.0.1", "127.0.0.2")]
     assert [overlaps(a, b) for a, b in pairs] == [True, True, True, False]
+
+
+def test_run_logs_the_same_warning_at_start(tmp_path: Path) -> None:
+    # The port is taken, so the daemon stops once it tried to listen: after the warning, which comes first.
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        config = tmp_path / "open.toml"
+        config.write_text(
+            f'[server]\nhost = "0.0.0.0"\nhttp_port = {taken.getsockname()[1]}\nmsgpack_port = -1\nunix_socket = ""\n'
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "gateway", "run", str(config), "--log-format", "json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 1, done.stderr
+    first = json.loads(done.stdout.splitlines()[0])  # the log goes to standard output
+    assert first["level"] == "warning"
+    assert first["event"].startswith("config: server.host = '0.0.0.0' admits other machines"), first
