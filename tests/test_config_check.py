@@ -280,3 +280,31 @@ def test_run_logs_the_same_warning_at_start(tmp_path: Path) -> None:
     first = json.loads(done.stdout.splitlines()[0])  # the log goes to standard output
     assert first["level"] == "warning"
     assert first["event"].startswith("config: server.host = '0.0.0.0' admits other machines"), first
+
+
+@pytest.mark.parametrize(
+    ("table", "errors"),
+    [
+        (
+            'kind = "wiimote"\naddress = "00:1f"\nreport_mode = 0x20\ntimeout_s = 1.0\nstatus_interval_s = 2.0',
+            ["is not a Bluetooth address", "report_mode 0x20 is not a data reporting mode", "timeout_s must exceed"],
+        ),
+        (
+            'kind = "gamepad"\nguid = "xyz"\nvirtual = true\nvirtual_motion = "demo"\nvirtual_layout = "raw"',
+            ["is not 32 hexadecimal digits", "a virtual pad is its own selector", 'virtual_motion = "demo" needs'],
+        ),
+        ('kind = "lego_hub"\naddress = "zz"\nhub = "duplo"', ["is not a Bluetooth address", "hub must be 'any'"]),
+        ('kind = "microbit"\naddress = "zz"\nsim_motion = "dance"', ["is not a Bluetooth address", "sim_motion must"]),
+        (
+            'kind = "kortex"\nhost = "10.0.0.300"\nanalog_output_modes = ["voltage"]',
+            ["username, password: required", "host: '10.0.0.300'", "analog_output_modes needs 4 entries"],
+        ),
+    ],
+)
+def test_every_problem_of_one_devices_options_comes_at_once(table: str, errors: list[str]) -> None:
+    with pytest.raises(ConfigError) as caught:
+        loads(f"[devices.dev]\n{table}\n")
+    (problem,) = caught.value.errors
+    assert problem.path == "devices.dev"
+    for error in errors:
+        assert error in problem.message, (error, problem.message)
