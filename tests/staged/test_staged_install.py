@@ -28,7 +28,9 @@ def stage() -> Path:
 
 
 def run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(argv), capture_output=True, text=True, timeout=120, check=False, env=env)
+    # From / : `python -m` and `-c` put the working folder first on sys.path, and this checkout's
+    # packages must not stand in for the installed ones.
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=120, check=False, env=env, cwd="/")
 
 
 def test_the_venv_holds_the_gamepad_and_ble_extras(stage: Path) -> None:
@@ -63,3 +65,41 @@ def test_the_config_folder_has_the_units_mode_and_the_files_are_the_sources(stag
     assert stat.S_IMODE((folder / "config.toml").stat().st_mode) == 0o640
     assert (stage / "etc/systemd/system/hwgateway.service").read_text() == UNIT.read_text()
     assert (stage / "etc/udev/rules.d/60-hwgateway.rules").read_text() == RULES.read_text()
+
+
+def venv_without(stage: Path, tmp_path: Path, prefixes: tuple[str, ...]) -> Path:
+    """A venv of the staged one's Python whose site-packages links every entry of the staged venv's but the
+    distributions starting with `prefixes`: an install where those extras were left out (EXTRAS=...)."""
+    staged = stage / VENV.lstrip("/")
+    venv = tmp_path / "venv"
+    done = run(str(staged / "bin" / "python"), "-m", "venv", "--without-pip", str(venv))
+    assert done.returncode == 0, done.stderr
+    (source,) = (staged / "lib").glob("python3.*/site-packages")
+    (target,) = (venv / "lib").glob("python3.*/site-packages")
+    for entry in source.iterdir():
+        if not entry.name.lower().startswith(prefixes):
+            (target / entry.name).symlink_to(entry)
+    return venv
+
+
+@pytest.mark.parametrize(
+    ("kind", "extra", "prefixes"),
+    [("gamepad", "gamepad", ("sdl2", "pysdl2")), ("lego_hub", "ble", ("bleak",)), ("microbit", "ble", ("bleak",))],
+)
+def test_check_config_refuses_a_kind_whose_extra_the_venv_lacks(
+    stage: Path, tmp_path: Path, kind: str, extra: str, prefixes: tuple[str, ...]
+) -> None:
+    venv = venv_without(stage, tmp_path, prefixes)
+    config = tmp_path / "config.toml"
+    config.write_text(f'[devices.dev]\nkind = "{kind}"\n[devices.sim]\nkind = "sim"\n')
+    done = run(str(venv / "bin" / "python"), "-m", "gateway", "check-config", str(config))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(
+        f"hwgateway: configuration error: devices.dev.kind: kind '{kind}' needs the '{extra}' extra, "
+        "which is not installed here"
+    ), done.stderr
+    assert "Traceback" not in done.stderr
+    # The same venv with a config that needs no extra passes: only the missing extra was refused.
+    config.write_text('[devices.sim]\nkind = "sim"\n')
+    done = run(str(venv / "bin" / "python"), "-m", "gateway", "check-config", str(config))
+    assert done.returncode == 0, done.stderr
