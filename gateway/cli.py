@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gateway import __version__
-from gateway.credentials import hash_token
+from gateway.credentials import MIN_TOKEN_CHARS, hash_token
 from gateway.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -137,8 +137,8 @@ def _hash_token(generate: bool) -> int:
         token = getpass.getpass("token: ")
     else:
         token = sys.stdin.readline().strip()
-    if len(token) < 16:
-        print("hwgateway: a token must be at least 16 characters", file=sys.stderr)
+    if len(token) < MIN_TOKEN_CHARS:  # the config's floor too
+        print(f"hwgateway: a token must be at least {MIN_TOKEN_CHARS} characters", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     print(f'hash = "{hash_token(token)}"')
     return 0
