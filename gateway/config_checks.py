@@ -8,7 +8,7 @@ with every other error. `warnings` names what starts but is unsafe; `check-confi
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterator, Set
+from collections.abc import Callable, Iterator, Set
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,25 +57,28 @@ def across_sections(built: dict[str, Any], bad: Set[str]) -> list[ConfigError]:
     return problems
 
 
-def _server(server: ServerConfig, clean: Any) -> list[ConfigError]:
+def _server(server: ServerConfig, clean: Callable[..., bool]) -> list[ConfigError]:
     problems = []
     if server.host and clean("server.host"):
         try:
             check_host(server.host)
         except ValueError as error:
             problems.append(ConfigError("server.host", str(error)))
-    if bool(server.tls_cert) != bool(server.tls_key):
-        problems.append(
-            ConfigError("server.tls_key" if server.tls_cert else "server.tls_cert", "set both tls_cert and tls_key")
-        )
-    elif server.tls_cert and clean("server.tls_cert", "server.tls_key"):
-        problems += _tls_files(server.tls_cert, server.tls_key)
-    if server.max_frame_bytes < server.max_request_bytes and clean("server.max_frame_bytes"):
-        problems.append(ConfigError("server.max_frame_bytes", "must be at least server.max_request_bytes"))
-    if server.max_clients_per_peer > server.max_clients and clean("server.max_clients_per_peer"):
-        problems.append(ConfigError("server.max_clients_per_peer", "must be at most server.max_clients"))
-    if server.max_partial_bytes < server.max_frame_bytes and clean("server.max_partial_bytes"):
-        problems.append(ConfigError("server.max_partial_bytes", "must be at least server.max_frame_bytes"))
+    if clean("server.tls_cert", "server.tls_key"):
+        if bool(server.tls_cert) != bool(server.tls_key):
+            missing = "server.tls_key" if server.tls_cert else "server.tls_cert"
+            problems.append(ConfigError(missing, "set both tls_cert and tls_key"))
+        elif server.tls_cert:
+            problems += _tls_files(server.tls_cert, server.tls_key)
+    # (key, the key it is compared with, whether the rule holds, what it must be)
+    rules = [
+        ("max_frame_bytes", "max_request_bytes", server.max_frame_bytes >= server.max_request_bytes, "at least"),
+        ("max_clients_per_peer", "max_clients", server.max_clients_per_peer <= server.max_clients, "at most"),
+        ("max_partial_bytes", "max_frame_bytes", server.max_partial_bytes >= server.max_frame_bytes, "at least"),
+    ]
+    for key, other, holds, bound in rules:
+        if not holds and clean(f"server.{key}", f"server.{other}"):
+            problems.append(ConfigError(f"server.{key}", f"must be {bound} server.{other}"))
     return problems
 
 
@@ -96,27 +99,27 @@ def _tls_files(cert: str, key: str) -> list[ConfigError]:
     return problems
 
 
-def _listeners(built: dict[str, Any]) -> Iterator[tuple[str, str, int]]:
-    """(config path, host, port) of every TCP listener the config opens on a fixed port."""
+def _listeners(built: dict[str, Any]) -> Iterator[tuple[str, str, str, int]]:
+    """(config path, path of its host, host, port) of every TCP listener the config opens."""
     server, tdm = built.get("server"), built.get("tdm")
     if server is not None:
-        yield "server.http_port", server.host, server.http_port
-        yield "server.msgpack_port", server.host, server.msgpack_port
+        yield "server.http_port", "server.host", server.host, server.http_port
+        yield "server.msgpack_port", "server.host", server.host, server.msgpack_port
         for section in ("rosbridge", "foxglove"):
             face = built.get(section)
             if face is not None and face.enabled:
-                yield f"{section}.port", server.host, face.port
+                yield f"{section}.port", "server.host", server.host, face.port
     if tdm is not None and tdm.enabled:
-        yield "tdm.tcp_port", tdm.host, tdm.tcp_port
-        yield "tdm.ws_port", tdm.host, tdm.ws_port
+        yield "tdm.tcp_port", "tdm.host", tdm.host, tdm.tcp_port
+        yield "tdm.ws_port", "tdm.host", tdm.host, tdm.ws_port
 
 
-def _port_conflicts(built: dict[str, Any], clean: Any) -> list[ConfigError]:
+def _port_conflicts(built: dict[str, Any], clean: Callable[..., bool]) -> list[ConfigError]:
     """Two listeners on one port of one address: the second could not start (port 0 picks a free one)."""
     taken: list[tuple[str, str, int]] = []
     problems = []
-    for path, host, port in _listeners(built):
-        if port <= 0 or not clean(path):  # 0: a free port; -1: the msgpack listener is off
+    for path, host_path, host, port in _listeners(built):
+        if port <= 0 or not clean(path, host_path):  # 0: a free port; -1: the msgpack listener is off
             continue
         for other_path, other_host, other_port in taken:
             if port == other_port and overlaps(host, other_host):

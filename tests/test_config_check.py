@@ -308,3 +308,27 @@ def test_every_problem_of_one_devices_options_comes_at_once(table: str, errors: 
     assert problem.path == "devices.dev"
     for error in errors:
         assert error in problem.message, (error, problem.message)
+
+
+@pytest.mark.parametrize(
+    ("server", "errors"),
+    [
+        ("max_request_bytes = 4096\nmax_frame_bytes = 2048", ["server.max_frame_bytes: must be at least"]),
+        ("max_clients = 10\nmax_clients_per_peer = 20", ["server.max_clients_per_peer: must be at most"]),
+        (
+            "max_request_bytes = 1024\nmax_frame_bytes = 8192\nmax_partial_bytes = 4096",
+            ["server.max_partial_bytes: must be at least"],
+        ),
+        ('tls_key = "/k.pem"', ["server.tls_cert: set both tls_cert and tls_key"]),
+        # A key already in error stands at its default: no rule compares it, so no second, made-up error.
+        ('max_request_bytes = "big"\nmax_frame_bytes = 2048', ["server.max_request_bytes: expected an integer"]),
+        ('tls_cert = 1\ntls_key = "/k.pem"', ["server.tls_cert: expected a string"]),
+        ('host = 5\n[tdm]\nenabled = true\nhost = "0.0.0.0"\ntcp_port = 8470', ["server.host: expected a string"]),
+    ],
+)
+def test_rules_between_keys_hold_and_keys_in_error_are_left_out(server: str, errors: list[str]) -> None:
+    with pytest.raises(ConfigError) as caught:
+        loads(f"[server]\n{server}\n")
+    assert len(caught.value.errors) == len(errors), str(caught.value)
+    for problem, error in zip(caught.value.errors, errors, strict=True):
+        assert str(problem).startswith(error), (str(problem), error)
