@@ -53,15 +53,17 @@ HWGW_FUZZ_SCALE ?= 50
 fuzz: $(VENV)/.test
 	HWGW_FUZZ_SCALE=$(HWGW_FUZZ_SCALE) scripts/loopback-only.sh $(BIN)/python -m pytest -m fuzz -p no:cacheprovider $(PYTEST_ARGS)
 
-# Install as a systemd service (root): /opt/hwgateway, /etc/hwgateway, the unit and the udev rules.
+# Install as a systemd service (root): /opt/hwgateway, /etc/hwgateway, the unit and the udev rules,
+# the user; EXTRAS (default gamepad,ble: every extra a device kind needs) picks the extras, EXTRAS= none.
 install:
 	scripts/install-service.sh
 
-# The same install into a staging root, then the installed program checks the installed config.
-check-install:
+# The same install into a staging root (with the default EXTRAS), then tests/staged checks it: the
+# venv holds every extra, `hwgateway` on PATH checks a config using every device kind, the modes.
+check-install: $(VENV)/.test
 	rm -rf build/stage
 	DESTDIR=$(CURDIR)/build/stage scripts/install-service.sh
-	build/stage/opt/hwgateway/venv/bin/hwgateway check-config build/stage/etc/hwgateway/config.toml
+	HWGW_STAGE=$(CURDIR)/build/stage $(BIN)/python -m pytest -p no:cacheprovider tests/staged
 
 bench: $(VENV)/.test
 	scripts/loopback-only.sh $(BIN)/python bench/fanout.py $(BENCH_ARGS)

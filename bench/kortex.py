@@ -115,7 +115,8 @@ async def run_gateway(arm: Arm, args: argparse.Namespace) -> dict[str, Any]:
         config = Path(workdir) / "gateway.toml"
         config.write_text(
             '[server]\nhost = "127.0.0.1"\nhttp_port = 0\nmsgpack_port = -1\nunix_socket = ""\n\n'
-            f'[devices.{DEVICE}]\nkind = "kortex"\nhost = "127.0.0.1"\ntcp_port = {arm.tcp}\nudp_port = {arm.udp}\n'
+            f'[devices.{DEVICE}]\nkind = "kortex"\nhost = "127.0.0.1"\nusername = "admin"\npassword = "admin"\n'
+            f"tcp_port = {arm.tcp}\nudp_port = {arm.udp}\n"
             f'api = "kortex3"\ntransport = "tcp"\ncyclic_rate_hz = {rate!r}\npublish_rate_hz = {rate!r}\n'
             f"cyclic_priority = {args.priority}\ncyclic_spin_us = {args.spin_us!r}\n"
             f"cyclic_cpus = {list(args.loop_cpus)!r}\n"

@@ -19,6 +19,15 @@ _KINDS: dict[str, str] = {
 }
 
 
+#: The optional dependencies ("extras") a kind needs: the extra's name and a module it provides.
+#: The kind's adapter cannot run without it, so the config check refuses the kind (check-config).
+_EXTRAS: dict[str, tuple[str, str]] = {
+    "gamepad": ("gamepad", "devices.gamepad.sdl_backend"),  # PySDL2 and an SDL2 library
+    "lego_hub": ("ble", "bleak"),
+    "microbit": ("ble", "bleak"),
+}
+
+
 def kinds() -> list[str]:
     """Every adapter kind the configuration accepts."""
     return sorted(_KINDS)
@@ -37,3 +46,22 @@ def adapter_class(kind: str) -> type[Adapter[Any]]:
 def options_class(kind: str) -> type[Any]:
     """The options dataclass that `[devices.<id>]` tables of `kind` are read into."""
     return adapter_class(kind).options_class
+
+
+def missing_extra(kind: str) -> str | None:
+    """Why `kind` cannot run here when its extra is not installed (importing the extra's module); None when it can.
+
+    The module is really imported, not just found: PySDL2 installed without an SDL2 library fails here too.
+    """
+    if kind not in _EXTRAS:
+        return None
+    extra, module = _EXTRAS[kind]
+    try:
+        importlib.import_module(module)
+    except ImportError as error:  # also what PySDL2 raises when it finds no SDL2 library
+        return (
+            f"kind {kind!r} needs the {extra!r} extra, which is not installed here ({error}): "
+            f"pip install 'hwgateway[{extra}]' in the gateway's environment "
+            f"(the service: sudo EXTRAS={extra} make install, or the default, which installs every extra)"
+        )
+    return None

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gateway import __version__
-from gateway.credentials import hash_token
+from gateway.credentials import MIN_TOKEN_CHARS, hash_token
 from gateway.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -137,8 +137,8 @@ def _hash_token(generate: bool) -> int:
         token = getpass.getpass("token: ")
     else:
         token = sys.stdin.readline().strip()
-    if len(token) < 16:
-        print("hwgateway: a token must be at least 16 characters", file=sys.stderr)
+    if len(token) < MIN_TOKEN_CHARS:  # the config's floor too
+        print(f"hwgateway: a token must be at least {MIN_TOKEN_CHARS} characters", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     print(f'hash = "{hash_token(token)}"')
     return 0
@@ -184,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     # should not wait for them (about 1 s here, several on a Raspberry Pi).
     from gateway import logs
     from gateway.config import load
+    from gateway.config_checks import warnings as config_warnings
 
     try:
         if args.command == "check-config":
@@ -191,12 +192,16 @@ def main(argv: list[str] | None = None) -> int:
             config = load(path)
             devices = ", ".join(f"{d.id} ({d.kind})" for d in config.devices) or "none"
             print(f"{path}: ok; devices: {devices}")
+            for warning in config_warnings(config):
+                print(f"hwgateway: warning: {warning}", file=sys.stderr)
             return 0
         config = load(_config_path(args)) if args.command == "run" else _demo_config(args)
     except ConfigError as error:
         _print_config_error(error)
         return EXIT_CONFIG_ERROR
     logs.configure(args.log_level or config.logging.level, args.log_format or config.logging.format)
+    for warning in config_warnings(config):
+        log.warning("config: %s", warning)
     if args.command == "demo" and args.record:
         from gateway.record import cli as record_cli
 

@@ -327,8 +327,23 @@ def build(cls: type[T], table: object, path: str, skip: tuple[str, ...] = ()) ->
 
     Every bad key of the table is reported at once (one `ConfigError` standing for all of them).
     """
+    value, problems = build_partial(cls, table, path, skip)
+    if problems or value is None:
+        raise ConfigError.combine(problems)
+    return value
+
+
+def build_partial(
+    cls: type[T], table: object, path: str, skip: tuple[str, ...] = ()
+) -> tuple[T | None, list[ConfigError]]:
+    """`build`, returning every problem instead of raising, with the object built as far as it can be.
+
+    The object holds the good keys and the defaults of the bad ones, so that the class's own checks
+    (`__post_init__`) and the checks across sections still run in the same pass: a file is reported
+    whole. It is None when a required key is missing or the class's own checks fail.
+    """
     if not isinstance(table, dict):
-        raise ConfigError(path, f"expected a table, got {_describe(table)}")
+        return None, [ConfigError(path, f"expected a table, got {_describe(table)}")]
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     values: dict[str, Any] = {}
@@ -351,7 +366,7 @@ def build(cls: type[T], table: object, path: str, skip: tuple[str, ...] = ()) ->
             problems.append(ConfigError(f"{prefix}{key}", f"{value!r} is outside [{low}, {high}]"))
             continue
         values[key] = value
-    problems += [
+    missing = [
         ConfigError(f"{prefix}{name}", "required key is missing")
         for name, f in fields.items()
         if name not in values
@@ -360,32 +375,39 @@ def build(cls: type[T], table: object, path: str, skip: tuple[str, ...] = ()) ->
         and f.default is dataclasses.MISSING
         and f.default_factory is dataclasses.MISSING
     ]
-    if problems:
-        raise ConfigError.combine(problems)
+    if missing:
+        return None, problems + missing
     try:
-        return cls(**values)
+        return cls(**values), problems
     except ValueError as error:
-        raise ConfigError(path, str(error)) from None
+        return None, [*problems, ConfigError(path, str(error))]
 
 
-def _build_device(device_id: str, device_table: object) -> DeviceConfig:
-    from devices.registry import kinds, options_class  # devices depend on the gateway, not the reverse
+def _build_device(device_id: str, device_table: object) -> tuple[DeviceConfig | None, list[ConfigError]]:
+    from devices.registry import kinds, missing_extra, options_class  # devices depend on the gateway, not the reverse
     from gateway.faces.rosbridge.names import check_ros_namespace
 
     path = f"devices.{device_id}"
     try:
         check_device_id(device_id)
     except ValueError as error:
-        raise ConfigError(path, str(error)) from None
+        return None, [ConfigError(path, str(error))]
     if not isinstance(device_table, dict):
-        raise ConfigError(path, f"expected a table, got {_describe(device_table)}")
+        return None, [ConfigError(path, f"expected a table, got {_describe(device_table)}")]
     if "kind" not in device_table:
-        raise ConfigError(f"{path}.kind", f"required key is missing (one of: {', '.join(kinds())})")
-    kind = _convert(device_table["kind"], str, f"{path}.kind")
+        return None, [ConfigError(f"{path}.kind", f"required key is missing (one of: {', '.join(kinds())})")]
     try:
-        options_cls = options_class(kind)
-    except KeyError as error:
-        raise ConfigError(f"{path}.kind", str(error.args[0])) from None
+        kind = _convert(device_table["kind"], str, f"{path}.kind")
+    except ConfigError as error:
+        return None, [error]
+    if kind not in kinds():
+        return None, [ConfigError(f"{path}.kind", f"unknown device kind {kind!r} (known kinds: {', '.join(kinds())})")]
+    # A kind whose optional dependencies are missing would retry for ever at start: refuse it here.
+    # (Its options cannot always be read either: the BLE kinds' options live beside bleak's imports.)
+    why = missing_extra(kind)
+    if why is not None:
+        return None, [ConfigError(f"{path}.kind", why)]
+    options_cls = options_class(kind)
     problems: list[ConfigError] = []
     enabled = True
     try:
@@ -399,15 +421,15 @@ def _build_device(device_id: str, device_table: object) -> DeviceConfig:
             check_ros_namespace(namespace)
     except ConfigError as error:
         problems.append(error)
+        namespace = ""
     except ValueError as error:
         problems.append(ConfigError(f"{path}.ros_namespace", str(error)))
-    try:
-        options = build(options_cls, device_table, path, skip=("kind", "enabled", "ros_namespace"))
-    except ConfigError as error:
-        problems.append(error)
-    if problems:
-        raise ConfigError.combine(problems)
-    return DeviceConfig(device_id, kind, enabled, options, namespace)
+        namespace = ""
+    options, option_problems = build_partial(options_cls, device_table, path, skip=("kind", "enabled", "ros_namespace"))
+    problems += option_problems
+    if options is None:
+        return None, problems
+    return DeviceConfig(device_id, kind, enabled, options, namespace), problems
 
 
 def _exclusive_resources(devices: tuple[DeviceConfig, ...]) -> list[ConfigError]:
@@ -428,125 +450,183 @@ def _exclusive_resources(devices: tuple[DeviceConfig, ...]) -> list[ConfigError]
     return problems
 
 
-def _build_devices(table: object) -> tuple[DeviceConfig, ...]:
+def _build_devices(table: object) -> tuple[tuple[DeviceConfig, ...] | None, list[ConfigError]]:
     if not isinstance(table, dict):
-        raise ConfigError("devices", f"expected a table of [devices.<id>] tables, got {_describe(table)}")
+        return None, [ConfigError("devices", f"expected a table of [devices.<id>] tables, got {_describe(table)}")]
     devices = []
     problems: list[ConfigError] = []
     for device_id, device_table in table.items():
-        try:
-            devices.append(_build_device(device_id, device_table))
-        except ConfigError as error:
-            problems.append(error)
+        device, device_problems = _build_device(device_id, device_table)
+        problems += device_problems
+        if device is not None:
+            devices.append(device)
     problems += _exclusive_resources(tuple(devices))
-    if problems:
-        raise ConfigError.combine(problems)
-    return tuple(devices)
+    return tuple(devices), problems
 
 
-def _build_auth(table: object) -> AuthConfig:
+def _build_auth(table: object) -> tuple[AuthConfig | None, list[ConfigError]]:
+    from gateway.credentials import MIN_TOKEN_CHARS
+
     if not isinstance(table, dict) or not isinstance(table.get("tokens"), dict):
-        return build(AuthConfig, table, "auth", skip=("credentials",))
-    build(AuthConfig, table, "auth", skip=("tokens", "credentials"))  # refuses unknown keys
+        auth, problems = build_partial(AuthConfig, table, "auth", skip=("credentials",))
+        if auth is not None:
+            # The same floor as `hwgateway hash-token`: a short plain token is guessed, not a secret.
+            problems += [
+                ConfigError(f"auth.tokens[{index}]", f"a token must be at least {MIN_TOKEN_CHARS} characters")
+                for index, token in enumerate(auth.tokens)
+                if len(token) < MIN_TOKEN_CHARS
+            ]
+        return auth, problems
+    _, problems = build_partial(AuthConfig, table, "auth", skip=("tokens", "credentials"))  # refuses unknown keys
     credentials = []
-    problems: list[ConfigError] = []
+    sources: dict[str, str] = {}
     for name, token_table in table["tokens"].items():
-        try:
-            credentials.append(_build_credential(name, token_table))
-        except ConfigError as error:
-            problems.append(error)
-    if problems:
-        raise ConfigError.combine(problems)
-    return AuthConfig(credentials=tuple(credentials))
+        credential, token_problems = _build_credential(name, token_table)
+        problems += token_problems
+        if credential is not None:
+            credentials.append(credential)
+            if isinstance(token_table, dict):
+                sources[name] = "token_file" if token_table.get("token_file") else "hash"
+    problems += _shared_tokens(credentials, sources)
+    return AuthConfig(credentials=tuple(credentials)), problems
 
 
-def _build_credential(name: str, token_table: object) -> Credential:
+def _shared_tokens(credentials: list[Credential], sources: dict[str, str]) -> list[ConfigError]:
+    """Two named tokens that are one token (a shared token_file, or the same hash) granting different rights.
+
+    A client presenting it would get whichever comes first: refuse rather than guess.
+    """
+    first: dict[bytes, Credential] = {}
+    problems = []
+    for credential in credentials:
+        other = first.setdefault(credential.digest, credential)
+        if other is credential or (other.role, other.devices) == (credential.role, credential.devices):
+            continue
+        problems.append(
+            ConfigError(
+                f"auth.tokens.{credential.name}.{sources.get(credential.name, 'hash')}",
+                f"the same token as auth.tokens.{other.name} with another role or devices "
+                f"({credential.role} {list(credential.devices)} vs {other.role} {list(other.devices)}): "
+                "give each its own token",
+            )
+        )
+    return problems
+
+
+def _build_credential(name: str, token_table: object) -> tuple[Credential | None, list[ConfigError]]:
     """One `[auth.tokens.<name>]` table as a credential (its token only as a SHA-256 digest)."""
+    from gateway.credentials import MIN_TOKEN_CHARS
+
     path = f"auth.tokens.{name}"
-    token = build(TokenConfig, token_table, path)
+    token, problems = build_partial(TokenConfig, token_table, path)
+    if token is None:
+        return None, problems
+    if not token.devices:
+        problems.append(ConfigError(f"{path}.devices", 'expected at least one device id pattern (["*"]: every device)'))
     if bool(token.hash) == bool(token.token_file):
-        raise ConfigError(path, "set exactly one of hash (from `hwgateway hash-token`) and token_file")
+        problems.append(ConfigError(path, "set exactly one of hash (from `hwgateway hash-token`) and token_file"))
+        return None, problems
+    digest = b""
     if token.hash:
         try:
             digest = parse_digest(token.hash)
         except ValueError as error:
-            raise ConfigError(f"{path}.hash", str(error)) from None
+            problems.append(ConfigError(f"{path}.hash", str(error)))
     else:
         try:
             secret = Path(token.token_file).read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as error:
-            raise ConfigError(f"{path}.token_file", f"cannot read {token.token_file}: {error}") from None
-        if len(secret) < 16:
-            raise ConfigError(f"{path}.token_file", "the token must be at least 16 characters")
-        digest = hashlib.sha256(secret.encode()).digest()
-    if not token.devices:
-        raise ConfigError(f"{path}.devices", 'expected at least one device id pattern (["*"]: every device)')
-    return Credential(name, digest, token.role, token.devices)
+            problems.append(ConfigError(f"{path}.token_file", f"cannot read {token.token_file}: {error}"))
+        else:
+            if len(secret) < MIN_TOKEN_CHARS:
+                problems.append(
+                    ConfigError(f"{path}.token_file", f"the token must be at least {MIN_TOKEN_CHARS} characters")
+                )
+            digest = hashlib.sha256(secret.encode()).digest()
+    if not digest:
+        return None, problems
+    return Credential(name, digest, token.role, token.devices), problems
 
 
 _MQTT_SCHEMES = {"mqtt": 1883, "mqtts": 8883}
 
 
-def _build_mqtt(table: object) -> MqttConfig:
+def _build_mqtt(table: object) -> tuple[MqttConfig | None, list[ConfigError]]:
+    """`[mqtt]`, every problem at once: the URL, names, patterns, TLS files and the token file."""
     if isinstance(table, dict) and "import" in table:
         table = {("import_" if key == "import" else key): value for key, value in table.items()}
-    mqtt = build(MqttConfig, table, "mqtt")
-    if not mqtt.url:
-        return mqtt
+    mqtt, problems = build_partial(MqttConfig, table, "mqtt")
+    if mqtt is None or not mqtt.url:
+        return mqtt, problems
     from urllib.parse import urlsplit
 
+    from gateway.errors import InvalidArgument
+    from gateway.topics import parse_pattern
+
+    scheme = ""
     try:
         url = urlsplit(mqtt.url)
-        port = url.port
+        url.port  # noqa: B018  (a bad port raises here)
     except ValueError as error:
-        raise ConfigError("mqtt.url", f"not a valid URL: {error}") from None
-    if url.scheme not in _MQTT_SCHEMES or not url.hostname:
-        raise ConfigError("mqtt.url", f"expected mqtt://host[:port] or mqtts://host[:port], got {mqtt.url!r}")
-    if url.path not in ("", "/") or url.query or url.fragment:
-        raise ConfigError("mqtt.url", "a broker URL has no path, query or fragment")
-    del port
+        problems.append(ConfigError("mqtt.url", f"not a valid URL: {error}"))
+    else:
+        scheme = url.scheme
+        if url.scheme not in _MQTT_SCHEMES or not url.hostname:
+            problems.append(
+                ConfigError("mqtt.url", f"expected mqtt://host[:port] or mqtts://host[:port], got {mqtt.url!r}")
+            )
+        elif url.path not in ("", "/") or url.query or url.fragment:
+            problems.append(ConfigError("mqtt.url", "a broker URL has no path, query or fragment"))
+        else:
+            from gateway.hostnames import check_host
+
+            try:
+                check_host(url.hostname)
+            except ValueError as error:
+                problems.append(ConfigError("mqtt.url", str(error)))
     for key, value in (("gateway", mqtt.gateway), ("base", mqtt.base)):
         if value:
             try:
                 check_device_id(value)
             except ValueError:
-                raise ConfigError(f"mqtt.{key}", f"{value!r} must be 1-128 letters, digits and _ . : -") from None
+                problems.append(ConfigError(f"mqtt.{key}", f"{value!r} must be 1-128 letters, digits and _ . : -"))
     if not mqtt.base:
-        raise ConfigError("mqtt.base", "must not be empty")
-    from gateway.errors import InvalidArgument
-    from gateway.topics import parse_pattern
-
+        problems.append(ConfigError("mqtt.base", "must not be empty"))
     for index, pattern in enumerate(mqtt.topics):
         try:
             parse_pattern(pattern)
         except InvalidArgument as error:
-            raise ConfigError(f"mqtt.topics[{index}]", error.message) from None
+            problems.append(ConfigError(f"mqtt.topics[{index}]", error.message))
     if bool(mqtt.cert_file) != bool(mqtt.key_file):
-        raise ConfigError("mqtt.key_file" if mqtt.cert_file else "mqtt.cert_file", "set both cert_file and key_file")
-    if (mqtt.ca_file or mqtt.cert_file) and url.scheme != "mqtts":
-        raise ConfigError("mqtt.url", "ca_file and cert_file need an mqtts:// URL")
+        problems.append(
+            ConfigError("mqtt.key_file" if mqtt.cert_file else "mqtt.cert_file", "set both cert_file and key_file")
+        )
+    if (mqtt.ca_file or mqtt.cert_file) and scheme and scheme != "mqtts":
+        problems.append(ConfigError("mqtt.url", "ca_file and cert_file need an mqtts:// URL"))
     if mqtt.reconnect_max_s < mqtt.reconnect_initial_s:
-        raise ConfigError("mqtt.reconnect_max_s", "must be at least mqtt.reconnect_initial_s")
+        problems.append(ConfigError("mqtt.reconnect_max_s", "must be at least mqtt.reconnect_initial_s"))
     for key in ("ca_file", "cert_file", "key_file", "token_file"):
         path = getattr(mqtt, key)
         if path:
             try:
                 content = Path(path).read_text(encoding="utf-8").strip()
             except (OSError, UnicodeDecodeError) as error:
-                raise ConfigError(f"mqtt.{key}", f"cannot read {path}: {error}") from None
+                problems.append(ConfigError(f"mqtt.{key}", f"cannot read {path}: {error}"))
+                continue
             if key == "token_file" and not content:
-                raise ConfigError("mqtt.token_file", f"{path} is empty")
-    return mqtt
+                problems.append(ConfigError("mqtt.token_file", f"{path} is empty"))
+    return mqtt, problems
 
 
 _MIN_FILE_BYTES = 16 * 1024
 _MIN_FILE_S = 1.0
 
 
-def _build_record(table: object) -> RecordConfig:
+def _build_record(table: object) -> tuple[RecordConfig | None, list[ConfigError]]:
     """`[record]`, every problem at once: patterns, prefix, folder, and the limits against each other."""
-    record = build(RecordConfig, table, "record")
-    problems: list[ConfigError] = []
+    record, problems = build_partial(RecordConfig, table, "record")
+    if record is None:
+        return None, problems
     from gateway.errors import InvalidArgument
     from gateway.topics import parse_pattern
 
@@ -581,66 +661,43 @@ def _build_record(table: object) -> RecordConfig:
             problems.append(
                 ConfigError("record.max_total_bytes", "must be at least twice record.max_file_bytes (two files)")
             )
-    if problems:
-        raise ConfigError.combine(problems)
-    return record
+    return record, problems
 
 
 def parse(document: dict[str, Any]) -> Config:
-    """Build a `Config` from a parsed TOML document; raise one `ConfigError` listing every problem."""
+    """Build a `Config` from a parsed TOML document; raise one `ConfigError` listing every problem.
+
+    Every section is read even when another has errors, and the checks across sections run on what
+    could be read, so one pass reports the whole file.
+    """
+    from gateway import config_checks
+
     sections = {f.name for f in dataclasses.fields(Config)}
     problems = [
         ConfigError(key, f"unknown section (known sections: {', '.join(sorted(sections))})")
         for key in document
         if key not in sections
     ]
-    builders: dict[str, Callable[[object], Any]] = {
-        "server": lambda table: build(ServerConfig, table, "server"),
+    builders: dict[str, Callable[[object], tuple[Any, list[ConfigError]]]] = {
+        "server": lambda table: build_partial(ServerConfig, table, "server"),
         "auth": _build_auth,
-        "logging": lambda table: build(LoggingConfig, table, "logging"),
-        "supervisor": lambda table: build(SupervisorConfig, table, "supervisor"),
-        "rosbridge": lambda table: build(RosbridgeConfig, table, "rosbridge"),
+        "logging": lambda table: build_partial(LoggingConfig, table, "logging"),
+        "supervisor": lambda table: build_partial(SupervisorConfig, table, "supervisor"),
+        "rosbridge": lambda table: build_partial(RosbridgeConfig, table, "rosbridge"),
         "mqtt": _build_mqtt,
-        "tdm": lambda table: build(TdmConfig, table, "tdm"),
-        "foxglove": lambda table: build(FoxgloveConfig, table, "foxglove"),
+        "tdm": lambda table: build_partial(TdmConfig, table, "tdm"),
+        "foxglove": lambda table: build_partial(FoxgloveConfig, table, "foxglove"),
         "record": _build_record,
         "devices": _build_devices,
     }
     built: dict[str, Any] = {}
     for name, builder in builders.items():
-        try:
-            built[name] = builder(document.get(name, {}))
-        except ConfigError as error:
-            problems.append(error)
-    supervisor, server = built.get("supervisor"), built.get("server")
-    if supervisor is not None and supervisor.backoff_max_s < supervisor.backoff_initial_s:
-        problems.append(ConfigError("supervisor.backoff_max_s", "must be at least supervisor.backoff_initial_s"))
-    if server is not None and bool(server.tls_cert) != bool(server.tls_key):
-        problems.append(
-            ConfigError("server.tls_key" if server.tls_cert else "server.tls_cert", "set both tls_cert and tls_key")
-        )
-    if server is not None and server.max_frame_bytes < server.max_request_bytes:
-        problems.append(ConfigError("server.max_frame_bytes", "must be at least server.max_request_bytes"))
-    if server is not None and server.max_clients_per_peer > server.max_clients:
-        problems.append(ConfigError("server.max_clients_per_peer", "must be at most server.max_clients"))
-    if server is not None and server.max_partial_bytes < server.max_frame_bytes:
-        problems.append(ConfigError("server.max_partial_bytes", "must be at least server.max_frame_bytes"))
-    rosbridge, devices = built.get("rosbridge"), built.get("devices")
-    if rosbridge is not None and rosbridge.enabled and devices is not None:
-        from gateway.faces.rosbridge.names import NameCollision, RosNames, namings_of
-
-        try:
-            RosNames(namings_of(devices))
-        except NameCollision as error:
-            problems.append(ConfigError("devices", str(error)))
-    tdm = built.get("tdm")
-    if tdm is not None and tdm.enabled and tdm.tcp_port and tdm.tcp_port == tdm.ws_port:
-        problems.append(ConfigError("tdm.ws_port", "must differ from tdm.tcp_port"))
-    foxglove = built.get("foxglove")
-    if server is not None and foxglove is not None and foxglove.enabled and foxglove.port == server.http_port != 0:
-        problems.append(
-            ConfigError("foxglove.port", f"{foxglove.port} is server.http_port; give Foxglove its own port")
-        )
+        value, section_problems = builder(document.get(name, {}))
+        problems += section_problems
+        if value is not None:
+            built[name] = value
+    # Keys already reported are left out of the checks across sections (their values are defaults here).
+    problems += config_checks.across_sections(built, {problem.path for problem in problems})
     if problems:
         raise ConfigError.combine(problems)
     return Config(**built)

@@ -22,6 +22,8 @@ from typing import Literal
 Role = Literal["read", "control", "admin"]
 ROLES: tuple[Role, ...] = ("read", "control", "admin")
 DIGEST_PREFIX = "sha256:"
+#: The shortest token accepted, by `hwgateway hash-token` and in the config (plain tokens and token files).
+MIN_TOKEN_CHARS = 16
 
 
 def hash_token(token: str) -> str:

@@ -184,7 +184,7 @@ async def test_a_client_that_sends_rejected_frames_and_never_reads_is_no_longer_
     # Tokens are set and the flood never authenticates: the pre-auth path is the one under test.
     # Refusals are not budgeted either: the flood is stopped by not being read, not by being closed.
     budget = "max_requests_per_s = 1000000.0\nrequest_burst = 1000000\nrefusal_burst = 1000000\n"
-    config = gateway_config(tmp_path, server=budget, extra='[auth]\ntokens = ["s3cret"]\n')
+    config = gateway_config(tmp_path, server=budget, extra='[auth]\ntokens = ["s3cret-token-0123"]\n')
     gateway = await start_gateway(tmp_path, config)
     try:
         await asyncio.sleep(0.3)
@@ -341,11 +341,11 @@ async def test_connections_per_peer_are_capped(tmp_path: Path, transport: Transp
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_client_that_does_not_authenticate_in_time_is_closed(tmp_path: Path, transport: TransportName) -> None:
-    config = gateway_config(tmp_path, server="auth_timeout_s = 1.0\n", extra='[auth]\ntokens = ["s3cret"]\n')
+    config = gateway_config(tmp_path, server="auth_timeout_s = 1.0\n", extra='[auth]\ntokens = ["s3cret-token-0123"]\n')
     gateway = await start_gateway(tmp_path, config)
     try:
         patient = await connect(gateway, transport)
-        await patient.ok("auth", token="s3cret")
+        await patient.ok("auth", token="s3cret-token-0123")
         idle = await connect(gateway, transport)
         close = await idle.wait_for(lambda m: m["op"] == "close", timeout=3.0)
         assert close == {

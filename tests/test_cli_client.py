@@ -86,14 +86,14 @@ async def test_sub_prints_one_line_per_sample_and_cmd_answers(rig: RunningGatewa
 
 
 async def test_url_and_token_from_the_environment(tmp_path: Path) -> None:
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret"]\n'))
+    running = await start_gateway(tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret-token-0123"]\n'))
     try:
         env = {"HWGW_URL": f"unix:{running.unix_socket}"}
         status, _, err = await hwgateway("devices", env=env)
         assert status == EXIT_CODES[ErrorCode.UNAUTHORIZED]
         assert "token" in err
         assert (await hwgateway("devices", env={**env, "HWGW_TOKEN": "wrong"}))[0] == EXIT_CODES[ErrorCode.UNAUTHORIZED]
-        status, out, _ = await hwgateway("devices", "--json", env={**env, "HWGW_TOKEN": "s3cret"})
+        status, out, _ = await hwgateway("devices", "--json", env={**env, "HWGW_TOKEN": "s3cret-token-0123"})
         assert [device["id"] for device in json.loads(out)] == ["sim-1"]
     finally:
         assert await running.stop() == 0

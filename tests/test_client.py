@@ -112,14 +112,14 @@ async def test_errors_are_typed_by_code(rig: RunningGateway, transport: str) -> 
 
 
 async def test_tokens_are_presented_and_refusals_raise_unauthorized(tmp_path: Path) -> None:
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret"]\n'))
+    running = await start_gateway(tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret-token-0123"]\n'))
     try:
         url = f"tcp://127.0.0.1:{running.msgpack_port}"
         with pytest.raises(Unauthorized, match="requires a token"):
             await connect(url).open()
         with pytest.raises(Unauthorized, match="refused"):
             await connect(url, token="wrong").open()
-        async with connect(url, token="s3cret") as gw:
+        async with connect(url, token="s3cret-token-0123") as gw:
             assert [device.id for device in await gw.devices()] == ["sim-1"]
     finally:
         assert await running.stop() == 0

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from gateway.config import load, loads
+from gateway.config import Config, TokenConfig, load, loads
 from gateway.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,3 +111,22 @@ def test_the_device_examples_in_the_shipped_config_are_valid() -> None:
         ("microbit", "microbit"),
         ("hub", "lego_hub"),
     ]
+
+
+def test_the_shipped_config_documents_every_key_of_every_section_with_its_default() -> None:
+    text = (ROOT / "config.toml").read_text()
+    document = tomllib.loads(text)
+    defaults = Config()
+    for section in dataclasses.fields(Config):
+        if section.name == "devices":  # one table per device, documented by the examples below
+            continue
+        assert section.name in document, f"[{section.name}] is missing"
+        for key in dataclasses.fields(getattr(defaults, section.name)):
+            if (section.name, key.name) == ("auth", "credentials"):  # [auth.tokens.<name>], below
+                continue
+            name = key.name.removesuffix("_")  # `import_` is the TOML key `import`
+            assert name in document[section.name], f"{section.name}.{name} is missing"
+    # Each key holds its default (an uncommented section is read as written).
+    assert load(ROOT / "config.toml") == defaults
+    for key in dataclasses.fields(TokenConfig):
+        assert re.search(rf"^# {key.name} = ", text, re.MULTILINE), f"auth.tokens.<name>.{key.name} is missing"

@@ -165,7 +165,7 @@ failing_commands = ["rumble"]
 
 
 async def test_dashboard_signs_in_with_a_token_and_shows_device_errors(tmp_path: Path, browser: Browser) -> None:
-    config = gateway_config(tmp_path, AUTH_DEVICES, extra='[auth]\ntokens = ["dash-token"]\n')
+    config = gateway_config(tmp_path, AUTH_DEVICES, extra='[auth]\ntokens = ["dash-token-0123456"]\n')
     gateway = await start_gateway(tmp_path, config)
     try:
         page, errors = await open_page(browser, gateway.base_url + "/")
@@ -177,7 +177,7 @@ async def test_dashboard_signs_in_with_a_token_and_shows_device_errors(tmp_path:
         await page.get_by_role("button", name="Sign in").click()
         await expect(page.locator("#auth-error")).to_have_text("unauthorized: token refused")
 
-        await page.locator("#token").fill("dash-token")
+        await page.locator("#token").fill("dash-token-0123456")
         await page.get_by_role("button", name="Sign in").click()
         await expect(page.locator("body")).to_have_attribute("data-connection", "ready")
         await expect(page.locator("#auth")).to_be_hidden()

@@ -93,6 +93,7 @@ class Device(AdapterRig[KortexAdapter]):
 
 def options_for(arm: SimulatedArm, **overrides: Any) -> KortexOptions:
     values: dict[str, Any] = {"host": "127.0.0.1", "tcp_port": arm.tcp_port, "udp_port": arm.udp_port, "api": arm.api}
+    values |= {"username": "admin", "password": "admin"}  # the simulated arm's credentials
     values["transport"] = "tcp"  # these tests drive the TCP 10000 path; test_kortex_mqtt.py the MQTT one
     return KortexOptions(**{**values, **overrides})
 

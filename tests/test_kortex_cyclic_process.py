@@ -43,9 +43,9 @@ class Device(AdapterRig[KortexAdapter]):
 
 
 def tcp_options(arm: SimulatedArm, **overrides: Any) -> KortexOptions:
-    return KortexOptions(
-        host="127.0.0.1", tcp_port=arm.tcp_port, udp_port=arm.udp_port, api="kortex3", transport="tcp", **overrides
-    )
+    values: dict[str, Any] = {"host": "127.0.0.1", "tcp_port": arm.tcp_port, "udp_port": arm.udp_port}
+    values |= {"username": "admin", "password": "admin", "api": "kortex3", "transport": "tcp"}
+    return KortexOptions(**{**values, **overrides})
 
 
 def alive(pid: int) -> bool:

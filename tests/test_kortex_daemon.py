@@ -38,6 +38,8 @@ def kortex_device(arm: SimulatedArm, api: str = "kortex3") -> str:
 [devices.arm-1]
 kind = "kortex"
 host = "127.0.0.1"
+username = "admin"
+password = "admin"
 tcp_port = {arm.tcp_port}
 udp_port = {arm.udp_port}
 api = "{api}"
@@ -127,6 +129,8 @@ def link6_device(broker: Broker, arm: SimulatedArm) -> str:
 [devices.arm-1]
 kind = "kortex"
 host = "127.0.0.1"
+username = "admin"
+password = "admin"
 mqtt_port = {broker.port}
 udp_port = {arm.udp_port}
 api = "kortex3"

@@ -122,10 +122,10 @@ def test_a_response_needs_its_response_topic() -> None:
 
 
 def test_transport_follows_the_api_unless_set() -> None:
-    assert KortexOptions(api="kortex3").uses_mqtt
-    assert not KortexOptions(api="kortex2").uses_mqtt
-    assert not KortexOptions(api="kortex3", transport="tcp").uses_mqtt
-    assert KortexOptions().mqtt_port == 1883
+    assert KortexOptions(api="kortex3", simulate=True).uses_mqtt
+    assert not KortexOptions(api="kortex2", simulate=True).uses_mqtt
+    assert not KortexOptions(api="kortex3", transport="tcp", simulate=True).uses_mqtt
+    assert KortexOptions(simulate=True).mqtt_port == 1883
 
 
 def test_config_errors_all_at_once() -> None:
@@ -162,6 +162,8 @@ def mqtt_options(arm: SimulatedArm, broker: Broker, **overrides: Any) -> KortexO
     # tcp_port points at the arm's TCP server on purpose: the adapter must not use it.
     values: dict[str, Any] = {
         "host": "127.0.0.1",
+        "username": "admin",
+        "password": "admin",
         "mqtt_port": broker.port,
         "tcp_port": arm.tcp_port,
         "udp_port": arm.udp_port,

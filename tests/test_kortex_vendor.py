@@ -207,6 +207,7 @@ class Device(AdapterRig[KortexAdapter]):
 
 def options_for(arm: SimulatedArm, **overrides: Any) -> KortexOptions:
     values: dict[str, Any] = {"host": "127.0.0.1", "tcp_port": arm.tcp_port, "udp_port": arm.udp_port, "api": arm.api}
+    values |= {"username": "admin", "password": "admin"}  # the simulated arm's credentials
     return KortexOptions(**{**values, "cyclic_rate_hz": 500.0, "transport": "tcp", **overrides})  # the TCP path
 
 

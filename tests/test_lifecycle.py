@@ -92,7 +92,7 @@ async def test_failed_device_is_restarted_with_growing_capped_backoff(tmp_path: 
 
 
 async def test_auth_gates_everything_but_hello_auth_and_ping(tmp_path: Path) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret"]\n'))
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret-token-0123"]\n'))
     try:
         for transport in TRANSPORTS:
             client = await connect(gateway, transport)
@@ -105,7 +105,7 @@ async def test_auth_gates_everything_but_hello_auth_and_ping(tmp_path: Path) -> 
             assert error["code"] == "unauthorized"
             assert (await client.error("auth", token="wrong"))["message"] == "token refused"
             assert not [m for m in client.pushed if m["op"] in ("state", "device")]
-            assert await client.ok("auth", token="s3cret") == {"authenticated": True}
+            assert await client.ok("auth", token="s3cret-token-0123") == {"authenticated": True}
             await client.ok("subscribe", topics=["sim-1/state"])
             await client.wait_for(lambda m: m["op"] == "state")
             await client.close()

@@ -357,7 +357,7 @@ async def test_a_sample_is_encoded_once_for_every_client(gateway: RunningGateway
 
 
 async def test_auth_by_url_token_and_by_the_auth_op(tmp_path: Path) -> None:
-    config = gateway_config(tmp_path, SIM, extra=ROSBRIDGE + '[auth]\ntokens = ["s3cret"]\n')
+    config = gateway_config(tmp_path, SIM, extra=ROSBRIDGE + '[auth]\ntokens = ["s3cret-token-0123"]\n')
     running = await start_gateway(tmp_path, config)
     try:
         url = rosbridge_url(running)
@@ -373,12 +373,20 @@ async def test_auth_by_url_token_and_by_the_auth_op(tmp_path: Path) -> None:
         await ros.send({"op": "auth", "id": "bad", "mac": "guess", "client": "", "dest": "", "rand": "", "t": 0})
         assert "token refused" in (await ros.status("bad"))["msg"]
         await ros.send(
-            {"op": "auth", "mac": "s3cret", "client": "me", "dest": "gw", "rand": "r", "t": 0, "level": "admin"}
+            {
+                "op": "auth",
+                "mac": "s3cret-token-0123",
+                "client": "me",
+                "dest": "gw",
+                "rand": "r",
+                "t": 0,
+                "level": "admin",
+            }
         )
         await ros.send({"op": "subscribe", "id": "s", "topic": "/sim_1/state"})
         await ros.wait_for(is_publish("/sim_1/state"))
         await ros.close()
-        by_url = await RawRosbridge.open(url + "?token=s3cret")
+        by_url = await RawRosbridge.open(url + "?token=s3cret-token-0123")
         await by_url.send({"op": "subscribe", "id": "s", "topic": "/sim_1/state"})
         await by_url.wait_for(is_publish("/sim_1/state"))
         await by_url.close()

@@ -405,7 +405,7 @@ async def test_schemas_and_gateway_agree_on_bad_requests(gateway: RunningGateway
 
 # -- live traffic with gateways of our own -----------------------------------------------------
 
-TOKEN = "s3cret-token"
+TOKEN = "s3cret-token-0123"
 STRICT_SERVER = (
     "max_request_bytes = 1024\nmax_frame_bytes = 4096\nmax_inflight_commands = 1\n"
     "max_requests_per_s = 0.1\nrequest_burst = 60\n"

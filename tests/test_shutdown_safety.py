@@ -43,6 +43,8 @@ leds = 64
 [devices.arm-1]
 kind = "kortex"
 host = "127.0.0.1"
+username = "admin"
+password = "admin"
 tcp_port = {arm.tcp_port}
 udp_port = {arm.udp_port}
 api = "kortex3"

@@ -99,14 +99,21 @@ class GamepadOptions:
     virtual_features: tuple[VirtualFeature, ...] = VIRTUAL_FEATURES
 
     def __post_init__(self) -> None:
+        # Every problem in one error, like the config loader's per-key errors.
+        problems = []
         if self.guid and not _GUID.fullmatch(self.guid):
-            raise ValueError(f"guid {self.guid!r} is not 32 hexadecimal digits")
+            problems.append(f"guid {self.guid!r} is not 32 hexadecimal digits")
         selected = self.guid or self.serial or self.path or self.name_contains
         if self.virtual and selected:
-            raise ValueError("a virtual pad is its own selector: drop guid, serial, path and name_contains")
+            problems.append("a virtual pad is its own selector: drop guid, serial, path and name_contains")
         if self.virtual_motion == "demo" and not (self.virtual and self.virtual_layout == "gamecontroller"):
-            raise ValueError('virtual_motion = "demo" needs virtual = true and virtual_layout = "gamecontroller"')
-        self.settings()  # raises ValueError for an inconsistent trigger threshold and hysteresis
+            problems.append('virtual_motion = "demo" needs virtual = true and virtual_layout = "gamecontroller"')
+        try:
+            self.settings()  # raises ValueError for an inconsistent trigger threshold and hysteresis
+        except ValueError as error:
+            problems.append(str(error))
+        if problems:
+            raise ValueError("; ".join(problems))
 
     def settings(self) -> Settings:
         """The normalization settings."""

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gateway.hostnames import check_host
 from protocols.kortex.mqtt import MQTT_PORT, check_client_id
 
 Api = Literal["kortex2", "kortex3"]
@@ -22,10 +23,12 @@ ANALOG_CHANNELS = ("a_channel_1", "a_channel_2", "b_channel_1", "b_channel_2")
 class KortexOptions:
     """Config of a Kortex arm.
 
-    `host`: the arm's address (192.168.1.10 out of the box). `tcp_port` / `udp_port`: 10000 for
+    `host`: the arm's address (an arm comes set to 192.168.1.10). `tcp_port` / `udp_port`: 10000 for
     sessions and configuration, 10001 for BaseCyclic. `username` / `password`: used for the
-    CreateSession of both links. `api`: "kortex2" (Gen3, Gen3 lite: BaseCyclic with
-    InterconnectCyclic, read with RefreshFeedback) or "kortex3" (Link 6: read with RefreshFeedback;
+    CreateSession of both links. The three are required unless `simulate`: a robot arm is never
+    reached at an address or with credentials nobody wrote down (the factory admin/admin included).
+    `api`: "kortex2" (Gen3, Gen3 lite: BaseCyclic with InterconnectCyclic, read with RefreshFeedback)
+    or "kortex3" (Link 6: read with RefreshFeedback;
     a WristCyclic C61 command puts the arm in low-level servoing, where BaseCyclic.Refresh holds the
     joints and carries it). `cyclic_rate_hz`: BaseCyclic requests per second over UDP.
     `cyclic_reply_timeout_ms`: a cycle whose reply is later than this is dropped (counted).
@@ -59,11 +62,11 @@ class KortexOptions:
     `simulate`: ignore host and ports and start a simulated arm of `api` on loopback (demo).
     """
 
-    host: str = "192.168.1.10"
+    host: str = ""
     tcp_port: int = field(default=10000, metadata={"min": 1, "max": 65535})
     udp_port: int = field(default=10001, metadata={"min": 1, "max": 65535})
-    username: str = "admin"
-    password: str = "admin"
+    username: str = ""
+    password: str = ""
     api: Api = "kortex2"
     cyclic_rate_hz: float = field(default=1000.0, metadata={"min": 1.0, "max": 2000.0})
     cyclic_reply_timeout_ms: float = field(default=10.0, metadata={"min": 0.5, "max": 1000.0})
@@ -89,6 +92,20 @@ class KortexOptions:
     def __post_init__(self) -> None:
         # Every cross-field problem in one error, like the config loader's per-key errors.
         problems = []
+        if not self.simulate:
+            missing = [key for key in ("host", "username", "password") if not getattr(self, key)]
+            if missing:
+                problems.append(
+                    f"{', '.join(missing)}: required for a real arm (its address and the credentials of its "
+                    "sessions; set simulate = true for a simulated arm)"
+                )
+        elif self.uses_mqtt and self.mqtt_broker == "external" and not self.host:
+            problems.append('host: required with mqtt_broker = "external" (the broker\'s address)')
+        if self.host:
+            try:
+                check_host(self.host)
+            except ValueError as error:
+                problems.append(f"host: {error}")
         if len(self.analog_output_modes) != len(ANALOG_CHANNELS):
             problems.append(
                 f"analog_output_modes needs {len(ANALOG_CHANNELS)} entries (channels A1, A2, B1, B2), "

@@ -117,12 +117,23 @@ class LegoHubOptions:
     sim_attached: tuple[str, ...] = ("A=motor", "B=color_distance")
 
     def __post_init__(self) -> None:
-        check_address(self.address)
+        # Every problem in one error, like the config loader's per-key errors.
+        problems = []
+        try:
+            check_address(self.address)
+        except ValueError as error:
+            problems.append(str(error))
         if self.hub != "any" and self.hub not in HUB_KINDS:
-            raise ValueError(f"hub must be 'any' or one of {', '.join(HUB_KINDS)}, got {self.hub!r}")
+            problems.append(f"hub must be 'any' or one of {', '.join(HUB_KINDS)}, got {self.hub!r}")
         if self.sim_hub not in HUB_KINDS:
-            raise ValueError(f"sim_hub must be one of {', '.join(HUB_KINDS)}, got {self.sim_hub!r}")
-        self.sim_devices()
+            problems.append(f"sim_hub must be one of {', '.join(HUB_KINDS)}, got {self.sim_hub!r}")
+        else:  # the attached devices are checked against the simulated hub's ports
+            try:
+                self.sim_devices()
+            except ValueError as error:
+                problems.append(str(error))
+        if problems:
+            raise ValueError("; ".join(problems))
 
     def sim_devices(self) -> dict[str, IoType]:
         """The simulated hub's attached devices by connector letter."""

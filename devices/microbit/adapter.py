@@ -87,14 +87,21 @@ class MicrobitOptions:
     sim_pairing_required: bool = False
 
     def __post_init__(self) -> None:
-        check_address(self.address)
+        # Every problem in one error, like the config loader's per-key errors.
+        problems = []
+        try:
+            check_address(self.address)
+        except ValueError as error:
+            problems.append(str(error))
         unknown = set(self.sim_services) - set(ALL_SERVICES)
         if unknown:
-            raise ValueError(f"sim_services: unknown {sorted(unknown)} (known: {', '.join(ALL_SERVICES)})")
+            problems.append(f"sim_services: unknown {sorted(unknown)} (known: {', '.join(ALL_SERVICES)})")
         if self.sim_motion not in ("rest", "demo"):
-            raise ValueError(f"sim_motion must be 'rest' or 'demo', got {self.sim_motion!r}")
+            problems.append(f"sim_motion must be 'rest' or 'demo', got {self.sim_motion!r}")
         if self.sim_runtime not in ("v1", "v2"):
-            raise ValueError(f"sim_runtime must be 'v1' or 'v2', got {self.sim_runtime!r}")
+            problems.append(f"sim_runtime must be 'v1' or 'v2', got {self.sim_runtime!r}")
+        if problems:
+            raise ValueError("; ".join(problems))
 
     def selector(self) -> Selector:
         """Which advertising device to take."""

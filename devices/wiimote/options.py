@@ -49,16 +49,18 @@ class WiimoteOptions:
     sim_rate_hz: float = field(default=100.0, metadata={"min": 1.0, "max": 1000.0})
 
     def __post_init__(self) -> None:
+        # Every cross-field problem in one error, like the config loader's per-key errors.
+        problems = []
         if self.address and not _ADDRESS.fullmatch(self.address):
-            raise ValueError(f"address {self.address!r} is not a Bluetooth address like 00:1f:32:aa:bb:cc")
-        if self.transport == "l2cap" and not self.address:
-            raise ValueError('transport = "l2cap" needs the remote\'s address')
+            problems.append(f"address {self.address!r} is not a Bluetooth address like 00:1f:32:aa:bb:cc")
+        elif self.transport == "l2cap" and not self.address:
+            problems.append('transport = "l2cap" needs the remote\'s address')
         if self.report_mode and self.report_mode not in DATA_LAYOUTS:
-            raise ValueError(
-                f"report_mode {self.report_mode:#04x} is not a data reporting mode (0x30-0x37, 0x3D, 0x3E)"
-            )
+            problems.append(f"report_mode {self.report_mode:#04x} is not a data reporting mode (0x30-0x37, 0x3D, 0x3E)")
         if self.timeout_s <= self.status_interval_s:
-            raise ValueError("timeout_s must exceed status_interval_s, or a quiet remote counts as lost")
+            problems.append("timeout_s must exceed status_interval_s, or a quiet remote counts as lost")
+        if problems:
+            raise ValueError("; ".join(problems))
 
     def exclusive_resource(self) -> str | None:
         """The remote this device takes (two devices cannot share one); None when any free one will do."""
