@@ -50,6 +50,28 @@ log = logging.getLogger(__name__)
 STOP_DEADLINE_S = 5.0
 #: Seconds allowed for closing client sessions before their sockets are aborted.
 CLIENTS_CLOSE_S = 2.5
+#: Signals that stop the daemon in order (every device to its safe state first), as SIGTERM does.
+#: Every catchable signal whose default action would end the process at once is here: SIGHUP
+#: (the terminal closed; there is no reload yet), SIGQUIT, the user and timer signals, SIGXCPU.
+#: SIGPIPE and SIGXFSZ are ignored by Python already; SIGKILL and SIGSTOP cannot be caught.
+STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
+    getattr(signal, name)
+    for name in (
+        "SIGTERM",
+        "SIGINT",
+        "SIGHUP",
+        "SIGQUIT",
+        "SIGUSR1",
+        "SIGUSR2",
+        "SIGALRM",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGIO",
+        "SIGPWR",
+        "SIGXCPU",
+    )
+    if hasattr(signal, name)
+)
 #: Event-loop lag (s) beyond which /healthz answers 503.
 UNHEALTHY_LAG_S = 0.5
 _LAG_PERIOD_S = 0.25
@@ -293,7 +315,7 @@ class Gateway:
 
 
 async def serve(config: Config, on_listening: Callable[[Gateway], None] | None = None) -> int:
-    """Run the gateway until SIGTERM or SIGINT; return the process exit code.
+    """Run the gateway until SIGTERM, SIGINT, SIGHUP or another of `STOP_SIGNALS`; return the exit code.
 
     `on_listening` is called once every listener accepts connections (the demo prints its URLs then).
 
@@ -308,8 +330,14 @@ async def serve(config: Config, on_listening: Callable[[Gateway], None] | None =
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(_quiet_resource_exhaustion())
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    received: list[signal.Signals] = []
+
+    def stop_on(signum: signal.Signals) -> None:
+        received.append(signum)
+        stop.set()
+
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, stop_on, signum)
     try:
         try:
             await gateway.start()
@@ -323,13 +351,14 @@ async def serve(config: Config, on_listening: Callable[[Gateway], None] | None =
         notifier.notify("READY=1", f"STATUS={gateway.summary()}")
         watchdog = asyncio.create_task(notifier.watchdog(gateway.healthy, gateway.summary), name="watchdog")
         await stop.wait()
+        log.info("%s received: stopping", received[0].name, extra={"signal": received[0].name})
         notifier.notify("STOPPING=1", "STATUS=stopping")
         watchdog.cancel()
         await gateway.stop()
         return 0
     finally:
         notifier.close()
-        for signum in (signal.SIGTERM, signal.SIGINT):
+        for signum in STOP_SIGNALS:
             with contextlib.suppress(Exception):
                 loop.remove_signal_handler(signum)
             # A repeated signal while the process winds down must not turn a clean exit into a kill.

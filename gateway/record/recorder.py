@@ -231,13 +231,14 @@ async def _read(session: _Session, sink: McapSink) -> None:
 
 
 def run(options: RecordOptions) -> int:
-    """Run a recording from the command line (Ctrl-C or SIGTERM ends it cleanly); return the exit code."""
+    """Run a recording from the command line (Ctrl-C, SIGTERM or SIGHUP ends it cleanly); return the exit code."""
     options = replace(options, token=options.token or os.environ.get("HWGW_TOKEN"))
 
     async def main() -> RecordSummary:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        # SIGHUP too: a closed terminal ends the recording with a complete file, not a truncated one.
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(signum, stop.set)
         return await record(options, stop)
 
