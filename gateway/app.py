@@ -1,9 +1,12 @@
 """The gateway process: wires bus, supervisor and servers, and runs the start/stop lifecycle.
 
-Shutdown: stop listening, then at once and side by side: every device to its safe state (e-stop,
-then close) and every client closed with `going_away` (each close bounded; a client that does not
-read is aborted). The whole stop is bounded by `STOP_DEADLINE_S`, well inside systemd's
-`TimeoutStopSec`. The process never exits because a device failed.
+Shutdown: first, as a task of its own, every device to its safe state (e-stop, then close); then
+stop listening, and side by side every client closed with `going_away` (each close bounded; a
+client that does not read is aborted) and the MQTT bridge's stop. Every part is bounded by
+`gateway.waits.finish_within`, which returns at its deadline even when a task ignores its
+cancellation, so no face can hold up the devices' safe state or the exit; the devices' pass takes
+at most `STOP_DEADLINE_S`, well inside systemd's `TimeoutStopSec`. The process never exits
+because a device failed.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from gateway.servers.limits import ConnectionLimits, RateLimitedLog, raise_open_
 from gateway.servers.msgpack_server import MsgpackServer
 from gateway.servers.tls import server_context
 from gateway.supervisor import Supervisor
+from gateway.waits import finish_within
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +54,12 @@ log = logging.getLogger(__name__)
 STOP_DEADLINE_S = 5.0
 #: Seconds allowed for closing client sessions before their sockets are aborted.
 CLIENTS_CLOSE_S = 2.5
+#: Seconds a face's part of the stop may take (a listener's close, a cleanup) before it is left behind.
+FACE_STOP_S = 1.0
+#: Seconds the recorder may take to write what it holds and close its file at the end.
+RECORDER_STOP_S = 3.0
+#: Seconds the MQTT bridge's stop may take (`offline` at QoS 1, then the broker's DISCONNECT).
+MQTT_STOP_S = 3.5
 #: Signals that stop the daemon in order (every device to its safe state first), as SIGTERM does.
 #: Every catchable signal whose default action would end the process at once is here: SIGHUP
 #: (the terminal closed; there is no reload yet), SIGQUIT, the user and timer signals, SIGXCPU.
@@ -209,30 +219,35 @@ class Gateway:
         )
 
     async def stop(self) -> None:
-        """Stop listening; put devices in their safe state while clients are closed; bounded in time."""
+        """Put every device in its safe state, stop listening and close the clients; bounded in time.
+
+        The devices' safe-state pass starts first, as a task of its own that no face's stop can
+        delay or block: each face's stop is bounded by `finish_within`, which returns at its
+        deadline even when a task it waits for ignores cancellation.
+        """
         log.info("stopping")
+        devices = asyncio.create_task(self.supervisor.stop(), name="devices-safe-state")
         self._msgpack.stop_listening()
-        if self.mqtt is not None:
-            await self.mqtt.stop()  # says `offline` first; bounded (about 3 s at most)
         if self._http_server is not None:
             self._http_server.close()
-        if self._rosbridge is not None:
-            await self._rosbridge.stop_listening()
-        if self.tdm is not None:
-            await self.tdm.stop()
         if self._foxglove is not None:
             self._foxglove.stop_listening()
-        devices = asyncio.create_task(self.supervisor.stop(), name="devices-safe-state")
-        try:
-            async with asyncio.timeout(STOP_DEADLINE_S):
-                await asyncio.gather(self._close_clients(), devices, return_exceptions=True)
-        except TimeoutError:
-            log.error("shutdown took over %.1f s; aborting what is left", STOP_DEADLINE_S)
+        if self._rosbridge is not None:
+            await finish_within("the rosbridge listener's stop", self._rosbridge.stop_listening(), FACE_STOP_S)
+        if self.tdm is not None:
+            await finish_within("the TDM listeners' stop", self.tdm.stop(), FACE_STOP_S)
+        stopping = [
+            finish_within("the devices' safe-state pass", devices, STOP_DEADLINE_S),
+            finish_within("closing the clients", self._close_clients(), CLIENTS_CLOSE_S + FACE_STOP_S),
+        ]
+        if self.mqtt is not None:  # says `offline` first; bounded inside too (about 3 s at most)
+            stopping.append(finish_within("the MQTT bridge's stop", self.mqtt.stop(), MQTT_STOP_S))
+        if not all(await asyncio.gather(*stopping)):
             self._abort_http_connections()
         if self.tdm is not None:
-            await self.tdm.cleanup()
-        if self.recorder is not None:
-            await self.recorder.stop()  # after the devices: their last availability is in the file
+            await finish_within("the TDM face's cleanup", self.tdm.cleanup(), FACE_STOP_S)
+        if self.recorder is not None:  # after the devices: their last availability is in the file
+            await finish_within("the recorder's stop", self.recorder.stop(), RECORDER_STOP_S)
         self.monitor.stop()
         log.info("stopped")
 

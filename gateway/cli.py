@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import getpass
 import logging
@@ -182,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         return _hash_token(args.generate)
     # The daemon's modules are imported once a command needs them: a client command, or --help,
     # should not wait for them (about 1 s here, several on a Raspberry Pi).
-    from gateway import logs
+    from gateway import logs, waits
     from gateway.config import load
 
     try:
@@ -200,10 +199,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo" and args.record:
         from gateway.record import cli as record_cli
 
-        return asyncio.run(record_cli.serve_and_record(config, args.record, _print_demo_banner))
+        return waits.run(record_cli.serve_and_record(config, args.record, _print_demo_banner))
     from gateway.app import serve  # after logging is configured
 
-    return asyncio.run(serve(config, _print_demo_banner if args.command == "demo" else None))
+    # waits.run, not asyncio.run: a task that ignores its cancellation cannot hold the exit.
+    return waits.run(serve(config, _print_demo_banner if args.command == "demo" else None))
 
 
 if __name__ == "__main__":

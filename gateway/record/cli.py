@@ -119,9 +119,10 @@ def run_replay(args: argparse.Namespace) -> int:
     logs.configure(args.log_level or config.logging.level, args.log_format or config.logging.format)
     print(f"hwgateway replay: {len(recorded)} messages of {args.file} at {args.speed}x on ws://127.0.0.1:{args.http_port}/ws",
           flush=True)  # fmt: skip
+    from gateway import waits
     from gateway.app import serve
 
-    return asyncio.run(serve(config))
+    return waits.run(serve(config))
 
 
 async def serve_and_record(config: Config, output: str, on_listening: Callable[[Gateway], None]) -> int:
