@@ -61,7 +61,7 @@ async def test_a_face_whose_stop_ignores_cancellation_cannot_block_the_safe_stat
         async with asyncio.timeout(15):  # bounded: without the bounds it waited for ever
             await stopping
         assert handle.adapter.outputs()["rumble_low"] == 0.0
-        assert handle.status == "stopped"
+        assert handle.event().status == "stopped"  # (through a call: mypy narrowed `status` above)
         messages = [record.getMessage() for record in caplog.records]
         assert "device sim-1 is in its safe state" in messages
         assert any("the MQTT bridge's stop did not end" in m and "left behind" in m for m in messages), messages
