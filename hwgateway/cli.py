@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import os
 import signal
 import sys
@@ -74,6 +75,16 @@ def add_commands(commands: Any) -> None:
     cmd.add_argument("type", help="message type or generic command (led, sound, rumble)")
     cmd.add_argument("data", nargs="?", default="{}", help="the command's data as a JSON object (default {})")
     cmd.add_argument("--timeout", type=float, metavar="S", help="deadline in seconds (default the gateway's)")
+    cmd.add_argument(
+        "--hold",
+        nargs="?",
+        type=_hold_seconds,
+        const=math.inf,
+        metavar="SECONDS",
+        help="stay connected, keeping what the command turned on, for SECONDS (without a value: until Ctrl-C); "
+        "released on exit. Without --hold a leased output (rumble, motors, pins, wrist outputs) ends when the "
+        "command exits, with its connection",
+    )
     describe = common(commands.add_parser("describe", help="print a type's schema, or every type"))
     describe.add_argument("type", nargs="?")
     common(commands.add_parser("estop", help="stop every device's actuators"))
@@ -146,10 +157,50 @@ async def _devices(gw: Gateway, args: argparse.Namespace) -> int:
     return 0
 
 
+def _hold_seconds(text: str) -> float:
+    seconds = float(text)
+    if not seconds > 0 or math.isnan(seconds):
+        raise argparse.ArgumentTypeError(f"--hold needs a positive number of seconds, not {text}")
+    return seconds
+
+
+#: The note `cmd` prints when it does not hold: a lease ends with the connection that took it.
+NOT_HELD = (
+    "hwgateway: the command's outputs that hold a lease (rumble, motors, pins, wrist outputs) ended when it "
+    "exited; --hold [SECONDS] keeps them on"
+)
+
+
 async def _cmd(gw: Gateway, args: argparse.Namespace) -> int:
     result = await gw.command(args.device, args.type, args.data, timeout_s=args.timeout)
     _print_json(result)
+    if args.hold is None:
+        print(NOT_HELD, file=sys.stderr, flush=True)
+        return 0
+    await _hold(gw, args)
     return 0
+
+
+async def _hold(gw: Gateway, args: argparse.Namespace) -> None:
+    """Keep the connection, and the leases of the command, for `args.hold` seconds (inf: until Ctrl-C).
+
+    A device whose leases also run out in time names the commands to repeat, and how often, in its
+    `lease_renewal_ms` capability (a Thymio's motors: `motor_lease_ms`): those are sent again at half
+    that period. Any other command is never repeated (a repeated relative move would move again).
+    """
+    device = next((d for d in await gw.devices() if d.id == args.device), None)
+    renewal_ms = device.capabilities.get("lease_renewal_ms", {}) if device is not None else {}
+    every_ms = renewal_ms.get(args.type) if isinstance(renewal_ms, dict) else None
+    period = every_ms / 2000 if isinstance(every_ms, int | float) and every_ms > 0 else None
+    until = "until Ctrl-C" if math.isinf(args.hold) else f"for {args.hold:g} s"
+    renewing = f", repeated every {period:g} s to renew its lease" if period else ""
+    print(f"hwgateway: holding the command's outputs {until}{renewing}; released on exit", file=sys.stderr, flush=True)
+    deadline = time.monotonic() + args.hold
+    while (remaining := deadline - time.monotonic()) > 0:
+        await asyncio.sleep(remaining if period is None else min(period, remaining))
+        if period is not None and time.monotonic() < deadline:
+            await gw.command(args.device, args.type, args.data, timeout_s=args.timeout)
+    print("hwgateway: released", file=sys.stderr, flush=True)
 
 
 async def _describe(gw: Gateway, args: argparse.Namespace) -> int:

@@ -165,6 +165,9 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             # The `node/<n>/buttons` stream's layout (the Thymio program's button order).
             "controller": {"axes": [], "buttons": list(thymio.BUTTON_NAMES)},
             "events": {str(node_id): self.event_layouts(node_id) for node_id in sorted(self.event_names)},
+            # Motor targets stay only while renewed: a client that holds them (`hwgateway cmd --hold`)
+            # repeats these commands within this many ms.
+            "lease_renewal_ms": {MOTORS: self.options.motor_lease_ms, SET_VARIABLE: self.options.motor_lease_ms},
         }
 
     def event_layouts(self, node_id: int) -> list[dict[str, Any]]:
