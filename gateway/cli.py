@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import dataclasses
 import getpass
 import logging
@@ -152,8 +154,39 @@ def _demo_config(args: argparse.Namespace) -> Config:
     return dataclasses.replace(config, server=server, rosbridge=rosbridge, foxglove=foxglove, tdm=tdm)
 
 
+#: Seconds a demo on a terminal waits for its devices to connect before it prints its URLs anyway.
+BANNER_SETTLE_S = 15.0
+#: Seconds of quiet after the last device connected, for the lines that follow a connect to be logged.
+_BANNER_QUIET_S = 0.3
+_banner_tasks: set[asyncio.Task[None]] = set()
+
+
 def _print_demo_banner(gateway: Gateway) -> None:
-    """The demo's URLs, printed once every listener accepts connections (with the ports actually bound)."""
+    """The demo's URLs, once every listener accepts connections (with the ports actually bound).
+
+    On a terminal they come last, after the start-up's log lines (every device connected, or
+    `BANNER_SETTLE_S`), where a person sees them instead of above a screenful of logs. Piped (a
+    script, a test), at once.
+    """
+    if not sys.stdout.isatty():
+        _banner(gateway)
+        return
+    task = asyncio.get_running_loop().create_task(_banner_when_settled(gateway), name="demo-banner")
+    _banner_tasks.add(task)
+    task.add_done_callback(_banner_tasks.discard)
+
+
+async def _banner_when_settled(gateway: Gateway) -> None:
+    devices = gateway.supervisor.devices.values()
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(BANNER_SETTLE_S):
+            while any(handle.status != "connected" for handle in devices):  # noqa: ASYNC110 (no event per device)
+                await asyncio.sleep(0.1)
+    await asyncio.sleep(_BANNER_QUIET_S)
+    _banner(gateway)
+
+
+def _banner(gateway: Gateway) -> None:
     server = gateway.config.server
     base = f"{server.host}:{gateway.http_port}"
     msgpack = f"tcp://{server.host}:{gateway.msgpack_port}" if gateway.msgpack_port else "off"

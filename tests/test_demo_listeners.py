@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import pty
 import signal
 import socket
 import sys
@@ -12,7 +14,7 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.harness import _until_listening, connect, gateway_config, start_gateway
+from tests.harness import DEMO_IDS, _until_listening, connect, gateway_config, start_gateway
 
 
 @contextmanager
@@ -126,3 +128,45 @@ def _write(tmp_path: Path, text: str) -> Path:
     config = tmp_path / "second.toml"
     config.write_text(text)
     return config
+
+
+async def test_on_a_terminal_the_demo_prints_its_urls_after_the_start_up_logs(tmp_path: Path) -> None:
+    primary, secondary = pty.openpty()
+    flags = ["--http-port", "0", "--msgpack-port", "0", "--rosbridge-port", "0", "--foxglove-port", "0"]
+    flags += ["--tdm-port", "0", "--tdm-ws-port", "0", "--unix-socket", str(tmp_path / "demo.sock")]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway", "demo", *flags, "--log-format", "json",
+        stdin=asyncio.subprocess.DEVNULL, stdout=secondary, stderr=secondary,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    os.close(secondary)
+    output = bytearray()
+    loop = asyncio.get_running_loop()
+    arrived = asyncio.Event()
+
+    def read() -> None:
+        try:
+            output.extend(os.read(primary, 65536))
+        except OSError:  # the terminal closed with the process
+            loop.remove_reader(primary)
+        arrived.set()
+
+    loop.add_reader(primary, read)
+    try:
+        async with asyncio.timeout(60):
+            while b"Press Ctrl-C to stop." not in output:
+                await arrived.wait()
+                arrived.clear()
+        await asyncio.sleep(1.0)  # what comes right after the banner
+        lines = output.decode(errors="replace").replace("\r", "").splitlines()
+        banner = next(index for index, line in enumerate(lines) if line.startswith("hwgateway demo: simulated devices"))
+        logs = [(index, json.loads(line)) for index, line in enumerate(lines) if line.startswith("{")]
+        connected = {entry["device"]: index for index, entry in logs if entry.get("status") == "connected"}
+        assert set(connected) == set(DEMO_IDS), lines
+        assert max(connected.values()) < banner, lines  # every device connected above the URLs
+        assert [entry["event"] for index, entry in logs if index > banner] == [], lines[banner:]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+        loop.remove_reader(primary)
+        os.close(primary)
