@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from gateway.errors import ErrorCode
@@ -47,6 +47,10 @@ EXIT_CONNECTION = 3
 EXIT_USAGE = 2
 #: `estop` reached the gateway but some device did not confirm its stop.
 EXIT_ESTOP_INCOMPLETE = 4
+#: `sub`: no topic matches the patterns (as `hwgateway record`).
+EXIT_NO_TOPICS = 5
+#: Seconds `sub` waits for a first matching topic while some device is still connecting.
+NO_TOPIC_GRACE_S = 5.0
 
 COMMANDS = ("devices", "sub", "cmd", "describe", "estop")
 _TABLE_REFRESH_S = 0.2
@@ -70,6 +74,11 @@ def add_commands(commands: Any) -> None:
     sub.add_argument("patterns", nargs="+", metavar="PATTERN", help="topic pattern (* one segment, ** any)")
     sub.add_argument("--rate", type=float, metavar="HZ", help="at most HZ samples per second per topic")
     sub.add_argument("--count", type=int, metavar="N", help="exit after N samples")
+    sub.add_argument(
+        "--wait",
+        action="store_true",
+        help=f"when no topic matches yet, wait for one (default: say so and exit {EXIT_NO_TOPICS})",
+    )
     cmd = common(commands.add_parser("cmd", help="send a command to a device and print its result"))
     cmd.add_argument("device")
     cmd.add_argument("type", help="message type or generic command (led, sound, rumble)")
@@ -236,8 +245,18 @@ async def _sub(gw: Gateway, args: argparse.Namespace) -> int:
     received = 0
     drawn = 0.0
     async with gw.subscribe(*args.patterns, max_rate_hz=args.rate) as subscription:
+        samples: AsyncIterator[Sample] = subscription
+        if not subscription.topics and not args.wait:
+            first = await _first_sample(gw, subscription)
+            if first is None:
+                return _fail(
+                    f"no topic matches {' '.join(args.patterns)} (every topic: hwgateway sub '**'; "
+                    "--wait waits for one)",
+                    EXIT_NO_TOPICS,
+                )
+            samples = _chain(first, subscription)
         with contextlib.suppress(StopAsyncIteration):
-            async for sample in subscription:
+            async for sample in samples:
                 received += 1
                 if live_table:
                     latest[sample.topic] = sample
@@ -251,6 +270,26 @@ async def _sub(gw: Gateway, args: argparse.Namespace) -> int:
     if live_table:
         _draw(latest, received)
     return 0
+
+
+async def _first_sample(gw: Gateway, subscription: AsyncIterator[Sample]) -> Sample | None:
+    """The first sample of a subscription that matched no topic, or None when none comes.
+
+    A topic exists once its device published: when every device is connected, none is coming
+    (None at once); while one still connects, its topics may, within `NO_TOPIC_GRACE_S`.
+    """
+    settled = all(device.status == "connected" for device in await gw.devices())
+    try:
+        async with asyncio.timeout(0.0 if settled else NO_TOPIC_GRACE_S):
+            return await anext(subscription)
+    except (TimeoutError, StopAsyncIteration):
+        return None
+
+
+async def _chain(first: Sample, rest: AsyncIterator[Sample]) -> AsyncIterator[Sample]:
+    yield first
+    async for sample in rest:
+        yield sample
 
 
 def _draw(latest: dict[str, Sample], received: int) -> None:

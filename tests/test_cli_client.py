@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from devices.sim.thymio import SimulatedThymio
-from hwgateway.cli import EXIT_CODES, EXIT_CONNECTION, EXIT_USAGE, NOT_HELD
+from hwgateway.cli import EXIT_CODES, EXIT_CONNECTION, EXIT_NO_TOPICS, EXIT_USAGE, NO_TOPIC_GRACE_S, NOT_HELD
 from hwgateway.client import ErrorCode
 from tests.harness import SIM_DEVICE, Client, RunningGateway, connect, free_port, gateway_config, start_gateway
 from tests.test_client import fixed_port_config, url_of
@@ -219,3 +219,34 @@ async def test_hold_renews_a_lease_that_runs_out_in_time(tmp_path: Path) -> None
     finally:
         assert await running.stop() == 0
         await robot.stop()
+
+
+async def test_sub_says_when_no_topic_matches_and_exits_unless_asked_to_wait(tmp_path: Path) -> None:
+    running = await start_gateway(tmp_path, gateway_config(tmp_path))
+    try:
+        await running.until_connected()
+        url = ["--url", url_of(running, "ws")]
+        status, out, err = await hwgateway("sub", "nosuch/**", *url)  # every device is up: at once
+        assert (status, out) == (EXIT_NO_TOPICS, "")
+        assert err.startswith("hwgateway: no topic matches nosuch/**")
+        assert "--wait" in err
+        assert (await hwgateway("sub", "nosuch/**", "sim-1/state", "--count", "1", *url))[0] == 0  # one matches
+        waiting = await _spawn("sub", "nosuch/**", "--wait", *url)
+        try:
+            await asyncio.sleep(NO_TOPIC_GRACE_S / 2)
+            assert waiting.returncode is None
+            waiting.send_signal(signal.SIGINT)
+            assert await asyncio.wait_for(waiting.wait(), 10) == 0
+        finally:
+            if waiting.returncode is None:
+                waiting.kill()
+                await waiting.wait()
+    finally:
+        assert await running.stop() == 0
+
+
+async def test_sub_gives_a_connecting_device_time_to_publish(rig: RunningGateway) -> None:
+    # `late` is still connecting: its topics may yet come, so sub waits a while before it gives up.
+    status, _, err = await hwgateway("sub", "late/**", "--url", url_of(rig, "ws"))
+    assert status == EXIT_NO_TOPICS
+    assert "no topic matches late/**" in err
