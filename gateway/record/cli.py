@@ -30,7 +30,11 @@ if TYPE_CHECKING:
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `hwgateway record`."""
     parser.add_argument("-o", "--output", help="the MCAP file to write")
-    parser.add_argument("--url", default=DEFAULT_URL, help=f"the gateway's WebSocket (default {DEFAULT_URL})")
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("HWGW_URL", DEFAULT_URL),
+        help=f"ws://host:port/ws, tcp://host:port or unix:/path (default $HWGW_URL or {DEFAULT_URL})",
+    )
     parser.add_argument("--topics", nargs="+", default=["**"], metavar="PATTERN", help="topic patterns (default **)")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: at Ctrl-C)")
     parser.add_argument("--token", help="auth token (default: $HWGW_TOKEN)")
