@@ -48,6 +48,7 @@ from devices.wiimote.timed_switch import MIN_PULSE_S, SwitchBank, check_switch
 from devices.wiimote.transport import LinkLost, ReportLink, open_hidraw, open_l2cap
 from gateway.errors import DeviceUnavailable, InvalidArgument
 from gateway.messages.generic import Led, Rumble
+from gateway.messages.sim import SimButton
 from gateway.messages.wiimote import TimedSwitch
 from gateway.messages.wiimote_gateway import Calibrate, WiimoteClassic, WiimoteLeds
 from protocols.wiimote import connection as wc
@@ -87,6 +88,8 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         self._wall_clock = wall_clock
         #: The simulated remote of `transport = "sim"` (tests reach it here).
         self.simulator: SimulatedWiimote | None = None
+        if options.transport == "sim":  # its buttons can be pressed from the dashboard, as a real one's by hand
+            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[misc,assignment]
         self.connection: wc.WiimoteConnection | None = None
         self.remote: HidrawRemote | None = None
         #: Input reports that broke the protocol, over every connection (counted and ignored).
@@ -107,6 +110,16 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         for index in range(LED_COUNT):
             self._bank.set(index, bool(self.options.leds >> index & 1))
 
+    def _press(self, message: SimButton) -> Mapping[str, Any]:
+        """Press a button of the simulated remote (`hwgateway/SimButton`)."""
+        if self.simulator is None:
+            raise DeviceUnavailable("the simulated remote is not running")
+        try:
+            self.simulator.press(message.button, message.pressed_s)
+        except ValueError as error:
+            raise InvalidArgument(f"data.button: {error}") from None
+        return {"pressed": message.button, "for_s": message.pressed_s}
+
     def capabilities(self) -> Mapping[str, Any]:
         """Transport, address, extension, MotionPlus, counters and the outputs it has."""
         conn = self.connection
@@ -119,6 +132,8 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
             # The `controller` stream's layout: core buttons, Nunchuk Z C, then the Classic's.
             "controller": {"axes": list(CONTROLLER_AXES), "buttons": list(CONTROLLER_BUTTONS)},
         }
+        if self.simulator is not None:  # what hwgateway/SimButton presses
+            caps["sim_buttons"] = list(self.simulator.button_names())
         if conn is not None:
             caps.update(
                 extension=conn.extension.value,
@@ -344,6 +359,8 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         message = command.message
         if isinstance(message, Calibrate):
             return await self._calibrate()
+        if isinstance(message, SimButton):
+            return self._press(message)
         now = self._clock()
         if isinstance(message, WiimoteLeds):
             for index, switch in enumerate(message.leds):
