@@ -78,6 +78,13 @@ CORE_BUTTONS: dict[str, int] = {
     "LEFT": rp.Button.LEFT, "RIGHT": rp.Button.RIGHT,
 }  # fmt: skip
 NUNCHUK_BUTTONS = ("Z", "C")
+
+
+def button_names(extension: str | None) -> tuple[str, ...]:
+    """The buttons a simulated remote with `extension` can press: its own, then a Nunchuk's."""
+    return tuple(CORE_BUTTONS) + (NUNCHUK_BUTTONS if extension == "nunchuk" else ())
+
+
 #: The "demo" motion's button script: one button pressed for DEMO_PRESS_S of every DEMO_STEP_S.
 DEMO_STEP_S = 2.0
 DEMO_PRESS_S = 0.5
@@ -488,7 +495,7 @@ class SimulatedWiimote:
 
     def button_names(self) -> tuple[str, ...]:
         """The buttons `press` takes: the remote's, then its Nunchuk's when one is plugged."""
-        return tuple(CORE_BUTTONS) + (tuple(NUNCHUK_BUTTONS) if self.extension == "nunchuk" else ())
+        return button_names(self.extension)
 
     def held_buttons(self, t: float) -> tuple[int, tuple[bool, bool]]:
         """The core button word and the Nunchuk's (Z, C) now, `t` s after start.

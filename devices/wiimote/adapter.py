@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 
 from devices.base import Adapter, Command, DeviceContext
 from devices.sim.wiimote import SimulatedWiimote
+from devices.sim.wiimote import button_names as sim_button_names
 from devices.wiimote.convert import (
     CONTROLLER_AXES,
     CONTROLLER_BUTTONS,
@@ -88,7 +89,7 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         self._wall_clock = wall_clock
         #: The simulated remote of `transport = "sim"` (tests reach it here).
         self.simulator: SimulatedWiimote | None = None
-        if options.transport == "sim":  # its buttons can be pressed from the dashboard, as a real one's by hand
+        if options.transport == "sim" and options.sim_device == "remote":  # pressed from the dashboard, as by hand
             self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[misc,assignment]
         self.connection: wc.WiimoteConnection | None = None
         self.remote: HidrawRemote | None = None
@@ -132,8 +133,8 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
             # The `controller` stream's layout: core buttons, Nunchuk Z C, then the Classic's.
             "controller": {"axes": list(CONTROLLER_AXES), "buttons": list(CONTROLLER_BUTTONS)},
         }
-        if self.simulator is not None:  # what hwgateway/SimButton presses
-            caps["sim_buttons"] = list(self.simulator.button_names())
+        if self.options.transport == "sim" and self.options.sim_device == "remote":  # what SimButton presses
+            caps["sim_buttons"] = list(sim_button_names(self.options.sim_extension))
         if conn is not None:
             caps.update(
                 extension=conn.extension.value,
