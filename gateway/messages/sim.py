@@ -31,7 +31,8 @@ class SimButton:
     """Press a button of a simulated device, as a person would press the real one (the dashboard's buttons).
 
     `button` names it as the device's `sim_buttons` capability lists them (a Wii Remote: "A", "B",
-    "1", "2", "+", "-", "HOME", "UP", "DOWN", "LEFT", "RIGHT", and "Z", "C" on its Nunchuk); it is
+    "1", "2", "+", "-", "HOME", "UP", "DOWN", "LEFT", "RIGHT", and "Z", "C" on its Nunchuk; a
+    Thymio: "forward", "backward", "left", "right", "center"; a micro:bit: "A", "B"); it is
     held for `pressed_s` seconds, then released (0: released at once). Real devices do not accept it.
     """
 
