@@ -32,7 +32,7 @@ class SimButton:
 
     `button` names it as the device's `sim_buttons` capability lists them (a Wii Remote: "A", "B",
     "1", "2", "+", "-", "HOME", "UP", "DOWN", "LEFT", "RIGHT", and "Z", "C" on its Nunchuk; a
-    Thymio: "forward", "backward", "left", "right", "center"; a micro:bit: "A", "B"); it is
+    Thymio: "forward", "backward", "left", "right", "center"; a micro:bit: "A", "B"; a LEGO hub: "green"); it is
     held for `pressed_s` seconds, then released (0: released at once). Real devices do not accept it.
     """
 
