@@ -167,7 +167,10 @@ async def _devices(gw: Gateway, args: argparse.Namespace) -> int:
 
 
 def _hold_seconds(text: str) -> float:
-    seconds = float(text)
+    try:
+        seconds = float(text)
+    except ValueError:  # most likely DATA written after a bare --hold
+        raise argparse.ArgumentTypeError(f"--hold takes seconds, not {text!r} (give DATA before --hold)") from None
     if not seconds > 0 or math.isnan(seconds):
         raise argparse.ArgumentTypeError(f"--hold needs a positive number of seconds, not {text}")
     return seconds

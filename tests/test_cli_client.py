@@ -189,6 +189,9 @@ async def test_cmd_says_a_leased_output_ended_with_it_and_hold_keeps_it_until_th
         if forever.returncode is None:
             forever.kill()
             await forever.wait()
+    status, _, err = await hwgateway("cmd", "sim-1", "rumble", "--hold", rumble, *url)
+    assert status == EXIT_USAGE
+    assert "give DATA before --hold" in err
     status, _, err = await hwgateway("cmd", "sim-1", "rumble", rumble, "--hold", "0", *url)
     assert status == EXIT_USAGE
     assert "positive number of seconds" in err
