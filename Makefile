@@ -26,7 +26,7 @@ $(VENV)/.test: pyproject.toml $(VENV)/.runtime
 	touch $@
 
 demo: $(VENV)/.runtime
-	$(BIN)/hwgateway demo
+	$(BIN)/hwgateway demo $(DEMO_ARGS)
 
 test: deb-deps $(VENV)/.test node-deps lint typecheck pytest check-install
 

@@ -1,9 +1,12 @@
 """The gateway process: wires bus, supervisor and servers, and runs the start/stop lifecycle.
 
-Shutdown: stop listening, then at once and side by side: every device to its safe state (e-stop,
-then close) and every client closed with `going_away` (each close bounded; a client that does not
-read is aborted). The whole stop is bounded by `STOP_DEADLINE_S`, well inside systemd's
-`TimeoutStopSec`. The process never exits because a device failed.
+Shutdown: first, as a task of its own, every device to its safe state (e-stop, then close); then
+stop listening, and side by side every client closed with `going_away` (each close bounded; a
+client that does not read is aborted) and the MQTT bridge's stop. Every part is bounded by
+`gateway.waits.finish_within`, which returns at its deadline even when a task ignores its
+cancellation, so no face can hold up the devices' safe state or the exit; the devices' pass takes
+at most `STOP_DEADLINE_S`, well inside systemd's `TimeoutStopSec`. The process never exits
+because a device failed.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from gateway.servers.limits import ConnectionLimits, RateLimitedLog, raise_open_
 from gateway.servers.msgpack_server import MsgpackServer
 from gateway.servers.tls import server_context
 from gateway.supervisor import Supervisor
+from gateway.waits import finish_within
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +54,34 @@ log = logging.getLogger(__name__)
 STOP_DEADLINE_S = 5.0
 #: Seconds allowed for closing client sessions before their sockets are aborted.
 CLIENTS_CLOSE_S = 2.5
+#: Seconds a face's part of the stop may take (a listener's close, a cleanup) before it is left behind.
+FACE_STOP_S = 1.0
+#: Seconds the recorder may take to write what it holds and close its file at the end.
+RECORDER_STOP_S = 3.0
+#: Seconds the MQTT bridge's stop may take (`offline` at QoS 1, then the broker's DISCONNECT).
+MQTT_STOP_S = 3.5
+#: Signals that stop the daemon in order (every device to its safe state first), as SIGTERM does.
+#: Every catchable signal whose default action would end the process at once is here: SIGHUP
+#: (the terminal closed; there is no reload yet), SIGQUIT, the user and timer signals, SIGXCPU.
+#: SIGPIPE and SIGXFSZ are ignored by Python already; SIGKILL and SIGSTOP cannot be caught.
+STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
+    getattr(signal, name)
+    for name in (
+        "SIGTERM",
+        "SIGINT",
+        "SIGHUP",
+        "SIGQUIT",
+        "SIGUSR1",
+        "SIGUSR2",
+        "SIGALRM",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGIO",
+        "SIGPWR",
+        "SIGXCPU",
+    )
+    if hasattr(signal, name)
+)
 #: Event-loop lag (s) beyond which /healthz answers 503.
 UNHEALTHY_LAG_S = 0.5
 _LAG_PERIOD_S = 0.25
@@ -187,30 +219,35 @@ class Gateway:
         )
 
     async def stop(self) -> None:
-        """Stop listening; put devices in their safe state while clients are closed; bounded in time."""
+        """Put every device in its safe state, stop listening and close the clients; bounded in time.
+
+        The devices' safe-state pass starts first, as a task of its own that no face's stop can
+        delay or block: each face's stop is bounded by `finish_within`, which returns at its
+        deadline even when a task it waits for ignores cancellation.
+        """
         log.info("stopping")
+        devices = asyncio.create_task(self.supervisor.stop(), name="devices-safe-state")
         self._msgpack.stop_listening()
-        if self.mqtt is not None:
-            await self.mqtt.stop()  # says `offline` first; bounded (about 3 s at most)
         if self._http_server is not None:
             self._http_server.close()
-        if self._rosbridge is not None:
-            await self._rosbridge.stop_listening()
-        if self.tdm is not None:
-            await self.tdm.stop()
         if self._foxglove is not None:
             self._foxglove.stop_listening()
-        devices = asyncio.create_task(self.supervisor.stop(), name="devices-safe-state")
-        try:
-            async with asyncio.timeout(STOP_DEADLINE_S):
-                await asyncio.gather(self._close_clients(), devices, return_exceptions=True)
-        except TimeoutError:
-            log.error("shutdown took over %.1f s; aborting what is left", STOP_DEADLINE_S)
+        if self._rosbridge is not None:
+            await finish_within("the rosbridge listener's stop", self._rosbridge.stop_listening(), FACE_STOP_S)
+        if self.tdm is not None:
+            await finish_within("the TDM listeners' stop", self.tdm.stop(), FACE_STOP_S)
+        stopping = [
+            finish_within("the devices' safe-state pass", devices, STOP_DEADLINE_S),
+            finish_within("closing the clients", self._close_clients(), CLIENTS_CLOSE_S + FACE_STOP_S),
+        ]
+        if self.mqtt is not None:  # says `offline` first; bounded inside too (about 3 s at most)
+            stopping.append(finish_within("the MQTT bridge's stop", self.mqtt.stop(), MQTT_STOP_S))
+        if not all(await asyncio.gather(*stopping)):
             self._abort_http_connections()
         if self.tdm is not None:
-            await self.tdm.cleanup()
-        if self.recorder is not None:
-            await self.recorder.stop()  # after the devices: their last availability is in the file
+            await finish_within("the TDM face's cleanup", self.tdm.cleanup(), FACE_STOP_S)
+        if self.recorder is not None:  # after the devices: their last availability is in the file
+            await finish_within("the recorder's stop", self.recorder.stop(), RECORDER_STOP_S)
         self.monitor.stop()
         log.info("stopped")
 
@@ -293,7 +330,7 @@ class Gateway:
 
 
 async def serve(config: Config, on_listening: Callable[[Gateway], None] | None = None) -> int:
-    """Run the gateway until SIGTERM or SIGINT; return the process exit code.
+    """Run the gateway until SIGTERM, SIGINT, SIGHUP or another of `STOP_SIGNALS`; return the exit code.
 
     `on_listening` is called once every listener accepts connections (the demo prints its URLs then).
 
@@ -308,8 +345,14 @@ async def serve(config: Config, on_listening: Callable[[Gateway], None] | None =
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(_quiet_resource_exhaustion())
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    received: list[signal.Signals] = []
+
+    def stop_on(signum: signal.Signals) -> None:
+        received.append(signum)
+        stop.set()
+
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, stop_on, signum)
     try:
         try:
             await gateway.start()
@@ -323,13 +366,14 @@ async def serve(config: Config, on_listening: Callable[[Gateway], None] | None =
         notifier.notify("READY=1", f"STATUS={gateway.summary()}")
         watchdog = asyncio.create_task(notifier.watchdog(gateway.healthy, gateway.summary), name="watchdog")
         await stop.wait()
+        log.info("%s received: stopping", received[0].name, extra={"signal": received[0].name})
         notifier.notify("STOPPING=1", "STATUS=stopping")
         watchdog.cancel()
         await gateway.stop()
         return 0
     finally:
         notifier.close()
-        for signum in (signal.SIGTERM, signal.SIGINT):
+        for signum in STOP_SIGNALS:
             with contextlib.suppress(Exception):
                 loop.remove_signal_handler(signum)
             # A repeated signal while the process winds down must not turn a clean exit into a kill.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import getpass
 import logging
@@ -49,12 +50,31 @@ def _parser() -> argparse.ArgumentParser:
     config_file(run)
     logging_options(run)
 
-    demo = commands.add_parser("demo", help="run the gateway with simulated devices on the default ports")
-    demo.add_argument("--http-port", type=int, help="HTTP/WebSocket port (default 8470)")
-    demo.add_argument("--msgpack-port", type=int, help="msgpack TCP port (default 8471)")
-    demo.add_argument("--unix-socket", help="msgpack Unix socket path (default: a per-user temporary path)")
-    demo.add_argument("--rosbridge-port", type=int, help="rosbridge v2 WebSocket port (default 9090)")
-    demo.add_argument("--foxglove-port", type=int, help="Foxglove WebSocket port (default 8765)")
+    demo = commands.add_parser(
+        "demo",
+        help="run the gateway with simulated devices on the default ports",
+        description="Run the gateway with simulated devices. Every listener can be moved (PORT; 0: any free "
+        "port) or turned off (off), e.g. --tdm-port off beside Thymio Suite, which needs 8596 and 8597.",
+    )
+    demo.add_argument("--http-port", type=_port, metavar="PORT", help="HTTP/WebSocket/dashboard port (default 8470)")
+    demo.add_argument("--msgpack-port", type=_port_or_off, metavar="PORT|off", help="msgpack TCP port (default 8471)")
+    demo.add_argument(
+        "--unix-socket", metavar="PATH|off", help="msgpack Unix socket path (default: a per-user temporary path)"
+    )
+    demo.add_argument(
+        "--rosbridge-port", type=_port_or_off, metavar="PORT|off", help="rosbridge v2 WebSocket port (default 9090)"
+    )
+    demo.add_argument(
+        "--foxglove-port", type=_port_or_off, metavar="PORT|off", help="Foxglove WebSocket port (default 8765)"
+    )
+    demo.add_argument(
+        "--tdm-port", type=_port_or_off, metavar="PORT|off",
+        help="Thymio Device Manager TCP port (default 8596, the real TDM's); off: no TDM face",
+    )  # fmt: skip
+    demo.add_argument(
+        "--tdm-ws-port", type=_port_or_off, metavar="PORT|off",
+        help="Thymio Device Manager WebSocket port (default 8597, the real TDM's); off: no TDM face",
+    )  # fmt: skip
     demo.add_argument("--record", metavar="FILE", help="also record the whole bus to this MCAP file")
     logging_options(demo)
 
@@ -88,6 +108,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: `--...-port off`: that listener is not opened.
+OFF = -1
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (0-65535; 0: any free port)")
+    return port
+
+
+def _port_or_off(text: str) -> int:
+    return OFF if text.strip().lower() == "off" else _port(text)
+
+
 def _demo_config(args: argparse.Namespace) -> Config:
     from gateway.config import loads
 
@@ -96,21 +134,59 @@ def _demo_config(args: argparse.Namespace) -> Config:
     unix = args.unix_socket or str(Path(tempfile.gettempdir()) / f"hwgateway-demo-{os.getuid()}.sock")
     server = dataclasses.replace(
         config.server,
-        unix_socket=unix,
+        unix_socket="" if unix.strip().lower() == "off" else unix,
         http_port=config.server.http_port if args.http_port is None else args.http_port,
         msgpack_port=config.server.msgpack_port if args.msgpack_port is None else args.msgpack_port,
     )
     rosbridge = config.rosbridge
     if args.rosbridge_port is not None:
-        rosbridge = dataclasses.replace(rosbridge, port=args.rosbridge_port)
+        rosbridge = dataclasses.replace(rosbridge, enabled=args.rosbridge_port != OFF, port=max(args.rosbridge_port, 0))
     foxglove = config.foxglove
     if args.foxglove_port is not None:
-        foxglove = dataclasses.replace(foxglove, port=args.foxglove_port)
-    return dataclasses.replace(config, server=server, rosbridge=rosbridge, foxglove=foxglove)
+        foxglove = dataclasses.replace(foxglove, enabled=args.foxglove_port != OFF, port=max(args.foxglove_port, 0))
+    tdm = config.tdm
+    if args.tdm_port is not None:
+        tdm = dataclasses.replace(tdm, tcp_port=max(args.tdm_port, 0))
+    if args.tdm_ws_port is not None:
+        tdm = dataclasses.replace(tdm, ws_port=max(args.tdm_ws_port, 0))
+    if OFF in (args.tdm_port, args.tdm_ws_port):  # one face with both listeners
+        tdm = dataclasses.replace(tdm, enabled=False)
+    return dataclasses.replace(config, server=server, rosbridge=rosbridge, foxglove=foxglove, tdm=tdm)
+
+
+#: Seconds a demo on a terminal waits for its devices to connect before it prints its URLs anyway.
+BANNER_SETTLE_S = 15.0
+#: Seconds of quiet after the last device connected, for the lines that follow a connect to be logged.
+_BANNER_QUIET_S = 0.3
+_banner_tasks: set[asyncio.Task[None]] = set()
 
 
 def _print_demo_banner(gateway: Gateway) -> None:
-    """The demo's URLs, printed once every listener accepts connections (with the ports actually bound)."""
+    """The demo's URLs, once every listener accepts connections (with the ports actually bound).
+
+    On a terminal they come last, after the start-up's log lines (every device connected, or
+    `BANNER_SETTLE_S`), where a person sees them instead of above a screenful of logs. Piped (a
+    script, a test), at once.
+    """
+    if not sys.stdout.isatty():
+        _banner(gateway)
+        return
+    task = asyncio.get_running_loop().create_task(_banner_when_settled(gateway), name="demo-banner")
+    _banner_tasks.add(task)
+    task.add_done_callback(_banner_tasks.discard)
+
+
+async def _banner_when_settled(gateway: Gateway) -> None:
+    devices = gateway.supervisor.devices.values()
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(BANNER_SETTLE_S):
+            while any(handle.status != "connected" for handle in devices):  # noqa: ASYNC110 (no event per device)
+                await asyncio.sleep(0.1)
+    await asyncio.sleep(_BANNER_QUIET_S)
+    _banner(gateway)
+
+
+def _banner(gateway: Gateway) -> None:
     server = gateway.config.server
     base = f"{server.host}:{gateway.http_port}"
     msgpack = f"tcp://{server.host}:{gateway.msgpack_port}" if gateway.msgpack_port else "off"
@@ -182,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         return _hash_token(args.generate)
     # The daemon's modules are imported once a command needs them: a client command, or --help,
     # should not wait for them (about 1 s here, several on a Raspberry Pi).
-    from gateway import logs
+    from gateway import logs, waits
     from gateway.config import load
     from gateway.config_checks import warnings as config_warnings
 
@@ -205,10 +281,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo" and args.record:
         from gateway.record import cli as record_cli
 
-        return asyncio.run(record_cli.serve_and_record(config, args.record, _print_demo_banner))
+        return waits.run(record_cli.serve_and_record(config, args.record, _print_demo_banner))
     from gateway.app import serve  # after logging is configured
 
-    return asyncio.run(serve(config, _print_demo_banner if args.command == "demo" else None))
+    # waits.run, not asyncio.run: a task that ignores its cancellation cannot hold the exit.
+    return waits.run(serve(config, _print_demo_banner if args.command == "demo" else None))
 
 
 if __name__ == "__main__":

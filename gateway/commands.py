@@ -152,6 +152,8 @@ class CommandRouter:
                 f"it accepts: {', '.join(adapter.accepts) or 'nothing'}"
             )
         message = await self._validate(info.cls, data)
+        if self._supervisor.stopping:  # after the e-stop of the shutdown, no command may move anything again
+            raise DeviceUnavailable(f"device {device_id!r} is stopping: the gateway is shutting down")
         if handle.status != "connected":
             raise DeviceUnavailable(f"device {device_id!r} is {handle.status}: {handle.detail}".rstrip(": "))
         command = Command(type_name, message, client_id, deadline)

@@ -29,6 +29,8 @@ ESTOP_AT_STOP_S = 1.0
 CLOSE_AT_STOP_S = 3.0
 #: Seconds between the e-stop and cancelling the adapters, for cyclic loops to send the stop.
 SAFE_STATE_SETTLE_S = 0.05
+#: Seconds the cancelled adapter tasks are given to end at shutdown before their devices are closed anyway.
+TASKS_END_AT_STOP_S = 1.0
 
 
 class DeviceHandle:
@@ -82,6 +84,8 @@ class Supervisor:
         self._config = config
         self._bus = bus
         self._started = False
+        #: True once `stop` began: the router refuses new commands (none may undo the e-stop).
+        self.stopping = False
         self.devices: dict[str, DeviceHandle] = {
             device.id: DeviceHandle(device, bus) for device in devices if device.enabled
         }
@@ -113,14 +117,22 @@ class Supervisor:
 
         The e-stop comes first so that actuators stop even when a device's close is slow, and
         while its task still runs, so that the stop reaches the hardware (a cyclic loop sends it).
+        Every step is bounded: a task that ignores its cancellation does not keep its device, or
+        any other, from being closed.
         """
+        self.stopping = True
         handles = list(self.devices.values())
         await asyncio.gather(*(self._estop(handle) for handle in handles))
         await asyncio.sleep(SAFE_STATE_SETTLE_S)
         tasks = [h.task for h in handles if h.task is not None]
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        if tasks:
+            # asyncio.wait, not gather: it returns at the deadline even if a task never ends.
+            _, running = await asyncio.wait(tasks, timeout=TASKS_END_AT_STOP_S)
+            if running:
+                names = ", ".join(sorted(task.get_name() for task in running))
+                log.error("%s did not end when cancelled; closing their devices anyway", names)
         await asyncio.gather(*(self._close(handle) for handle in handles))
 
     async def _estop(self, handle: DeviceHandle) -> None:

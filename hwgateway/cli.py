@@ -10,11 +10,12 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import os
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from gateway.errors import ErrorCode
@@ -46,6 +47,10 @@ EXIT_CONNECTION = 3
 EXIT_USAGE = 2
 #: `estop` reached the gateway but some device did not confirm its stop.
 EXIT_ESTOP_INCOMPLETE = 4
+#: `sub`: no topic matches the patterns (as `hwgateway record`).
+EXIT_NO_TOPICS = 5
+#: Seconds `sub` waits for a first matching topic while some device is still connecting.
+NO_TOPIC_GRACE_S = 5.0
 
 COMMANDS = ("devices", "sub", "cmd", "describe", "estop")
 _TABLE_REFRESH_S = 0.2
@@ -69,11 +74,26 @@ def add_commands(commands: Any) -> None:
     sub.add_argument("patterns", nargs="+", metavar="PATTERN", help="topic pattern (* one segment, ** any)")
     sub.add_argument("--rate", type=float, metavar="HZ", help="at most HZ samples per second per topic")
     sub.add_argument("--count", type=int, metavar="N", help="exit after N samples")
+    sub.add_argument(
+        "--wait",
+        action="store_true",
+        help=f"when no topic matches yet, wait for one (default: say so and exit {EXIT_NO_TOPICS})",
+    )
     cmd = common(commands.add_parser("cmd", help="send a command to a device and print its result"))
     cmd.add_argument("device")
     cmd.add_argument("type", help="message type or generic command (led, sound, rumble)")
     cmd.add_argument("data", nargs="?", default="{}", help="the command's data as a JSON object (default {})")
     cmd.add_argument("--timeout", type=float, metavar="S", help="deadline in seconds (default the gateway's)")
+    cmd.add_argument(
+        "--hold",
+        nargs="?",
+        type=_hold_seconds,
+        const=math.inf,
+        metavar="SECONDS",
+        help="stay connected, keeping what the command turned on, for SECONDS (without a value: until Ctrl-C); "
+        "released on exit. Without --hold a leased output (rumble, motors, pins, wrist outputs) ends when the "
+        "command exits, with its connection",
+    )
     describe = common(commands.add_parser("describe", help="print a type's schema, or every type"))
     describe.add_argument("type", nargs="?")
     common(commands.add_parser("estop", help="stop every device's actuators"))
@@ -146,10 +166,53 @@ async def _devices(gw: Gateway, args: argparse.Namespace) -> int:
     return 0
 
 
+def _hold_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:  # most likely DATA written after a bare --hold
+        raise argparse.ArgumentTypeError(f"--hold takes seconds, not {text!r} (give DATA before --hold)") from None
+    if not seconds > 0 or math.isnan(seconds):
+        raise argparse.ArgumentTypeError(f"--hold needs a positive number of seconds, not {text}")
+    return seconds
+
+
+#: The note `cmd` prints when it does not hold: a lease ends with the connection that took it.
+NOT_HELD = (
+    "hwgateway: the command's outputs that hold a lease (rumble, motors, pins, wrist outputs) ended when it "
+    "exited; --hold [SECONDS] keeps them on"
+)
+
+
 async def _cmd(gw: Gateway, args: argparse.Namespace) -> int:
     result = await gw.command(args.device, args.type, args.data, timeout_s=args.timeout)
     _print_json(result)
+    if args.hold is None:
+        print(NOT_HELD, file=sys.stderr, flush=True)
+        return 0
+    await _hold(gw, args)
     return 0
+
+
+async def _hold(gw: Gateway, args: argparse.Namespace) -> None:
+    """Keep the connection, and the leases of the command, for `args.hold` seconds (inf: until Ctrl-C).
+
+    A device whose leases also run out in time names the commands to repeat, and how often, in its
+    `lease_renewal_ms` capability (a Thymio's motors: `motor_lease_ms`): those are sent again at half
+    that period. Any other command is never repeated (a repeated relative move would move again).
+    """
+    device = next((d for d in await gw.devices() if d.id == args.device), None)
+    renewal_ms = device.capabilities.get("lease_renewal_ms", {}) if device is not None else {}
+    every_ms = renewal_ms.get(args.type) if isinstance(renewal_ms, dict) else None
+    period = every_ms / 2000 if isinstance(every_ms, int | float) and every_ms > 0 else None
+    until = "until Ctrl-C" if math.isinf(args.hold) else f"for {args.hold:g} s"
+    renewing = f", repeated every {period:g} s to renew its lease" if period else ""
+    print(f"hwgateway: holding the command's outputs {until}{renewing}; released on exit", file=sys.stderr, flush=True)
+    deadline = time.monotonic() + args.hold
+    while (remaining := deadline - time.monotonic()) > 0:
+        await asyncio.sleep(remaining if period is None else min(period, remaining))
+        if period is not None and time.monotonic() < deadline:
+            await gw.command(args.device, args.type, args.data, timeout_s=args.timeout)
+    print("hwgateway: released", file=sys.stderr, flush=True)
 
 
 async def _describe(gw: Gateway, args: argparse.Namespace) -> int:
@@ -185,8 +248,18 @@ async def _sub(gw: Gateway, args: argparse.Namespace) -> int:
     received = 0
     drawn = 0.0
     async with gw.subscribe(*args.patterns, max_rate_hz=args.rate) as subscription:
+        samples: AsyncIterator[Sample] = subscription
+        if not subscription.topics and not args.wait:
+            first = await _first_sample(gw, subscription)
+            if first is None:
+                return _fail(
+                    f"no topic matches {' '.join(args.patterns)} (every topic: hwgateway sub '**'; "
+                    "--wait waits for one)",
+                    EXIT_NO_TOPICS,
+                )
+            samples = _chain(first, subscription)
         with contextlib.suppress(StopAsyncIteration):
-            async for sample in subscription:
+            async for sample in samples:
                 received += 1
                 if live_table:
                     latest[sample.topic] = sample
@@ -200,6 +273,26 @@ async def _sub(gw: Gateway, args: argparse.Namespace) -> int:
     if live_table:
         _draw(latest, received)
     return 0
+
+
+async def _first_sample(gw: Gateway, subscription: AsyncIterator[Sample]) -> Sample | None:
+    """The first sample of a subscription that matched no topic, or None when none comes.
+
+    A topic exists once its device published: when every device is connected, none is coming
+    (None at once); while one still connects, its topics may, within `NO_TOPIC_GRACE_S`.
+    """
+    settled = all(device.status == "connected" for device in await gw.devices())
+    try:
+        async with asyncio.timeout(0.0 if settled else NO_TOPIC_GRACE_S):
+            return await anext(subscription)
+    except (TimeoutError, StopAsyncIteration):
+        return None
+
+
+async def _chain(first: Sample, rest: AsyncIterator[Sample]) -> AsyncIterator[Sample]:
+    yield first
+    async for sample in rest:
+        yield sample
 
 
 def _draw(latest: dict[str, Sample], received: int) -> None:

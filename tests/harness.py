@@ -122,11 +122,13 @@ _config_numbers = itertools.count(1)
 
 
 async def start_gateway(
-    tmp_path: Path, config_text: str, *extra_args: str, open_files: int | None = None
+    tmp_path: Path, config_text: str, *extra_args: str, open_files: int | None = None, new_session: bool = False
 ) -> RunningGateway:
     """Write `config_text` and run `python -m gateway run` on it until it logs `listening`.
 
     `open_files` sets the process's RLIMIT_NOFILE (soft and hard), as a systemd `LimitNOFILE=` would.
+    `new_session` starts it in a session and process group of its own (its pid is the group's id), so
+    that a test can signal the whole group as a terminal does when it closes.
     """
     config_path = _write_config(tmp_path, config_text)
 
@@ -148,6 +150,7 @@ async def start_gateway(
         stderr=asyncio.subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
         preexec_fn=limit_open_files if open_files is not None else None,
+        start_new_session=new_session,
     )
     return await _until_listening(proc)
 

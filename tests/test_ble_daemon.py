@@ -92,3 +92,50 @@ async def test_ble_devices_in_the_daemon(tmp_path: Path) -> None:
         await client.close()
     finally:
         assert await gateway.stop() == 0
+
+
+async def test_a_simulated_micro_bit_takes_button_presses_from_a_client(tmp_path: Path) -> None:
+    running = await start_gateway(tmp_path, gateway_config(tmp_path, BLE_DEVICES))
+    try:
+        client = await connect(running, "ws")
+        devices = await wait_connected(client, {"mb"})
+        assert devices["mb"]["capabilities"]["sim_buttons"] == ["A", "B"]
+        await client.ok("subscribe", topics=["mb/buttons"])
+
+        def buttons(message: dict[str, Any]) -> list[int] | None:
+            is_buttons = message["op"] == "state" and message["topic"] == "mb/buttons"
+            return list(message["data"]["buttons"]) if is_buttons else None
+
+        result = await client.ok(
+            "command", device="mb", type="hwgateway/SimButton", data={"button": "B", "pressed_s": 1.0}
+        )
+        assert result == {"pressed": "B", "for_s": 1.0}
+        await client.wait_for(lambda m: buttons(m) == [0, 1], timeout=5.0)
+        await client.wait_for(lambda m: buttons(m) == [0, 0], timeout=5.0)  # released after its second
+        error = await client.error("command", device="mb", type="hwgateway/SimButton", data={"button": "C"})
+        assert error["code"] == "invalid_argument"
+        await client.close()
+    finally:
+        assert await running.stop() == 0
+
+
+async def test_a_simulated_hub_takes_presses_of_its_green_button(tmp_path: Path) -> None:
+    running = await start_gateway(tmp_path, gateway_config(tmp_path, BLE_DEVICES))
+    try:
+        client = await connect(running, "ws")
+        devices = await wait_connected(client, {"hub"})
+        assert devices["hub"]["capabilities"]["sim_buttons"] == ["green"]
+        await client.ok("subscribe", topics=["hub/button"])
+
+        def pressed(message: dict[str, Any]) -> list[int] | None:
+            is_button = message["op"] == "state" and message["topic"] == "hub/button"
+            return list(message["data"]["buttons"]) if is_button else None
+
+        await client.ok("command", device="hub", type="hwgateway/SimButton", data={"button": "green"})
+        await client.wait_for(lambda m: pressed(m) == [1], timeout=5.0)
+        await client.wait_for(lambda m: pressed(m) == [0], timeout=5.0)  # released after half a second
+        error = await client.error("command", device="hub", type="hwgateway/SimButton", data={"button": "A"})
+        assert error["code"] == "invalid_argument"
+        await client.close()
+    finally:
+        assert await running.stop() == 0

@@ -13,10 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from hwgateway.cli import EXIT_CODES, EXIT_CONNECTION, EXIT_USAGE
+from devices.sim.thymio import SimulatedThymio
+from hwgateway.cli import EXIT_CODES, EXIT_CONNECTION, EXIT_NO_TOPICS, EXIT_USAGE, NO_TOPIC_GRACE_S, NOT_HELD
 from hwgateway.client import ErrorCode
-from tests.harness import SIM_DEVICE, RunningGateway, free_port, gateway_config, start_gateway
+from tests.harness import SIM_DEVICE, Client, RunningGateway, connect, free_port, gateway_config, start_gateway
 from tests.test_client import fixed_port_config, url_of
+
+#: What `cmd` says on stderr when it does not hold: its leased outputs ended with it.
+NOTE = NOT_HELD + "\n"
 
 LATE_DEVICE = """
 [devices.late]
@@ -52,7 +56,7 @@ async def test_each_command_and_its_exit_status(rig: RunningGateway) -> None:
     status, out, _ = await hwgateway("devices", "--json", *url)
     assert [device["id"] for device in json.loads(out)] == ["sim-1", "late"]
 
-    assert await hwgateway("cmd", "sim-1", "led", '{"rgb": [1, 0, 0]}', *url) == (0, '{"outputs": "led"}\n', "")
+    assert await hwgateway("cmd", "sim-1", "led", '{"rgb": [1, 0, 0]}', *url) == (0, '{"outputs": "led"}\n', NOTE)
     status, _, err = await hwgateway("cmd", "sim-1", "led", '{"index": 7}', *url)
     assert (status, err.split(":")[:2]) == (EXIT_CODES[ErrorCode.INVALID_ARGUMENT], ["hwgateway", " invalid_argument"])
     assert (await hwgateway("cmd", "nope", "led", *url))[0] == EXIT_CODES[ErrorCode.UNKNOWN_DEVICE]
@@ -81,7 +85,7 @@ async def test_sub_prints_one_line_per_sample_and_cmd_answers(rig: RunningGatewa
     status, out, _ = await hwgateway("sub", "sim-1/**", "--count", "2", *url)
     assert status == 0
     assert all(line.startswith("sim-1/") and " seq=" in line for line in out.splitlines())
-    assert await hwgateway("cmd", "sim-1", "rumble", '{"low": 1}', *url) == (0, '{"outputs": "rumble"}\n', "")
+    assert await hwgateway("cmd", "sim-1", "rumble", '{"low": 1}', *url) == (0, '{"outputs": "rumble"}\n', NOTE)
     assert (await hwgateway("cmd", "sim-1", "rumble", '{"low": 2}', *url))[0] == EXIT_CODES[ErrorCode.INVALID_ARGUMENT]
 
 
@@ -128,3 +132,124 @@ async def test_sub_goes_on_after_the_gateway_restarts(tmp_path: Path, transport:
             sub.kill()
             await sub.wait()
         assert await running.stop() == 0
+
+
+async def _rumble_low(watcher: Client, value: float, timeout: float = 10.0) -> None:
+    """Wait until sim-1/outputs says rumble_low is `value`."""
+    await watcher.wait_for(
+        lambda m: m.get("topic") == "sim-1/outputs" and m["data"]["rumble_low"] == value, timeout=timeout
+    )
+
+
+async def _spawn(*args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway", *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+
+
+async def test_cmd_says_a_leased_output_ended_with_it_and_hold_keeps_it_until_the_end(rig: RunningGateway) -> None:
+    url = ["--url", url_of(rig, "ws")]
+    watcher = await connect(rig, "ws")
+    await watcher.ok("subscribe", topics=["sim-1/outputs"])
+    rumble = '{"low": 1, "duration_s": 60}'
+    # Not held: the rumble ends when the command exits, and the command says so.
+    status, out, err = await hwgateway("cmd", "sim-1", "rumble", rumble, *url)
+    assert (status, out, err) == (0, '{"outputs": "rumble"}\n', NOTE)
+    assert "ended when it exited" in err
+    assert "--hold" in err
+    await _rumble_low(watcher, 0.0)
+    # Held for 2 s: on while the command runs, released when it exits by itself.
+    held = await _spawn("cmd", "sim-1", "rumble", rumble, "--hold", "2", *url)
+    try:
+        assert held.stdout is not None
+        assert held.stderr is not None
+        assert json.loads(await asyncio.wait_for(held.stdout.readline(), 10)) == {"outputs": "rumble"}
+        assert "holding the command's outputs for 2 s; released on exit" in (await held.stderr.readline()).decode()
+        await _rumble_low(watcher, 1.0)
+        await asyncio.sleep(1.0)
+        assert held.returncode is None  # still holding
+        watcher.pushed.clear()
+        assert await asyncio.wait_for(held.wait(), 10) == 0
+        assert (await held.stderr.read()).decode() == "hwgateway: released\n"
+        await _rumble_low(watcher, 0.0)
+    finally:
+        if held.returncode is None:
+            held.kill()
+            await held.wait()
+    # --hold without a value: until Ctrl-C.
+    forever = await _spawn("cmd", "sim-1", "rumble", rumble, "--hold", *url)
+    try:
+        assert forever.stderr is not None
+        assert "until Ctrl-C" in (await asyncio.wait_for(forever.stderr.readline(), 10)).decode()
+        await _rumble_low(watcher, 1.0)
+        forever.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(forever.wait(), 10) == 0
+        await _rumble_low(watcher, 0.0)
+    finally:
+        if forever.returncode is None:
+            forever.kill()
+            await forever.wait()
+    status, _, err = await hwgateway("cmd", "sim-1", "rumble", "--hold", rumble, *url)
+    assert status == EXIT_USAGE
+    assert "give DATA before --hold" in err
+    status, _, err = await hwgateway("cmd", "sim-1", "rumble", rumble, "--hold", "0", *url)
+    assert status == EXIT_USAGE
+    assert "positive number of seconds" in err
+    await watcher.close()
+
+
+async def test_hold_renews_a_lease_that_runs_out_in_time(tmp_path: Path) -> None:
+    robot = SimulatedThymio(node_id=1)
+    await robot.start()
+    devices = f'[devices.thymio]\nkind = "aseba"\ntarget = "tcp:127.0.0.1;{robot.port}"\nmotor_lease_ms = 300\n'
+    running = await start_gateway(tmp_path, gateway_config(tmp_path, devices))
+    try:
+        await running.until_connected()
+        motors = '{"left": 120, "right": -80}'
+        held = await _spawn(
+            "cmd", "thymio", "hwgateway/ThymioMotors", motors, "--hold", "2", "--url", url_of(running, "ws")
+        )
+        assert held.stderr is not None
+        line = (await asyncio.wait_for(held.stderr.readline(), 10)).decode()
+        assert "holding the command's outputs for 2 s, repeated every 0.15 s to renew its lease" in line
+        for _ in range(10):  # well past the 0.3 s lease, the motors still turn
+            await asyncio.sleep(0.1)
+            assert (robot.get("motor.left.target"), robot.get("motor.right.target")) == (120, -80)
+        assert await asyncio.wait_for(held.wait(), 10) == 0
+        async with asyncio.timeout(5):
+            while robot.get("motor.left.target") != 0:  # noqa: ASYNC110 (the robot is polled)
+                await asyncio.sleep(0.02)
+    finally:
+        assert await running.stop() == 0
+        await robot.stop()
+
+
+async def test_sub_says_when_no_topic_matches_and_exits_unless_asked_to_wait(tmp_path: Path) -> None:
+    running = await start_gateway(tmp_path, gateway_config(tmp_path))
+    try:
+        await running.until_connected()
+        url = ["--url", url_of(running, "ws")]
+        status, out, err = await hwgateway("sub", "nosuch/**", *url)  # every device is up: at once
+        assert (status, out) == (EXIT_NO_TOPICS, "")
+        assert err.startswith("hwgateway: no topic matches nosuch/**")
+        assert "--wait" in err
+        assert (await hwgateway("sub", "nosuch/**", "sim-1/state", "--count", "1", *url))[0] == 0  # one matches
+        waiting = await _spawn("sub", "nosuch/**", "--wait", *url)
+        try:
+            await asyncio.sleep(NO_TOPIC_GRACE_S / 2)
+            assert waiting.returncode is None
+            waiting.send_signal(signal.SIGINT)
+            assert await asyncio.wait_for(waiting.wait(), 10) == 0
+        finally:
+            if waiting.returncode is None:
+                waiting.kill()
+                await waiting.wait()
+    finally:
+        assert await running.stop() == 0
+
+
+async def test_sub_gives_a_connecting_device_time_to_publish(rig: RunningGateway) -> None:
+    # `late` is still connecting: its topics may yet come, so sub waits a while before it gives up.
+    status, _, err = await hwgateway("sub", "late/**", "--url", url_of(rig, "ws"))
+    assert status == EXIT_NO_TOPICS
+    assert "no topic matches late/**" in err

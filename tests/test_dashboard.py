@@ -696,3 +696,31 @@ async def test_aseba_event_words_are_labelled_from_the_scripts_event_sizes(tmp_p
         await page.close()
     finally:
         assert await gateway.stop() == 0
+
+
+SIM_REMOTE = '[devices.wiimote-demo]\nkind = "wiimote"\ntransport = "sim"\nsim_extension = "nunchuk"\n'
+
+
+async def test_the_dashboard_presses_the_buttons_of_a_simulated_remote(tmp_path: Path, browser: Browser) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, SIM_REMOTE))
+    try:
+        watcher = await connect(gateway, "ws")
+        await watcher.ok("subscribe", topics=["wiimote-demo/state"])
+        page, errors = await open_page(browser, gateway.base_url + "/")
+        await expect(page.locator('[data-device="wiimote-demo"] .status')).to_have_text("connected")
+        buttons = page.locator('[data-device="wiimote-demo"] [data-command="hwgateway/SimButton"]')
+        names = await buttons.locator("button[data-button]").evaluate_all("all => all.map(b => b.dataset.button)")
+        assert names == ["A", "B", "1", "2", "+", "-", "HOME", "UP", "DOWN", "LEFT", "RIGHT", "Z", "C"]
+        await buttons.locator('button[data-button="HOME"]').click()
+        await expect(buttons.locator("output.result")).to_have_attribute("data-state", "ok")
+        await watcher.wait_for(
+            lambda m: m.get("op") == "state" and m["data"]["buttons"][State.MSG_BTN_HOME], timeout=10
+        )
+        await buttons.locator('button[data-button="C"]').click()
+        await watcher.wait_for(
+            lambda m: m.get("op") == "state" and m["data"]["nunchuk_buttons"][State.MSG_BTN_C], timeout=10
+        )
+        await watcher.close()
+        assert errors == []
+    finally:
+        assert await gateway.stop() == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -22,11 +23,12 @@ NODE_READER = Path(__file__).parent / "node" / "mcap"
 RECORDED_TOPICS = ("wiimote-demo/state", "sim-lamp/state")
 
 
-async def hwgateway(*args: str, timeout: float = 30.0) -> tuple[int, str, str]:
-    """Run `python -m gateway ARGS`; its exit code, stdout and stderr."""
+async def hwgateway(*args: str, timeout: float = 30.0, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """Run `python -m gateway ARGS` (with `env` added to the environment); its exit code, stdout and stderr."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateway", *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+        sys.executable, "-m", "gateway", *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
     out, err = await asyncio.wait_for(proc.communicate(), timeout)
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
@@ -209,6 +211,54 @@ async def test_record_refuses_a_pattern_matching_nothing_and_an_absent_gateway(t
         assert code == 5, err
         assert "no topic matches nope/*" in err, err
         assert not (tmp_path / "y.mcap").exists()
+    finally:
+        await gateway.stop()
+
+
+async def test_record_honours_hwgw_url_and_takes_the_url_forms_of_the_other_commands(tmp_path: Path) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path))
+    try:
+        await gateway.until_connected()
+        env = {"HWGW_URL": f"unix:{gateway.unix_socket}"}
+        forms = {
+            "unix.mcap": ((), env),  # no --url: HWGW_URL, as `hwgateway sub` and the others
+            "tcp.mcap": (("--url", f"tcp://127.0.0.1:{gateway.msgpack_port}"), env),
+            "http.mcap": (("--url", f"http://127.0.0.1:{gateway.http_port}"), None),  # its /ws
+        }
+        for name, (url, environment) in forms.items():
+            code, out, err = await hwgateway(
+                "record",
+                "-o",
+                str(tmp_path / name),
+                *url,
+                "--duration",
+                "1",
+                "--topics",
+                "sim-1/state",
+                env=environment,
+            )
+            assert code == 0, (name, err)
+            assert " 0 dropped" in out, out
+            counts, messages, _ = python_read(tmp_path / name)
+            assert counts["sim-1/state"] > 0, (name, counts)
+            data = json.loads(next(m[4] for m in messages if m[0] == "sim-1/state"))
+            assert len(data["axes"]) == 6, data
+        code, _, err = await hwgateway("record", "-o", str(tmp_path / "x.mcap"), "--url", "ftp://x")
+        assert code == 2, err
+        assert "the scheme must be ws, wss, http, tcp or unix" in err
+    finally:
+        await gateway.stop()
+
+
+async def test_record_says_when_its_own_file_cannot_be_written(tmp_path: Path) -> None:
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path))
+    try:
+        url = f"ws://127.0.0.1:{gateway.http_port}/ws"
+        absent = tmp_path / "absent" / "x.mcap"
+        for output, reason in ((absent, f"no folder {absent.parent}"), (tmp_path, "it is a folder")):
+            code, _, err = await hwgateway("record", "-o", str(output), "--url", url, "--duration", "1")
+            assert code == 3, err
+            assert err == f"hwgateway record: cannot write {output}: {reason}\n"  # not "cannot reach the gateway"
     finally:
         await gateway.stop()
 

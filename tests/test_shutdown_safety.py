@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import signal
 import time
 from collections.abc import AsyncIterator
@@ -13,7 +14,9 @@ from typing import Any
 import pytest
 
 from devices.sim.kortex_arm import SimulatedArm
+from devices.sim.thymio import SimulatedThymio
 from tests.harness import TRANSPORTS, Client, connect, gateway_config, start_gateway
+from tests.mosquitto_broker import Broker, mosquitto  # noqa: F401 (a fixture)
 
 WIIMOTE = """
 [devices.wiimote-1]
@@ -118,5 +121,139 @@ async def test_sigterm_with_stuck_clients_puts_every_device_in_its_safe_state_an
         assert gateway.events("stopped")
         for client in [driver, *stuck]:
             await client.close()
+    finally:
+        await gateway.stop()
+
+
+@pytest.fixture
+async def thymio() -> AsyncIterator[SimulatedThymio]:
+    robot = SimulatedThymio(node_id=1)
+    await robot.start()
+    yield robot
+    await robot.stop()
+
+
+async def _until(predicate: Any, what: str, timeout: float = 10.0) -> None:
+    try:
+        async with asyncio.timeout(timeout):
+            while not predicate():  # noqa: ASYNC110 (the simulated peers are polled, they have no event)
+                await asyncio.sleep(0.01)
+    except TimeoutError:
+        raise AssertionError(f"never happened: {what}") from None
+
+
+async def test_sighup_to_the_process_group_puts_the_leased_arm_and_thymio_in_their_safe_state(
+    tmp_path: Path, arm: SimulatedArm, thymio: SimulatedThymio
+) -> None:
+    """A closed terminal (SIGHUP to the whole process group, the arm's cyclic process included) stops in order."""
+    devices = f"""
+[devices.arm-1]
+kind = "kortex"
+host = "127.0.0.1"
+username = "admin"
+password = "admin"
+tcp_port = {arm.tcp_port}
+udp_port = {arm.udp_port}
+api = "kortex3"
+transport = "tcp"
+analog_output_modes = ["voltage", "voltage", "current", "current"]
+
+[devices.thymio-1]
+kind = "aseba"
+target = "tcp:127.0.0.1;{thymio.port}"
+motor_lease_ms = 600000
+"""
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, devices), new_session=True)
+    try:
+        await gateway.until_connected()
+        driver = await connect(gateway, "ws", close_timeout=0.5)
+        await driver.ok(
+            "command",
+            device="arm-1",
+            type="kortex/WristCyclicC61/Command",
+            data={"digital_outputs_state": 0b1011, "analog_output_a_channel_1_value": 4.0},
+        )
+        await driver.ok("command", device="thymio-1", type="hwgateway/ThymioMotors", data={"left": 200, "right": -150})
+        await _until(lambda: arm.wrist.digital_outputs_state == 0b1011, "wrist outputs on")
+        await _until(lambda: thymio.get("motor.left.target") == 200, "Thymio motors on")
+        # The driver stays connected: its leases are held when the terminal closes.
+        os.killpg(gateway.proc.pid, signal.SIGHUP)
+        async with asyncio.timeout(EXIT_WITHIN_S * 2):
+            code = await gateway.proc.wait()
+        await gateway.stop()  # the log lines drained
+        assert code == 0, gateway.logs[-20:]
+        assert [line["signal"] for line in gateway.logs if "signal" in line] == ["SIGHUP"]
+        safe = {line["device"]: line for line in gateway.logs if line.get("safe_state")}
+        assert set(safe) == {"arm-1", "thymio-1"}, gateway.logs[-30:]
+        assert all(line["safe_state"] == "ok" for line in safe.values()), safe
+        assert safe["arm-1"]["outputs"]["digital_outputs_state"] == 0
+        assert arm.wrist.digital_outputs_state == 0
+        assert arm.wrist.analog_output_a_channel_1_value == 0.0
+        assert (thymio.get("motor.left.target"), thymio.get("motor.right.target")) == (0, 0)
+        # The cyclic process ended its UDP session itself: SIGHUP did not kill it before the e-stop.
+        assert sorted(session.link.kind for session in arm.closed_sessions) == ["tcp", "udp"]
+        assert gateway.events("stopped")
+        await driver.close()
+    finally:
+        await gateway.stop()
+
+
+async def _mqtt_connected(gateway: Any) -> None:
+    import aiohttp
+
+    async with asyncio.timeout(15), aiohttp.ClientSession() as session:
+        while True:
+            async with session.get(gateway.base_url + "/healthz") as response:
+                if (await response.json())["mqtt"]["state"] == "connected":
+                    return
+            await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize("round_", range(8))
+async def test_sigterm_with_the_mqtt_bridge_connected_and_leases_held_puts_every_device_in_its_safe_state(
+    tmp_path: Path,
+    arm: SimulatedArm,
+    mosquitto: Broker,  # noqa: F811 (the fixture)
+    round_: int,
+) -> None:
+    """Before the fix the stop hung for ever in 4 of 12 rounds: the exporter swallowed its cancellation."""
+    mqtt = (
+        f'[mqtt]\nurl = "{mosquitto.url}"\ngateway = "lab"\npublish_rate_hz = 20.0\n'
+        "reconnect_initial_s = 0.05\nreconnect_max_s = 0.3\n"
+    )
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, _devices(arm), extra=mqtt))
+    try:
+        await gateway.until_connected()
+        await _mqtt_connected(gateway)
+        driver = await connect(gateway, "ws", close_timeout=0.5)
+        await driver.ok(
+            "command",
+            device="arm-1",
+            type="kortex/WristCyclicC61/Command",
+            data={"digital_outputs_state": 0b0110, "analog_output_a_channel_1_value": 2.0},
+        )
+        await driver.ok("command", device="sim-1", type="rumble", data={"low": 1.0, "high": 1.0, "duration_s": 60})
+        await driver.ok(
+            "command",
+            device="wiimote-1",
+            type="wiimote/TimedSwitch",
+            data={"switch_mode": 1, "num_cycles": 0, "pulse_pattern": []},
+        )
+        await _until(lambda: arm.wrist.digital_outputs_state == 0b0110, "wrist outputs on")
+        await asyncio.sleep(0.05 * round_)  # the stop meets the exporter at a different point of its cycle
+        started = time.monotonic()
+        gateway.proc.send_signal(signal.SIGTERM)
+        code = await gateway.stop(timeout=EXIT_WITHIN_S * 3)
+        took = time.monotonic() - started
+        assert code == 0, gateway.logs[-20:]
+        assert took < EXIT_WITHIN_S, took
+        safe = {line["device"]: line for line in gateway.logs if line.get("safe_state")}
+        assert set(safe) == {"sim-1", "arm-1", "wiimote-1"}, gateway.logs[-30:]
+        assert all(line["safe_state"] == "ok" for line in safe.values()), safe
+        assert arm.wrist.digital_outputs_state == 0
+        assert safe["sim-1"]["outputs"]["rumble_low"] == 0.0
+        assert safe["wiimote-1"]["outputs"]["rumble"] == 0
+        assert not [line for line in gateway.logs if "left behind" in str(line.get("event"))], gateway.logs[-30:]
+        await driver.close()
     finally:
         await gateway.stop()

@@ -335,3 +335,32 @@ target = "tcp:127.0.0.1;{port}"
     finally:
         assert await running.stop() == 0
         await robot.stop()
+
+
+def _pressed_thymio(message: dict[str, Any]) -> set[str]:
+    """The touch buttons a node/1/buttons sample shows pressed (the Thymio program's button order)."""
+    if message.get("op") != "state" or message.get("topic") != "thymio/node/1/buttons":
+        return set()
+    order = ("backward", "left", "center", "forward", "right")
+    return {name for name, value in zip(order, message["data"]["buttons"], strict=True) if value}
+
+
+async def test_the_demo_thymio_presses_its_buttons_and_takes_presses_from_a_client(tmp_path: Path) -> None:
+    devices = '[devices.thymio]\nkind = "aseba"\nsimulate = true\nsim_motion = "demo"\n'
+    running = await start_gateway(tmp_path, gateway_config(tmp_path, devices))
+    try:
+        client = await connected(running)
+        await client.ok("subscribe", topics=["thymio/node/1/buttons"])
+        # The script: forward, then backward, ... one at a time.
+        await client.wait_for(lambda m: _pressed_thymio(m) == {"forward"}, timeout=TIMEOUT_S)
+        await client.wait_for(lambda m: _pressed_thymio(m) == {"backward"}, timeout=TIMEOUT_S)
+        [thymio] = (await client.ok("list_devices"))["devices"]
+        assert thymio["capabilities"]["sim_buttons"] == ["forward", "backward", "left", "right", "center"]
+        result = await command(client, "thymio", "hwgateway/SimButton", {"button": "center", "pressed_s": 3.0})
+        assert result == {"pressed": "center", "for_s": 3.0}
+        await client.wait_for(lambda m: "center" in _pressed_thymio(m), timeout=TIMEOUT_S)
+        error = await client.error("command", device="thymio", type="hwgateway/SimButton", data={"button": "A"})
+        assert error["code"] == "invalid_argument"
+        await client.close()
+    finally:
+        assert await running.stop() == 0

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from gateway.messages.wiimote import State
 from tests.harness import RunningGateway, connect, gateway_config, start_gateway
 
 WIIMOTE = """
@@ -79,3 +81,59 @@ async def test_controller_view_over_msgpack(gateway: RunningGateway) -> None:
     assert len(controller["data"]["axes"]) == 6
     assert len(controller["data"]["buttons"]) == 28
     await client.close()
+
+
+DEMO_REMOTE = """
+[devices.wiimote-demo]
+kind = "wiimote"
+transport = "sim"
+sim_extension = "nunchuk"
+sim_motion = "demo"
+"""
+
+
+def _pressed(message: dict[str, Any]) -> set[str]:
+    """The names of what a wiimote/State shows pressed (core buttons by index, N:Z / N:C on the Nunchuk)."""
+    if message.get("op") != "state" or message.get("topic") != "wiimote-demo/state":
+        return set()
+    data = message["data"]
+    names = {str(index) for index, down in enumerate(data["buttons"]) if down}
+    return names | {f"N:{'ZC'[index]}" for index, down in enumerate(data["nunchuk_buttons"]) if down}
+
+
+async def test_the_demo_remote_presses_its_buttons_and_takes_presses_from_a_client(tmp_path: Path) -> None:
+    running = await start_gateway(tmp_path, gateway_config(tmp_path, DEMO_REMOTE))
+    try:
+        client = await connect(running, "ws")
+        await client.ok("subscribe", topics=["wiimote-demo/state"])
+        # The script: after 3 s at rest, one button after another (A first), so "print the buttons" prints.
+        await client.wait_for(lambda m: _pressed(m) == {str(State.MSG_BTN_A)}, timeout=20)
+        await client.wait_for(lambda m: _pressed(m) == {str(State.MSG_BTN_B)}, timeout=10)
+        [remote] = (await client.ok("list_devices"))["devices"]
+        assert "hwgateway/SimButton" in remote["accepts"]
+        assert remote["capabilities"]["sim_buttons"][-2:] == ["Z", "C"]
+        # A press as the dashboard sends it: HOME held for 2 s (the script presses it much later).
+        client.pushed.clear()
+        result = await client.ok("command", device="wiimote-demo", type="hwgateway/SimButton",
+                                 data={"button": "HOME", "pressed_s": 2.0})  # fmt: skip
+        assert result == {"pressed": "HOME", "for_s": 2.0}
+        await client.wait_for(lambda m: str(State.MSG_BTN_HOME) in _pressed(m), timeout=5)
+        await client.ok("command", device="wiimote-demo", type="hwgateway/SimButton", data={"button": "Z"})
+        await client.wait_for(lambda m: "N:Z" in _pressed(m), timeout=5)
+        error = await client.error("command", device="wiimote-demo", type="hwgateway/SimButton", data={"button": "X"})
+        assert error["code"] == "invalid_argument"
+        assert "no button 'X'" in error["message"]
+        await client.close()
+    finally:
+        assert await running.stop() == 0
+
+
+async def test_a_real_remote_does_not_take_simulated_presses(tmp_path: Path) -> None:
+    running = await start_gateway(tmp_path, gateway_config(tmp_path, '[devices.w]\nkind = "wiimote"\n'))
+    try:
+        client = await connect(running, "ws")
+        error = await client.error("command", device="w", type="hwgateway/SimButton", data={"button": "A"})
+        assert error["code"] == "unknown_command"
+        await client.close()
+    finally:
+        assert await running.stop() == 0

@@ -57,10 +57,12 @@ from devices.aseba.scripts import Script, resolve_script
 from devices.aseba.thymio_program import EVENT_ID, EVENT_SIZES, EVENT_WORDS, ThymioProgram, generate
 from devices.aseba.transport import Target, discover_usb, open_link, parse_target
 from devices.base import Adapter, Command, DeviceContext
+from devices.sim.thymio import BUTTON_NAMES as SIM_BUTTON_NAMES
 from devices.sim.thymio import SimulatedThymio
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages import aseba_gateway, asebaros, to_plain
 from gateway.messages.common import Time
+from gateway.messages.sim import SimButton
 from protocols.aseba.compiler import CompiledScript, CompileError, EventSpec, compile_script
 from protocols.aseba.messages import MessageType, UserMessage
 
@@ -72,6 +74,7 @@ GET_VARIABLE = "asebaros_msgs/GetVariable"
 SET_VARIABLE = "asebaros_msgs/SetVariable"
 NAMED_EVENT = "hwgateway/AsebaEvent"
 MOTORS = "hwgateway/ThymioMotors"
+SIM_BUTTON = "hwgateway/SimButton"
 ANONYMOUS_EVENT = "asebaros_msgs/AnonymousEvent"
 LOAD_SCRIPT = "asebaros_msgs/LoadScript"
 VM_DESCRIPTION = "hwgateway/AsebaVMDescription"
@@ -138,6 +141,8 @@ class AsebaAdapter(Adapter[AsebaOptions]):
 
     def __init__(self, ctx: DeviceContext, options: AsebaOptions) -> None:
         super().__init__(ctx, options)
+        if options.simulate:  # its touch buttons can be pressed from the dashboard, as by hand
+            self.accepts = (*self.accepts, SIM_BUTTON)  # type: ignore[misc]
         self.network: AsebaNetwork | None = None
         self.target: Target | None = None
         #: Names of the user events of the program the gateway loaded, by node id (index = event id).
@@ -165,6 +170,10 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             # The `node/<n>/buttons` stream's layout (the Thymio program's button order).
             "controller": {"axes": [], "buttons": list(thymio.BUTTON_NAMES)},
             "events": {str(node_id): self.event_layouts(node_id) for node_id in sorted(self.event_names)},
+            # Motor targets stay only while renewed: a client that holds them (`hwgateway cmd --hold`)
+            # repeats these commands within this many ms.
+            "lease_renewal_ms": {MOTORS: self.options.motor_lease_ms, SET_VARIABLE: self.options.motor_lease_ms},
+            **({"sim_buttons": list(SIM_BUTTON_NAMES)} if self.options.simulate else {}),
         }
 
     def event_layouts(self, node_id: int) -> list[dict[str, Any]]:
@@ -188,7 +197,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         """Open the link and serve it until it closes (raise) or the gateway stops (cancel)."""
         if self.options.simulate:
             if self._sim is None:
-                self._sim = SimulatedThymio()
+                self._sim = SimulatedThymio(demo=self.options.sim_motion == "demo")
                 await self._sim.start()
             target = Target("tcp", host=self._sim.host, port=self._sim.port)
         else:
@@ -254,6 +263,16 @@ class AsebaAdapter(Adapter[AsebaOptions]):
                 variable = node.description.variables.get(name)
                 if variable is not None:
                     network.set_variables(node_id, variable.address, (0,))
+
+    def _press(self, message: SimButton) -> Mapping[str, Any]:
+        """Press a touch button of the simulated Thymio (`hwgateway/SimButton`)."""
+        if self._sim is None:
+            raise DeviceUnavailable("the simulated Thymio is not running")
+        try:
+            self._sim.press(message.button, message.pressed_s)
+        except ValueError as error:
+            raise InvalidArgument(f"data.button: {error}") from None
+        return {"pressed": message.button, "for_s": message.pressed_s}
 
     async def estop(self) -> None:
         """Stop the motors of every node on the link (leased or not)."""
@@ -447,6 +466,8 @@ class AsebaAdapter(Adapter[AsebaOptions]):
 
     async def _serve(self, command: Command) -> object | None:
         message = command.message
+        if command.type == SIM_BUTTON:
+            return self._press(message)
         if command.type == GET_NODE_LIST:
             return asebaros.GetNodeListResponse(nodes=self.node_list())
         if command.type == ANONYMOUS_EVENT:

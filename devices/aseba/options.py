@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from devices.aseba.transport import parse_target
 
@@ -29,7 +30,8 @@ class AsebaOptions:
     `script_folders`: the folders LoadScript may read .aesl files from (`file_name` is resolved
     inside them; any other file is refused). Empty: LoadScript is refused.
     `simulate`: ignore `target` and start a simulated Thymio II (`devices.sim.thymio`, the Python
-    Aseba VM behind a TCP server on 127.0.0.1) in the gateway (demo).
+    Aseba VM behind a TCP server on 127.0.0.1) in the gateway (demo); it accepts `hwgateway/SimButton`.
+    `sim_motion`: "rest", or "demo": the simulated Thymio presses one touch button after another.
     """
 
     target: str = ""
@@ -43,6 +45,7 @@ class AsebaOptions:
     motor_lease_ms: int = field(default=1000, metadata={"min": 100, "max": 600_000})
     script_folders: tuple[str, ...] = ()
     simulate: bool = False
+    sim_motion: Literal["rest", "demo"] = "rest"
 
     def __post_init__(self) -> None:
         if self.target and not self.simulate:

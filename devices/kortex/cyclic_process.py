@@ -22,8 +22,9 @@ Safety, whatever happens to the gateway:
 - a gateway that has sent nothing for `stall_s` (1 s: a heartbeat comes every 0.1 s) can no longer
   end leases or e-stop: the cycles carry the wrist's outputs at 0 until it is heard from again;
 - on STOP, SIGTERM or the gateway's end it sends one Refresh with the outputs at 0 if it was in
-  low-level servoing, then CloseSession, and exits within `SHUTDOWN_BUDGET_S`. SIGINT is ignored:
-  Ctrl-C reaches the gateway too, which stops it in order.
+  low-level servoing, then CloseSession, and exits within `SHUTDOWN_BUDGET_S`. SIGINT and SIGHUP
+  are ignored: Ctrl-C and a closed terminal reach the gateway too (the whole process group gets
+  them), which stops it in order, after the e-stop has reached the arm through this loop.
 
 Counting is as before: a request unanswered after the reply timeout is a dropped cycle, counted
 and forgotten (spec kortex.md §5); a late wake-up sends the cycles that fell due back to back,
@@ -482,6 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     fd, parent_pid = int(args[0]), int(args[1])
     _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     control = socket.socket(fileno=fd)
     control.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SEND_BUFFER)
     config = _read_config(control)

@@ -52,6 +52,7 @@ from gateway.messages.lego import (
     LegoPortDevice,
     LegoTilt,
 )
+from gateway.messages.sim import SimButton
 from protocols.errors import ProtocolError
 from protocols.lwp3 import messages as lwp
 from protocols.lwp3 import values
@@ -206,6 +207,8 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
         super().__init__(ctx, options)
         #: The simulated hub of `simulate = true` (tests reach it here).
         self.simulator: SimulatedLegoHub | None = None
+        if options.simulate:  # its green button can be pressed from the dashboard, as by hand
+            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[misc,assignment]
         self.link: BleLink | None = None
         #: Notifications that broke LWP3 (counted and dropped).
         self.malformed = 0
@@ -226,6 +229,7 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
         link = self.link
         return {
             "simulated": self.options.simulate,
+            **({"sim_buttons": ["green"]} if self.options.simulate else {}),
             "selects": self.options.selector().describe(),
             "address": link.address if link else self.options.address,
             "hub": hub_name(self._system_type) if link else "",
@@ -524,6 +528,13 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
         if self.link is None:
             raise DeviceUnavailable(f"device {self.ctx.device_id!r} is not connected")
         message = command.message
+        if isinstance(message, SimButton):
+            if self.simulator is None:
+                raise DeviceUnavailable("the simulated hub is not running")
+            if message.button != "green":
+                raise InvalidArgument(f"data.button: no button {message.button!r}; a hub has green")
+            self.simulator.hold_button(message.pressed_s)
+            return {"pressed": message.button, "for_s": message.pressed_s}
         if isinstance(message, Led):
             if message.index not in (-1, 0):
                 raise InvalidArgument(f"data.index: {message.index} is not an LED of the hub (it has one: 0 or -1)")

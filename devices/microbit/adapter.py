@@ -47,6 +47,7 @@ from gateway.messages.microbit import (
     MicrobitUart,
     MicrobitUartSend,
 )
+from gateway.messages.sim import SimButton
 from protocols.errors import ProtocolError
 from protocols.microbit import pins
 from protocols.microbit import profile as mb
@@ -138,6 +139,8 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
         super().__init__(ctx, options)
         #: The simulated micro:bit of `simulate = true` (tests reach it here).
         self.simulator: SimulatedMicrobit | None = None
+        if options.simulate:  # its buttons can be pressed from the dashboard, as by hand
+            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[misc,assignment]
         self.link: BleLink | None = None
         #: Readings that broke the profile's formats (counted and dropped).
         self.malformed = 0
@@ -157,6 +160,7 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
         services = sorted(name for uuid, name in mb.SERVICE_NAMES.items() if link is not None and uuid in link.services)
         return {
             "simulated": self.options.simulate,
+            **({"sim_buttons": ["A", "B"]} if self.options.simulate else {}),
             "selects": self.options.selector().describe(),
             "address": link.address if link else self.options.address,
             "mtu": link.mtu if link else 0,
@@ -331,6 +335,14 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
     async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
         """Write the command to its characteristic; return what was written."""
         message = command.message
+        if isinstance(message, SimButton):
+            if self.simulator is None:
+                raise DeviceUnavailable("the simulated micro:bit is not running")
+            try:
+                await self.simulator.hold(message.button, message.pressed_s)
+            except ValueError as error:
+                raise InvalidArgument(f"data.button: {error}") from None
+            return {"pressed": message.button, "for_s": message.pressed_s}
         if isinstance(message, Led):
             lit = max(message.rgb) >= 0.5
             if message.index == -1:

@@ -33,6 +33,7 @@ from gateway.messages.replay import ReplayPause, ReplayResume, ReplaySeek, Repla
 from gateway.record.channels import DEVICE_TOPIC
 from gateway.record.replay_source import Recorded, load_recording
 from gateway.topics import check_device_id, matches
+from gateway.waits import wait_event
 
 log = logging.getLogger(__name__)
 
@@ -205,12 +206,9 @@ class ReplayAdapter(Adapter[ReplayOptions]):
                 continue
             due = self._anchor_mono + (self._offsets[self._index] - self._anchor_ns) / 1e9 / self.speed
             delay = due - time.monotonic()
-            if delay > 0:
-                try:
-                    await asyncio.wait_for(self._changed.wait(), delay)
-                    continue  # seek, pause or speed: recompute
-                except TimeoutError:
-                    pass
+            # Not asyncio.wait_for, which on Python 3.11 can swallow the cancellation of the device's stop.
+            if delay > 0 and await wait_event(self._changed, delay):
+                continue  # seek, pause or speed: recompute
             self._publish(self._messages[self._index])
             self._index += 1
 

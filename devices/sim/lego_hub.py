@@ -102,6 +102,8 @@ class SimulatedLegoHub(SimulatedPeripheral):
         self.ports: dict[int, PortState] = {port: PortState(io) for port, io in BUILT_IN[system_type].items()}
         for letter, io_type in (attached or {}).items():
             self.ports[self.connector(letter)] = PortState(io_type)
+        #: When `hold_button`'s press ends (loop time, s).
+        self._button_until = 0.0
         self.properties: dict[HubProperty, bytes] = {
             HubProperty.ADVERTISING_NAME: self.name.encode(),
             HubProperty.BUTTON: b"\x00",
@@ -367,6 +369,18 @@ class SimulatedLegoHub(SimulatedPeripheral):
         self.properties[HubProperty.BUTTON] = bytes([pressed])
         if HubProperty.BUTTON in self.updates:
             self._send(lwp.HubPropertyMessage(HubProperty.BUTTON, PropertyOperation.UPDATE, bytes([pressed])))
+
+    def hold_button(self, seconds: float) -> None:
+        """Press the green button for `seconds` (0: release it now), as a person would."""
+        self._button_until = asyncio.get_running_loop().time() + seconds
+        self.press_button(seconds > 0)
+        if seconds > 0:
+            self.spawn(self._release_button(self._button_until))
+
+    async def _release_button(self, until: float) -> None:
+        await asyncio.sleep(max(until - asyncio.get_running_loop().time(), 0.0))
+        if self._button_until == until:  # not pressed again meanwhile
+            self.press_button(False)
 
     def set_tilt(self, x: int, y: int, z: int = 0) -> None:
         """Tilt the hub (degrees); reported on the next tick to a client that subscribed."""

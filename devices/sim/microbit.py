@@ -63,6 +63,8 @@ class SimulatedMicrobit(SimulatedPeripheral):
         self.pairing_required = pairing_required
         self.motion = motion
         self.buttons = [0, 0]
+        #: Buttons pressed by `hold` (a person at the dashboard): when each is released (loop time, s).
+        self._held: dict[str, float] = {}
         self.acceleration = (0, 0, -1024)  # milli-g, lying flat
         self.magnetic = (12000, -3000, -30000)  # the runtime's compass sample (nT)
         self.bearing = 90
@@ -251,6 +253,25 @@ class SimulatedMicrobit(SimulatedPeripheral):
         self.buttons[index] = state
         await self._notify(mb.BUTTON_A_STATE if index == 0 else mb.BUTTON_B_STATE)
 
+    async def hold(self, button: str, seconds: float) -> None:
+        """Press button "A" or "B" for `seconds` (0: release it now), then release it; `ValueError` if unknown.
+
+        In the demo motion the script's presses go on around it: a held button stays pressed.
+        """
+        if button not in ("A", "B"):
+            raise ValueError(f"no button {button!r}; a micro:bit has A, B")
+        loop = asyncio.get_running_loop()
+        until = self._held[button] = loop.time() + seconds
+        await self.press(button, 1 if seconds > 0 else 0)
+        if seconds > 0:
+            self.spawn(self._release_at(button, until))
+
+    async def _release_at(self, button: str, until: float) -> None:
+        await asyncio.sleep(max(until - asyncio.get_running_loop().time(), 0.0))
+        if self._held.get(button) == until:  # not pressed again meanwhile
+            del self._held[button]
+            await self.press(button, 0)
+
     async def set_acceleration(self, x: int, y: int, z: int) -> None:
         """Set the accelerometer (milli-g) and notify it."""
         self.acceleration = (x, y, z)
@@ -291,7 +312,10 @@ class SimulatedMicrobit(SimulatedPeripheral):
                 self._move(elapsed)
                 if sensor == "accelerometer":
                     # Button A is held for 1 s of every 4, B long-pressed (2) for 1.5 s of every 6.
-                    wanted = (1 if elapsed % 4 < 1 else 0, 2 if elapsed % 6 < 1.5 else 0)
+                    script = (1 if elapsed % 4 < 1 else 0, 2 if elapsed % 6 < 1.5 else 0)
+                    now = asyncio.get_running_loop().time()
+                    held = [1 if self._held.get(button, 0.0) > now else 0 for button in "AB"]
+                    wanted = [max(pair) for pair in zip(script, held, strict=True)]
                     for button, state in zip("AB", wanted, strict=True):
                         if self.buttons["AB".index(button)] != state:
                             await self.press(button, state)

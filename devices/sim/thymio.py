@@ -5,7 +5,8 @@ It runs bytecode in the Python Aseba VM (`protocols.aseba.vm`) with a Thymio-lik
 answers discovery, description, GetVariables (split into 47-word frames like a real Thymio's
 `ASEBA_LIMITED_MESSAGE_SIZE` firmware), SetVariables, SetBytecode/Run/Pause/Stop/Reset, and runs
 the timer0/timer1 local events every `TICK_S`. Any number of clients may connect; every frame the
-node sends goes to all of them. For the demo, fast tests and the benchmark.
+node sends goes to all of them. For the demo, fast tests and the benchmark. `press` holds a touch
+button as a person would; `demo` presses one after another (half a second every two seconds).
 
 Fault injection (tests): `mute_after_description_frames` makes the node go silent for `mute_s`
 seconds part-way through its next description; `send_garbage` writes bytes that are no valid frame to every client.
@@ -48,6 +49,11 @@ TICK_S = 0.01
 VARIABLES_FRAME_WORDS = 47
 PROTOCOL_VERSION = 5
 
+#: The touch buttons `press` takes, in the demo script's order.
+BUTTON_NAMES = ("forward", "backward", "left", "right", "center")
+#: The demo's button script: one button pressed for DEMO_PRESS_S of every DEMO_STEP_S.
+DEMO_STEP_S = 2.0
+DEMO_PRESS_S = 0.5
 #: Named variables of the simulated Thymio (name, words), in address order.
 VARIABLES = (
     ("_id", 1),
@@ -200,8 +206,13 @@ def thymio_natives(outputs: ThymioOutputs) -> dict[str, Native]:
 class SimulatedThymio:
     """A Thymio II node `node_id` on a TCP port of 127.0.0.1; `start`, then connect to `port`."""
 
-    def __init__(self, node_id: int = 1, port: int = 0) -> None:
+    def __init__(self, node_id: int = 1, port: int = 0, demo: bool = False) -> None:
         self.node_id = node_id
+        #: The demo's script: one button after another, pressed for DEMO_PRESS_S of every DEMO_STEP_S.
+        self.demo = demo
+        #: Buttons pressed by `press` (a person at the dashboard), by name: when each is released (monotonic s).
+        self._pressed: dict[str, float] = {}
+        self._started = time.monotonic()
         self.host = "127.0.0.1"
         self.port = port
         self.description_frames = description_messages(node_id)
@@ -246,6 +257,22 @@ class SimulatedThymio:
     def set(self, name: str, value: int, index: int = 0) -> None:
         """Set word `index` of variable `name` (a sensor reading, say)."""
         self.vm.variables[self.description.variable(name).address + index] = value
+
+    def press(self, name: str, seconds: float) -> None:
+        """Hold button `name` (one of `BUTTON_NAMES`) for `seconds` (0: release it now); `ValueError` if unknown."""
+        if name not in BUTTON_NAMES:
+            raise ValueError(f"no button {name!r}; a Thymio has {', '.join(BUTTON_NAMES)}")
+        self._pressed[name] = time.monotonic() + seconds
+
+    def _buttons(self, now: float) -> None:
+        """Set the `button.*` variables from `press` and, in the demo, the script (what its touch pads read)."""
+        held = {name for name, until in self._pressed.items() if until > now}
+        if self.demo:
+            step, into = divmod(now - self._started, DEMO_STEP_S)
+            if into < DEMO_PRESS_S:
+                held.add(BUTTON_NAMES[int(step) % len(BUTTON_NAMES)])
+        for name in BUTTON_NAMES:
+            self.set(f"button.{name}", int(name in held))
 
     # -- serving -----------------------------------------------------------------------------------
 
@@ -392,6 +419,8 @@ class SimulatedThymio:
                         self.vm.run()
             for side in ("left", "right"):
                 self.set(f"motor.{side}.speed", self.get(f"motor.{side}.target"))
+            if self.demo or self._pressed:
+                self._buttons(now)
             self._flush_vm()
             await asyncio.sleep(TICK_S)
 

@@ -21,7 +21,9 @@ and write). The remote behaves as spec wiimote.md describes a real one:
 - `pad_to` pads every input report with zeros to that length (reports longer than declared);
 - data reports in every mode, 0x3E/0x3F interleaved, IR objects in the format set at 0xB00033;
 - scripted motion (`motion`): "rest" (still, ±1 count noise) or "demo" (still for `rest_s`, then a
-  slow roll, a yaw turn, a circling Nunchuk stick and two IR lights drifting).
+  slow roll, a yaw turn, a circling Nunchuk stick, two IR lights drifting, and one button after
+  another pressed for half a second every two seconds);
+- `press(name, seconds)` holds a button as a person would (the adapter's `hwgateway/SimButton`).
 """
 
 from __future__ import annotations
@@ -69,6 +71,23 @@ SLOW_LIMIT_DEG_S = 250.0
 PRO_REST = (0x7F8, 0x806, 0x803, 0x7FC)
 #: The junk frame after activation (Dolphin's maintainers: "something like d5 b0 4e 6e fc 02").
 JUNK_FRAME = bytes.fromhex("d5b04e6efc02")
+#: The remote's buttons by the names `press` takes (as printed on it), in the demo script's order.
+CORE_BUTTONS: dict[str, int] = {
+    "A": rp.Button.A, "B": rp.Button.B, "1": rp.Button.ONE, "2": rp.Button.TWO, "+": rp.Button.PLUS,
+    "-": rp.Button.MINUS, "HOME": rp.Button.HOME, "UP": rp.Button.UP, "DOWN": rp.Button.DOWN,
+    "LEFT": rp.Button.LEFT, "RIGHT": rp.Button.RIGHT,
+}  # fmt: skip
+NUNCHUK_BUTTONS = ("Z", "C")
+
+
+def button_names(extension: str | None) -> tuple[str, ...]:
+    """The buttons a simulated remote with `extension` can press: its own, then a Nunchuk's."""
+    return tuple(CORE_BUTTONS) + (NUNCHUK_BUTTONS if extension == "nunchuk" else ())
+
+
+#: The "demo" motion's button script: one button pressed for DEMO_PRESS_S of every DEMO_STEP_S.
+DEMO_STEP_S = 2.0
+DEMO_PRESS_S = 0.5
 
 ExtensionName = str  # "nunchuk", "classic", "classic_pro"
 
@@ -121,6 +140,8 @@ class SimulatedWiimote:
         self.battery = battery
         self.buttons = 0
         self.nunchuk_buttons = (False, False)  # (Z, C)
+        #: Buttons pressed by `press` (a person at the dashboard), by name: when each is released (clock s).
+        self._pressed: dict[str, float] = {}
         self.classic_buttons = ext.ClassicButton(0)
         self.rumble = False
         self.leds = 0
@@ -466,6 +487,36 @@ class SimulatedWiimote:
 
     # ------------------------------------------------------------ data
 
+    def press(self, name: str, seconds: float) -> None:
+        """Hold button `name` (one of `button_names()`) for `seconds` (0: release it now); `ValueError` if unknown."""
+        if name not in self.button_names():
+            raise ValueError(f"no button {name!r}; this remote has {', '.join(self.button_names())}")
+        self._pressed[name] = self.clock() + seconds
+
+    def button_names(self) -> tuple[str, ...]:
+        """The buttons `press` takes: the remote's, then its Nunchuk's when one is plugged."""
+        return button_names(self.extension)
+
+    def held_buttons(self, t: float) -> tuple[int, tuple[bool, bool]]:
+        """The core button word and the Nunchuk's (Z, C) now, `t` s after start.
+
+        The test hooks' presses (`buttons`, `nunchuk_buttons`), those of `press`, and in the "demo"
+        motion once it moves a slow script: one button at a time, pressed for `DEMO_PRESS_S` of every
+        `DEMO_STEP_S`, in the order of `button_names()` (so a first program sees every button change).
+        """
+        now = self.clock()
+        held = {name for name, until in self._pressed.items() if until > now}
+        if self.motion == "demo" and t >= self.rest_s:
+            names = self.button_names()
+            step, into = divmod(t - self.rest_s, DEMO_STEP_S)
+            if into < DEMO_PRESS_S:
+                held.add(names[int(step) % len(names)])
+        core = self.buttons
+        for name in held & CORE_BUTTONS.keys():
+            core |= CORE_BUTTONS[name]
+        z, c = self.nunchuk_buttons
+        return core, (z or "Z" in held, c or "C" in held)
+
     def motion_at(self, t: float) -> Motion:
         """The scripted motion `t` s after start."""
         noise = self._rng.randint
@@ -511,7 +562,7 @@ class SimulatedWiimote:
 
     def _extension_frame(self, motion: Motion, passthrough: bool) -> bytes:
         if self.extension == "nunchuk":
-            z, c = self.nunchuk_buttons
+            z, c = self.held_buttons(self.clock() - self._started)[1]
             sample = ext.Nunchuk(motion.stick, motion.nunchuk_accel, c, z)
             return ext.encode_nunchuk_passthrough(sample) if passthrough else ext.encode_nunchuk(sample)
         if self.extension in ("classic", "classic_pro"):
@@ -568,7 +619,8 @@ class SimulatedWiimote:
             # No accelerometer, no camera; its core button bytes are not buttons (kernel).
             garbage = self._rng.randrange(0x10000)
             return rp.data_input(self.mode, garbage, (0, 0, 0), b"", self._ext_bytes(motion))
-        return rp.data_input(self.mode, self.buttons, motion.accel, self._ir_bytes(motion), self._ext_bytes(motion))
+        buttons = self.held_buttons(self.clock() - self._started)[0]
+        return rp.data_input(self.mode, buttons, motion.accel, self._ir_bytes(motion), self._ext_bytes(motion))
 
     async def _report_loop(self) -> None:
         period = 1.0 / self.rate_hz

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 
 from devices.base import Adapter, Command, DeviceContext
 from devices.sim.wiimote import SimulatedWiimote
+from devices.sim.wiimote import button_names as sim_button_names
 from devices.wiimote.convert import (
     CONTROLLER_AXES,
     CONTROLLER_BUTTONS,
@@ -48,6 +49,7 @@ from devices.wiimote.timed_switch import MIN_PULSE_S, SwitchBank, check_switch
 from devices.wiimote.transport import LinkLost, ReportLink, open_hidraw, open_l2cap
 from gateway.errors import DeviceUnavailable, InvalidArgument
 from gateway.messages.generic import Led, Rumble
+from gateway.messages.sim import SimButton
 from gateway.messages.wiimote import TimedSwitch
 from gateway.messages.wiimote_gateway import Calibrate, WiimoteClassic, WiimoteLeds
 from protocols.wiimote import connection as wc
@@ -87,6 +89,8 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         self._wall_clock = wall_clock
         #: The simulated remote of `transport = "sim"` (tests reach it here).
         self.simulator: SimulatedWiimote | None = None
+        if options.transport == "sim" and options.sim_device == "remote":  # pressed from the dashboard, as by hand
+            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[misc,assignment]
         self.connection: wc.WiimoteConnection | None = None
         self.remote: HidrawRemote | None = None
         #: Input reports that broke the protocol, over every connection (counted and ignored).
@@ -107,6 +111,16 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         for index in range(LED_COUNT):
             self._bank.set(index, bool(self.options.leds >> index & 1))
 
+    def _press(self, message: SimButton) -> Mapping[str, Any]:
+        """Press a button of the simulated remote (`hwgateway/SimButton`)."""
+        if self.simulator is None:
+            raise DeviceUnavailable("the simulated remote is not running")
+        try:
+            self.simulator.press(message.button, message.pressed_s)
+        except ValueError as error:
+            raise InvalidArgument(f"data.button: {error}") from None
+        return {"pressed": message.button, "for_s": message.pressed_s}
+
     def capabilities(self) -> Mapping[str, Any]:
         """Transport, address, extension, MotionPlus, counters and the outputs it has."""
         conn = self.connection
@@ -119,6 +133,8 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
             # The `controller` stream's layout: core buttons, Nunchuk Z C, then the Classic's.
             "controller": {"axes": list(CONTROLLER_AXES), "buttons": list(CONTROLLER_BUTTONS)},
         }
+        if self.options.transport == "sim" and self.options.sim_device == "remote":  # what SimButton presses
+            caps["sim_buttons"] = list(sim_button_names(self.options.sim_extension))
         if conn is not None:
             caps.update(
                 extension=conn.extension.value,
@@ -344,6 +360,8 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         message = command.message
         if isinstance(message, Calibrate):
             return await self._calibrate()
+        if isinstance(message, SimButton):
+            return self._press(message)
         now = self._clock()
         if isinstance(message, WiimoteLeds):
             for index, switch in enumerate(message.leds):

@@ -24,3 +24,17 @@ class SimOutputs:
     last_command: Annotated[str, STR] = ""
     commands_received: Annotated[int, U64] = 0
     estopped: Annotated[int, Int(64, False)] = 0
+
+
+@message("hwgateway/SimButton", kind="command")
+class SimButton:
+    """Press a button of a simulated device, as a person would press the real one (the dashboard's buttons).
+
+    `button` names it as the device's `sim_buttons` capability lists them (a Wii Remote: "A", "B",
+    "1", "2", "+", "-", "HOME", "UP", "DOWN", "LEFT", "RIGHT", and "Z", "C" on its Nunchuk; a
+    Thymio: "forward", "backward", "left", "right", "center"; a micro:bit: "A", "B"; a LEGO hub: "green"); it is
+    held for `pressed_s` seconds, then released (0: released at once). Real devices do not accept it.
+    """
+
+    button: Annotated[str, STR] = ""
+    pressed_s: Annotated[float, Float(64, 0.0, 60.0)] = 0.5

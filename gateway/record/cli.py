@@ -30,7 +30,11 @@ if TYPE_CHECKING:
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `hwgateway record`."""
     parser.add_argument("-o", "--output", help="the MCAP file to write")
-    parser.add_argument("--url", default=DEFAULT_URL, help=f"the gateway's WebSocket (default {DEFAULT_URL})")
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("HWGW_URL", DEFAULT_URL),
+        help=f"ws://host:port/ws, tcp://host:port or unix:/path (default $HWGW_URL or {DEFAULT_URL})",
+    )
     parser.add_argument("--topics", nargs="+", default=["**"], metavar="PATTERN", help="topic patterns (default **)")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: at Ctrl-C)")
     parser.add_argument("--token", help="auth token (default: $HWGW_TOKEN)")
@@ -119,9 +123,10 @@ def run_replay(args: argparse.Namespace) -> int:
     logs.configure(args.log_level or config.logging.level, args.log_format or config.logging.format)
     print(f"hwgateway replay: {len(recorded)} messages of {args.file} at {args.speed}x on ws://127.0.0.1:{args.http_port}/ws",
           flush=True)  # fmt: skip
+    from gateway import waits
     from gateway.app import serve
 
-    return asyncio.run(serve(config))
+    return waits.run(serve(config))
 
 
 async def serve_and_record(config: Config, output: str, on_listening: Callable[[Gateway], None]) -> int:

@@ -7,6 +7,7 @@ receive time (`recv_stamp`), publish time = the device stamp, sequence = `seq`; 
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import itertools
 import json
@@ -15,13 +16,26 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 
-from gateway.record import DEFAULT_CHUNK_BYTES, DEFAULT_QUEUE, DEFAULT_URL, EXIT_CONNECT, EXIT_NO_TOPICS, EXIT_OK
+from gateway.record import (
+    DEFAULT_CHUNK_BYTES,
+    DEFAULT_QUEUE,
+    DEFAULT_URL,
+    EXIT_BAD_FILE,
+    EXIT_CONNECT,
+    EXIT_NO_TOPICS,
+    EXIT_OK,
+    EXIT_USAGE,
+)
 from gateway.record.channels import DEVICE_SCHEMA, DEVICE_TOPIC, DEVICE_TYPE
 from gateway.record.sink import McapSink, StateText
+from hwgateway.client.errors import ConnectionLost
+from hwgateway.client.transports import MsgpackTransport, parse_url
 
 _PROGRESS_INTERVAL_S = 0.5
 
@@ -64,25 +78,29 @@ def _ns(seconds: float) -> int:
     return round(seconds * 1e9)
 
 
-class _Session:
-    """Requests with ids over one WebSocket; pushes that arrive meanwhile are kept in order."""
+class _Session(abc.ABC):
+    """Requests with ids over one connection; pushes that arrive meanwhile are kept in order."""
 
-    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
-        self.ws = ws
+    def __init__(self) -> None:
         self.pushed: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
 
+    @abc.abstractmethod
     async def receive(self) -> dict[str, Any] | None:
-        message = await self.ws.receive()
-        if message.type != aiohttp.WSMsgType.TEXT:
-            return None
-        decoded: dict[str, Any] = json.loads(message.data)
-        return decoded
+        """The next message, or None once the connection ended."""
+
+    @abc.abstractmethod
+    async def send(self, message: dict[str, Any]) -> None:
+        """Send one request."""
+
+    @abc.abstractmethod
+    async def read_into(self, sink: McapSink) -> None:
+        """Queue pushes until the connection ends or the gateway says it closes (the hot path)."""
 
     async def request(self, op: str, **fields: Any) -> dict[str, Any]:
         """Send one request and return its result's data; raise RecordError on an error result."""
         request_id = next(self._ids)
-        await self.ws.send_str(json.dumps({"op": op, "id": request_id, **fields}))
+        await self.send({"op": op, "id": request_id, **fields})
         while True:
             message = await self.receive()
             if message is None:
@@ -96,8 +114,72 @@ class _Session:
             self.pushed.append(message)
 
 
+class _WebSocketSession(_Session):
+    """The /ws endpoint: JSON text; a `state` push goes to the sink as its text, unparsed."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        super().__init__()
+        self.ws = ws
+
+    async def receive(self) -> dict[str, Any] | None:
+        message = await self.ws.receive()
+        if message.type != aiohttp.WSMsgType.TEXT:
+            return None
+        decoded: dict[str, Any] = json.loads(message.data)
+        return decoded
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.ws.send_str(json.dumps(message))
+
+    async def read_into(self, sink: McapSink) -> None:
+        async for message in self.ws:
+            if message.type != aiohttp.WSMsgType.TEXT:
+                return
+            text: str = message.data
+            if text.startswith(_STATE_PREFIX):
+                sink.put(StateText(text))
+            elif not _handle(sink, json.loads(text)):
+                return
+
+
+class _MsgpackSession(_Session):
+    """The msgpack socket (tcp:// or unix:), through the client library's transport."""
+
+    def __init__(self, transport: MsgpackTransport) -> None:
+        super().__init__()
+        self.transport = transport
+
+    async def receive(self) -> dict[str, Any] | None:
+        try:
+            return await self.transport.receive()
+        except ConnectionLost:
+            return None
+
+    async def send(self, message: dict[str, Any]) -> None:
+        try:
+            await self.transport.send(message)
+        except ConnectionLost as error:
+            raise RecordError(f"the gateway closed the connection: {error}", EXIT_CONNECT) from None
+
+    async def read_into(self, sink: McapSink) -> None:
+        while (message := await self.receive()) is not None:
+            if message.get("op") == "state":
+                sink.put(StateText(orjson.dumps(message, default=_plain)))
+            elif not _handle(sink, message):
+                return
+
+
+def _plain(value: Any) -> Any:
+    """JSON for what msgpack may carry and JSON has not (bytes: their values, as the JSON face sends them)."""
+    if isinstance(value, bytes | bytearray):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
 async def _config_digest(url: str) -> str:
-    """The gateway's config digest from its /healthz ("" when it cannot be read)."""
+    """The gateway's config digest from its /healthz ("" when it cannot be read; always for tcp/unix URLs)."""
+    if not url.startswith(("ws://", "wss://")):
+        return ""
     health = url.replace("ws://", "http://", 1).replace("wss://", "https://", 1).rsplit("/", 1)[0] + "/healthz"
     try:
         async with aiohttp.ClientSession() as http, http.get(health, timeout=aiohttp.ClientTimeout(total=5)) as reply:
@@ -137,13 +219,51 @@ def _handle(sink: McapSink, message: dict[str, Any]) -> bool:
 
 
 async def record(options: RecordOptions, stop: asyncio.Event | None = None) -> RecordSummary:
-    """Record until `duration_s`, `stop` is set, or the gateway closes; raise RecordError if it cannot start."""
+    """Record until `duration_s`, `stop` is set, or the gateway closes; raise RecordError if it cannot start.
+
+    `options.url` takes the forms of the other client commands: ws://, wss://, http(s):// (its /ws),
+    tcp://host:port and unix:/path (the msgpack socket).
+    """
     stop = stop or asyncio.Event()
     try:
-        async with aiohttp.ClientSession() as http, http.ws_connect(options.url, max_msg_size=0) as ws:
-            return await _record_on(_Session(ws), options, stop)
-    except (aiohttp.ClientError, OSError) as error:
-        raise RecordError(f"cannot reach the gateway at {options.url}: {error}", EXIT_CONNECT) from None
+        endpoint = parse_url(options.url)
+    except ValueError as error:
+        raise RecordError(str(error), EXIT_USAGE) from None
+    _check_output(options.output)  # before connecting: a file we cannot write is not the gateway's fault
+    if endpoint.scheme in ("tcp", "unix"):
+        try:
+            transport = await MsgpackTransport.open(endpoint)
+        except ConnectionLost as error:
+            raise RecordError(f"cannot reach the gateway: {error}", EXIT_CONNECT) from None
+        try:
+            return await _record_on(_MsgpackSession(transport), options, stop)
+        finally:
+            await transport.close()
+    try:
+        async with aiohttp.ClientSession() as http, http.ws_connect(endpoint.url, max_msg_size=0) as ws:
+            return await _record_on(_WebSocketSession(ws), replace(options, url=endpoint.url), stop)
+    except (aiohttp.ClientError, ConnectionError, TimeoutError) as error:
+        raise RecordError(f"cannot reach the gateway at {endpoint.url}: {error}", EXIT_CONNECT) from None
+    except OSError as error:
+        if error.filename is not None:  # the output file (the sink's open), not the connection
+            raise _output_error(options.output, error) from None
+        raise RecordError(f"cannot reach the gateway at {endpoint.url}: {error}", EXIT_CONNECT) from None
+
+
+def _check_output(output: str) -> None:
+    """RecordError (EXIT_BAD_FILE) naming `output` when it cannot be written: no folder, not writable, a folder."""
+    path = Path(output)
+    folder = path.parent
+    if path.is_dir():
+        raise RecordError(f"cannot write {output}: it is a folder", EXIT_BAD_FILE)
+    if not folder.is_dir():
+        raise RecordError(f"cannot write {output}: no folder {folder}", EXIT_BAD_FILE)
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise RecordError(f"cannot write {output}: permission denied", EXIT_BAD_FILE)
+
+
+def _output_error(output: str, error: OSError) -> RecordError:
+    return RecordError(f"cannot write {output}: {error.strerror or error}", EXIT_BAD_FILE)
 
 
 async def _record_on(session: _Session, options: RecordOptions, stop: asyncio.Event) -> RecordSummary:
@@ -159,7 +279,10 @@ async def _record_on(session: _Session, options: RecordOptions, stop: asyncio.Ev
     subscribed = await session.request("subscribe", topics=list(options.patterns))
     if not subscribed["topics"]:
         raise RecordError(f"no topic matches {' '.join(options.patterns)}", EXIT_NO_TOPICS)
-    sink = McapSink(options.output, schemas, options.compression, options.chunk_bytes, options.queue_size)
+    try:
+        sink = McapSink(options.output, schemas, options.compression, options.chunk_bytes, options.queue_size)
+    except OSError as error:
+        raise _output_error(options.output, error) from None
     sink.metadata(
         "hwgateway",
         {
@@ -195,7 +318,7 @@ async def _pump(
     The hot path is one task reading the socket; a `state` push goes to the writer thread as its
     text, unparsed (the gateway sends `{"op":"state",...` first), so the loop does no JSON work.
     """
-    reader = asyncio.create_task(_read(session, sink))
+    reader = asyncio.create_task(session.read_into(sink))
     waits: set[asyncio.Future[Any]] = {reader, asyncio.ensure_future(stop.wait())}
     try:
         while True:
@@ -217,27 +340,15 @@ async def _pump(
 _STATE_PREFIX = '{"op":"state"'
 
 
-async def _read(session: _Session, sink: McapSink) -> None:
-    """Queue pushes until the connection ends or the gateway says it closes."""
-    ws = session.ws
-    async for message in ws:
-        if message.type != aiohttp.WSMsgType.TEXT:
-            return
-        text: str = message.data
-        if text.startswith(_STATE_PREFIX):
-            sink.put(StateText(text))
-        elif not _handle(sink, json.loads(text)):
-            return
-
-
 def run(options: RecordOptions) -> int:
-    """Run a recording from the command line (Ctrl-C or SIGTERM ends it cleanly); return the exit code."""
+    """Run a recording from the command line (Ctrl-C, SIGTERM or SIGHUP ends it cleanly); return the exit code."""
     options = replace(options, token=options.token or os.environ.get("HWGW_TOKEN"))
 
     async def main() -> RecordSummary:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        # SIGHUP too: a closed terminal ends the recording with a complete file, not a truncated one.
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(signum, stop.set)
         return await record(options, stop)
 

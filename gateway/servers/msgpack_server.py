@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import math
 import os
+import socket
 import ssl
 import stat
 import time
@@ -60,9 +62,33 @@ class StreamTransport(SocketTransport):
 
 
 def _remove_stale_socket(path: Path) -> None:
-    # A socket file left by a run that did not stop cleanly would make bind() fail.
-    if path.is_socket():
+    """Remove a socket file left by a run that did not stop cleanly (bind() would fail on it).
+
+    Never one that a live process serves (a second gateway or demo started by mistake): a socket that
+    accepts a connection is in use, and that is an `OSError` (EADDRINUSE) naming it.
+    """
+    if not path.is_socket():
+        return
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+        except (ConnectionRefusedError, FileNotFoundError):  # nobody listens: stale
+            pass
+        except OSError:  # it exists and something is there (a full backlog, a timeout): leave it
+            raise OSError(errno.EADDRINUSE, "in use by another process") from None
+        else:
+            raise OSError(errno.EADDRINUSE, "in use by another live process (another gateway?)")
+    with contextlib.suppress(FileNotFoundError):
         path.unlink()
+
+
+def _same_file(path: Path, identity: tuple[int, int] | None) -> bool:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return False
+    return identity == (status.st_dev, status.st_ino)
 
 
 class MsgpackServer:
@@ -74,6 +100,7 @@ class MsgpackServer:
         self._servers: list[asyncio.Server] = []
         self._handlers: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
         self._unix_path: Path | None = None
+        self._unix_identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the socket file bound
         self.tcp_port: int | None = None
 
     async def start(self, host: str, port: int, unix_path: str, tls: ssl.SSLContext | None = None) -> None:
@@ -103,12 +130,15 @@ class MsgpackServer:
             os.chmod(path, stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IWGRP)
             self._servers.append(server)
             self._unix_path = path
+            status = os.stat(path)
+            self._unix_identity = (status.st_dev, status.st_ino)
 
     def stop_listening(self) -> None:
         """Refuse new connections; live sessions go on until closed."""
         for server in self._servers:
             server.close()
-        if self._unix_path is not None:
+        # Only the socket file this server bound: never one another process put at the same path since.
+        if self._unix_path is not None and _same_file(self._unix_path, self._unix_identity):
             with contextlib.suppress(OSError):
                 self._unix_path.unlink()
 

@@ -1,6 +1,6 @@
 // Controls for the command types a device accepts. Any type gets a form generated from its
-// `describe` schema; led, sound, rumble, Thymio LEDs and system sounds, and the Wii Remote's
-// TimedSwitch get friendlier widgets. Every command shows its result or its error code and message.
+// `describe` schema; led, sound, rumble, Thymio LEDs and system sounds, the Wii Remote's
+// TimedSwitch and a simulated device's buttons (hwgateway/SimButton) get friendlier widgets. Every command shows its result or its error code and message.
 
 import { COLOUR_NAME, constantsWithPrefix, h, isTimeSchema, rgbScale, shortType } from "./dom.js";
 
@@ -10,7 +10,7 @@ const HOLD_PERIOD_MS = 100;
 /** Each held command expires quickly, so a stalled page cannot leave a motor running. */
 const HOLD_TIMEOUT_S = 1;
 
-const TITLES = { led: "LED", sound: "Sound", rumble: "Rumble" };
+const TITLES = { led: "LED", sound: "Sound", rumble: "Rumble", "hwgateway/SimButton": "Press a button" };
 
 /** The control for command `type` on `device`; `send(type, data, timeout_s)` resolves to a result. */
 export function createControl({ device, type, described, send }) {
@@ -275,7 +275,20 @@ function wiimoteLedsControl({ run }) {
   );
 }
 
+/** A simulated device's buttons (its `sim_buttons` capability), each pressed for half a second. */
+function simButtonControl(args) {
+  const { device, run } = args;
+  const names = device?.capabilities?.sim_buttons || [];
+  if (!names.length) return genericControl(args);
+  return h(
+    "div",
+    { class: "row" },
+    names.map((name) => button(name, () => run({ button: name, pressed_s: 0.5 }), { dataset: { button: name } })),
+  );
+}
+
 const FRIENDLY = {
+  "hwgateway/SimButton": simButtonControl,
   "hwgateway/WiimoteLeds": wiimoteLedsControl,
   led: ledControl,
   sound: soundControl,

@@ -11,7 +11,6 @@ absent broker never blocks a device; after a reconnect everything retained is se
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from gateway.core.client import Client, Hub
 from gateway.credentials import OPEN_ACCESS
 from gateway.faces.mqtt.link import Link
 from gateway.faces.mqtt.topics import TopicMap
+from gateway.waits import wait_event
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +121,9 @@ class Exporter:
                 continue
             if not subscriber.depth:
                 timeout = None if next_due is None else max(next_due - time.monotonic(), 0.0)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(subscriber.wakeup.wait(), timeout)
+                # Not asyncio.wait_for: on Python 3.11 it swallows a cancellation that comes with the
+                # wakeup, and the bridge's stop then waited for this loop for ever (gateway/waits.py).
+                await wait_event(subscriber.wakeup, timeout)
 
     def _direct(self, item: Outgoing) -> bool:
         """Write a sample at once when the broker is up and its topic is due; False: through the mailbox."""
