@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,11 +32,15 @@ from gateway.errors import DeviceUnavailable, GatewayError, InvalidArgument
 from gateway.messages import REGISTRY, from_plain, to_plain
 from gateway.messages.replay import ReplayPause, ReplayResume, ReplaySeek, ReplaySpeed, ReplayState
 from gateway.record.channels import DEVICE_TOPIC
-from gateway.record.replay_source import Recorded, load_recording
-from gateway.topics import check_device_id, matches
+from gateway.record.replay_source import Recorded, Recording, load_recording
+from gateway.topics import check_device_id
 
 log = logging.getLogger(__name__)
 
+#: Messages published back to back before the loop runs other tasks (a replay at speed 1000 is a burst).
+MAX_BURST = 64
+#: A loop over the recording starts again at most this often, s (a file of one message, or one instant).
+MIN_LOOP_S = 0.1
 CONTROL_TYPES = ("hwgateway/ReplayPause", "hwgateway/ReplayResume", "hwgateway/ReplaySeek", "hwgateway/ReplaySpeed")
 
 
@@ -108,9 +113,10 @@ class ReplayAdapter(Adapter[ReplayOptions]):
         self.played = 0
         self.skipped = 0
         self.speed = options.speed
-        self._messages: list[Recorded] = []
-        self._offsets: list[int] = []  # ns from the first message
+        self._recording = Recording()
+        self._first_ns = 0  # log time of the first message
         self._index = 0
+        self._refusals_said = False
         self._anchor_ns = 0  # recording position at `_anchor_mono`
         self._anchor_mono = time.monotonic()
         self._state = "playing"
@@ -126,31 +132,45 @@ class ReplayAdapter(Adapter[ReplayOptions]):
                 "duration_s": self._duration_ns() / 1e9, "replayed_devices": sorted(self._listed)}  # fmt: skip
 
     async def run(self) -> None:
-        """Load the recording, list its devices, then publish its messages at their scaled times."""
-        recorded, devices = await asyncio.to_thread(load_recording, self.options.file, frozenset({DEVICE_TOPIC}))
-        patterns = self.options.topics
-        chosen = [m for m in recorded if m.topic != DEVICE_TOPIC and any(matches(p, m.topic) for p in patterns)]
+        """Load the recording (in a thread, abandoned if stopped), list its devices, then publish its messages."""
+        cancel = threading.Event()
+        try:
+            recording = await asyncio.to_thread(
+                load_recording, self.options.file, frozenset({DEVICE_TOPIC}), self.options.topics,
+                self.options.prefix, cancel,
+            )  # fmt: skip
+        finally:
+            cancel.set()  # stopped while loading: the thread ends within a record, the process need not wait
+        chosen = recording.chosen_topics()
+        self._say_refused(recording.refused)
         if not chosen:
             raise ValueError(f"{self.options.file}: no recorded topic matches {', '.join(self.options.topics)}")
-        replayed = {m.topic.split("/", 1)[0] for m in chosen}
-        # The recorded availability of the chosen devices plays too, in its place among the samples.
-        self._messages = [m for m in recorded if m.topic != DEVICE_TOPIC or _event_device(m) in replayed]
-        first = self._messages[0].log_time_ns
-        self._offsets = [m.log_time_ns - first for m in self._messages]
-        self._list_devices(chosen, devices)
+        self._recording = recording
+        self._first_ns = recording.log_ns[0]
+        self._list_devices(chosen, recording.devices)
         self.ctx.set_status("connected")
         await asyncio.sleep(self.options.delay_s)
         self._seek(0)
         await self._play()
 
-    def _list_devices(self, chosen: list[Recorded], devices: list[dict[str, Any]]) -> None:
+    def _say_refused(self, refused: Mapping[str, str]) -> None:
+        """Log the recorded topics left out, once per device (not again at each restart)."""
+        if refused and not self._refusals_said:
+            self._refusals_said = True
+            shown = "; ".join(f"{topic!r}: {why}" for topic, why in list(refused.items())[:10])
+            more = f" (and {len(refused) - 10} more)" if len(refused) > 10 else ""
+            log.warning(
+                "replay of %s leaves out %d recorded topics: %s%s", self.options.file, len(refused), shown, more
+            )
+
+    def _list_devices(self, chosen: list[str], devices: list[dict[str, Any]]) -> None:
         """Add `<prefix><id>` for every recorded device with a chosen topic (once; again after a restart: kept)."""
         add = self.ctx.add_device
         if add is None:
             return
         entries = {str(d["id"]): d for d in devices}
         name = Path(self.options.file).name
-        for device in sorted({m.topic.split("/", 1)[0] for m in chosen}):
+        for device in sorted({topic.split("/", 1)[0] for topic in chosen}):
             replayed_id = self.options.prefix + device
             if replayed_id in self._listed:
                 continue
@@ -174,7 +194,7 @@ class ReplayAdapter(Adapter[ReplayOptions]):
     # -- the clock ---------------------------------------------------------------------------
 
     def _duration_ns(self) -> int:
-        return self._offsets[-1] if self._offsets else 0
+        return self._recording.log_ns[-1] - self._first_ns if self._recording else 0
 
     def _position_ns(self) -> int:
         if self._state != "playing":
@@ -185,34 +205,55 @@ class ReplayAdapter(Adapter[ReplayOptions]):
     def _seek(self, position_ns: int) -> None:
         self._anchor_ns = position_ns
         self._anchor_mono = time.monotonic()
-        self._index = bisect.bisect_left(self._offsets, position_ns)
+        self._index = bisect.bisect_left(self._recording.log_ns, self._first_ns + position_ns)
         self._changed.set()
 
     async def _play(self) -> None:
+        busy = 0  # messages published since the loop last ran other tasks
         while True:
             self._changed.clear()
             if self._state != "playing":
                 await self._changed.wait()
                 continue
-            if self._index >= len(self._messages):
+            if busy >= MAX_BURST:
+                busy = 0  # a fast replay (or a loop over a short file) lets the loop run other tasks
+                await asyncio.sleep(0)
+                continue
+            if self._index >= len(self._recording):
                 if self.options.loop:
-                    log.info("replay of %s starts again", self.options.file)
-                    self._seek(0)
+                    await self._loop_again()
                     continue
                 self._state = "finished"
                 self._anchor_ns = self._duration_ns()
                 self.ctx.set_status("connected", "replay finished")
                 continue
-            due = self._anchor_mono + (self._offsets[self._index] - self._anchor_ns) / 1e9 / self.speed
+            due = (
+                self._anchor_mono
+                + (self._recording.log_ns[self._index] - self._first_ns - self._anchor_ns) / 1e9 / self.speed
+            )
             delay = due - time.monotonic()
             if delay > 0:
+                busy = 0
                 try:
                     await asyncio.wait_for(self._changed.wait(), delay)
                     continue  # seek, pause or speed: recompute
                 except TimeoutError:
                     pass
-            self._publish(self._messages[self._index])
+            self._publish(self._recording.message(self._index))
             self._index += 1
+            busy += 1
+
+    async def _loop_again(self) -> None:
+        """Start again from 0, one turn at most every MIN_LOOP_S: a one-message file does not spin."""
+        turn_s = self._duration_ns() / 1e9 / self.speed
+        if turn_s < MIN_LOOP_S:
+            try:
+                await asyncio.wait_for(self._changed.wait(), MIN_LOOP_S - turn_s)
+                return  # seek, pause or speed meanwhile: they set the position
+            except TimeoutError:
+                pass
+        log.debug("replay of %s starts again", self.options.file)
+        self._seek(0)
 
     def _publish(self, recorded: Recorded) -> None:
         if recorded.topic == DEVICE_TOPIC:
@@ -229,7 +270,13 @@ class ReplayAdapter(Adapter[ReplayOptions]):
             return
         # stamps move to now, keeping their offsets from the message being played
         shift = time.time() - recorded.log_time_ns / 1e9
-        self.ctx.publish_topic(self.options.prefix + recorded.topic, message, recorded.publish_time_ns / 1e9 + shift)
+        try:
+            self.ctx.publish_topic(
+                self.options.prefix + recorded.topic, message, recorded.publish_time_ns / 1e9 + shift
+            )
+        except ValueError:  # the loader leaves out topics the bus refuses; a refusal here is skipped, not fatal
+            self.skipped += 1
+            return
         self.played += 1
 
     def _replay_availability(self, recorded: Recorded) -> None:
@@ -253,7 +300,7 @@ class ReplayAdapter(Adapter[ReplayOptions]):
 
     async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
         """Seek, pause, resume or change speed; refuse anything else as `unavailable`."""
-        if not self._messages and command.type in CONTROL_TYPES:
+        if not self._recording and command.type in CONTROL_TYPES:
             raise DeviceUnavailable(f"device {self.ctx.device_id!r} has not loaded {self.options.file} yet")
         message = command.message
         if isinstance(message, ReplaySeek):

@@ -8,17 +8,18 @@ a clear message.
 from __future__ import annotations
 
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from mcap.records import Channel, Footer, Message, Metadata, Schema
-from mcap.stream_reader import StreamReader
 from mcap.writer import CompressionType, Writer
 
 from gateway.record import EXIT_BAD_FILE, EXIT_OK
+from gateway.record.mcap_read import Abandoned, read_records
+from protocols.mcap.records import Channel, Footer, Message, Metadata, Schema
 
 
 class BadRecording(Exception):
@@ -44,11 +45,13 @@ class Contents:
         return sum(self.counts.values())
 
 
-def _stream(file: BinaryIO, contents: Contents) -> Iterator[Message]:
-    """Yield the messages of `file` in file order, filling `contents`; stop quietly at a bad tail."""
-    reader = StreamReader(file, skip_magic=False, emit_chunks=False, validate_crcs=True)
+def _stream(file: BinaryIO, contents: Contents, cancel: threading.Event | None = None) -> Iterator[Message]:
+    """Yield the messages of `file` in file order, filling `contents`; stop quietly at a bad tail.
+
+    `Abandoned` (from `cancel`) goes through.
+    """
     try:
-        for record in reader.records:
+        for record in read_records(file, cancel):
             if isinstance(record, Schema):
                 contents.schemas[record.id] = record
             elif isinstance(record, Channel):
@@ -63,7 +66,9 @@ def _stream(file: BinaryIO, contents: Contents) -> Iterator[Message]:
                 yield record
             elif isinstance(record, Footer):
                 contents.complete = True
-    except Exception as error:  # hostile bytes raise McapError, ValueError, struct or zstd errors: all end the read
+    except Abandoned:
+        raise
+    except Exception as error:  # hostile bytes raise McapError (checked lengths, caps, CRCs): all end the read
         contents.stopped_by = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     if not contents.complete and not contents.stopped_by:
         contents.stopped_by = "the file ends before its footer"

@@ -1,0 +1,96 @@
+"""Read the records of an MCAP file in file order, with chunks opened: the path replay and `--recover` share.
+
+Every record's length is checked against the bytes left in the file before it is read, so a length
+past the end never allocates; chunks go through `protocols.mcap.chunks` (declared size capped before
+decompressing). Records nobody here uses (indexes, attachments) are skipped without being read.
+Reading can be abandoned from another thread (`cancel`): it then raises `Abandoned` within one record.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from protocols.mcap.chunks import MAX_CHUNK_BYTES, decompress, inner_records
+from protocols.mcap.records import (
+    MAGIC,
+    RECORD_HEADER_BYTES,
+    Chunk,
+    Footer,
+    McapError,
+    Op,
+    Record,
+    parse_record,
+    record_header,
+)
+
+#: The records read in full; any other is skipped by seeking past it.
+_READ = frozenset({Op.HEADER, Op.FOOTER, Op.SCHEMA, Op.CHANNEL, Op.MESSAGE, Op.CHUNK, Op.METADATA, Op.DATA_END})
+#: Inner records between two looks at `cancel`.
+_CANCEL_EVERY = 4096
+
+
+class Abandoned(Exception):
+    """Reading stopped because its `cancel` event was set."""
+
+
+def read_records(
+    file: BinaryIO, cancel: threading.Event | None = None, max_chunk_bytes: int = MAX_CHUNK_BYTES
+) -> Iterator[Record]:
+    """The records of `file` (from its start) in order, chunks replaced by what they hold.
+
+    Raise `McapError` at the first bad byte (records already yielded stay good), `Abandoned` when
+    `cancel` is set. Ends quietly after the footer, or at a clean end of the file between records.
+    """
+    size = os.fstat(file.fileno()).st_size
+    magic = file.read(len(MAGIC))
+    if magic != MAGIC:
+        raise McapError(f"InvalidMagic: the file does not start with the MCAP magic (it starts {magic[:8]!r})")
+    position = len(MAGIC)
+    while True:
+        if cancel is not None and cancel.is_set():
+            raise Abandoned
+        header = file.read(RECORD_HEADER_BYTES)
+        if not header:
+            return
+        if len(header) < RECORD_HEADER_BYTES:
+            raise McapError(f"the file ends inside a record header at byte {position}")
+        opcode, length = record_header(header)
+        body_start = position + RECORD_HEADER_BYTES
+        if length > size - body_start:
+            left = size - body_start
+            raise McapError(
+                f"a record (opcode {opcode:#04x}) at byte {position} claims {length} bytes; {left} are left"
+            )
+        position = body_start + length
+        if opcode not in _READ:
+            file.seek(position)
+            continue
+        if opcode == Op.CHUNK and length > max_chunk_bytes + 64 * 1024:
+            raise McapError(
+                f"a chunk at byte {body_start - RECORD_HEADER_BYTES} is {length} bytes compressed, over the cap"
+            )
+        body = file.read(length)
+        if len(body) < length:
+            raise McapError(f"the file ends inside a record at byte {body_start - RECORD_HEADER_BYTES}")
+        record = parse_record(opcode, body)
+        if isinstance(record, Chunk):
+            yield from _chunk(record, cancel, max_chunk_bytes)
+        elif record is not None:
+            yield record
+            if isinstance(record, Footer):
+                return
+
+
+def _chunk(chunk: Chunk, cancel: threading.Event | None, max_chunk_bytes: int) -> Iterator[Record]:
+    records = decompress(chunk, max_chunk_bytes)
+    for count, (opcode, body) in enumerate(inner_records(records), 1):
+        if count % _CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
+            raise Abandoned
+        if opcode == Op.CHUNK:
+            raise McapError("Chunk: holds another chunk")
+        record = parse_record(opcode, body)
+        if record is not None:
+            yield record
