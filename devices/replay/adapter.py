@@ -116,7 +116,7 @@ class ReplayAdapter(Adapter[ReplayOptions]):
         self._recording = Recording()
         self._first_ns = 0  # log time of the first message
         self._index = 0
-        self._refusals_said = False
+        self._left_out_said = False
         self._anchor_ns = 0  # recording position at `_anchor_mono`
         self._anchor_mono = time.monotonic()
         self._state = "playing"
@@ -142,7 +142,7 @@ class ReplayAdapter(Adapter[ReplayOptions]):
         finally:
             cancel.set()  # stopped while loading: the thread ends within a record, the process need not wait
         chosen = recording.chosen_topics()
-        self._say_refused(recording.refused)
+        self._say_left_out(recording)
         if not chosen:
             raise ValueError(f"{self.options.file}: no recorded topic matches {', '.join(self.options.topics)}")
         self._recording = recording
@@ -153,10 +153,17 @@ class ReplayAdapter(Adapter[ReplayOptions]):
         self._seek(0)
         await self._play()
 
-    def _say_refused(self, refused: Mapping[str, str]) -> None:
-        """Log the recorded topics left out, once per device (not again at each restart)."""
-        if refused and not self._refusals_said:
-            self._refusals_said = True
+    def _say_left_out(self, recording: Recording) -> None:
+        """Log the recorded topics left out and where a damaged file stops, once (not again at each restart)."""
+        if self._left_out_said:
+            return
+        self._left_out_said = True
+        contents = recording.contents
+        if not contents.complete:
+            log.warning("replay of %s plays the %d messages before the file's end or damage: %s",
+                        self.options.file, len(recording), contents.stopped_by)  # fmt: skip
+        refused = recording.refused
+        if refused:
             shown = "; ".join(f"{topic!r}: {why}" for topic, why in list(refused.items())[:10])
             more = f" (and {len(refused) - 10} more)" if len(refused) > 10 else ""
             log.warning(

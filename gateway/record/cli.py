@@ -135,15 +135,14 @@ def _count_replayable(args: argparse.Namespace) -> int:
 
     SIGTERM and SIGINT end the reading at once (`_Stopped`): a large file must not hold off a stop.
     """
-    from gateway.record.replay_source import load_recording
+    from gateway.record.replay_source import playable
 
     def stop(signum: int, frame: object) -> None:
         raise _Stopped
 
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGINT)}
     try:
-        recording = load_recording(args.file, patterns=tuple(args.topics), prefix=args.prefix)
-        return len(recording.chosen_topics()) and len(recording)
+        return playable(args.file, tuple(args.topics), args.prefix)
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

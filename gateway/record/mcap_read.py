@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from protocols.mcap.chunks import MAX_CHUNK_BYTES, decompress, inner_records
+from protocols.mcap.chunks import MAX_CHUNK_BYTES, chunk_records, decompress
 from protocols.mcap.records import (
     MAGIC,
     RECORD_HEADER_BYTES,
@@ -85,12 +85,11 @@ def read_records(
 
 
 def _chunk(chunk: Chunk, cancel: threading.Event | None, max_chunk_bytes: int) -> Iterator[Record]:
-    records = decompress(chunk, max_chunk_bytes)
-    for count, (opcode, body) in enumerate(inner_records(records), 1):
-        if count % _CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
-            raise Abandoned
-        if opcode == Op.CHUNK:
-            raise McapError("Chunk: holds another chunk")
-        record = parse_record(opcode, body)
-        if record is not None:
-            yield record
+    count = 0
+    for record in chunk_records(decompress(chunk, max_chunk_bytes)):
+        count += 1
+        if count >= _CANCEL_EVERY:
+            count = 0
+            if cancel is not None and cancel.is_set():
+                raise Abandoned
+        yield record

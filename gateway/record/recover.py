@@ -50,26 +50,40 @@ def _stream(file: BinaryIO, contents: Contents, cancel: threading.Event | None =
 
     `Abandoned` (from `cancel`) goes through.
     """
+    counts: dict[int, int] = {}  # by channel id, counted into `contents.counts` under the channel's topic
+    first, last = 2**64, -1
+
+    def count(channel_id: int) -> None:
+        channel = contents.channels.get(channel_id)
+        contents.counts[channel.topic if channel else f"#{channel_id}"] += counts.pop(channel_id, 0)
+
     try:
         for record in read_records(file, cancel):
-            if isinstance(record, Schema):
+            if type(record) is Message:  # the most of any file: first, and no more than needed per message
+                counts[record.channel_id] = counts.get(record.channel_id, 0) + 1
+                if record.log_time < first:
+                    first = record.log_time
+                if record.log_time > last:
+                    last = record.log_time
+                yield record
+            elif isinstance(record, Schema):
                 contents.schemas[record.id] = record
             elif isinstance(record, Channel):
+                count(record.id)  # a channel defined again may change its topic
                 contents.channels[record.id] = record
             elif isinstance(record, Metadata):
                 contents.metadata.append(record)
-            elif isinstance(record, Message):
-                channel = contents.channels.get(record.channel_id)
-                contents.counts[channel.topic if channel else f"#{record.channel_id}"] += 1
-                contents.first_ns = min(record.log_time, contents.first_ns or record.log_time)
-                contents.last_ns = max(record.log_time, contents.last_ns or 0)
-                yield record
             elif isinstance(record, Footer):
                 contents.complete = True
     except Abandoned:
         raise
     except Exception as error:  # hostile bytes raise McapError (checked lengths, caps, CRCs): all end the read
         contents.stopped_by = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    finally:
+        for channel_id in list(counts):
+            count(channel_id)
+        if last >= 0:
+            contents.first_ns, contents.last_ns = first, last
     if not contents.complete and not contents.stopped_by:
         contents.stopped_by = "the file ends before its footer"
 
@@ -77,7 +91,11 @@ def _stream(file: BinaryIO, contents: Contents, cancel: threading.Event | None =
 def read(path: str | Path) -> Contents:
     """Everything readable in `path`; raise BadRecording when it is not an MCAP file at all."""
     contents = Contents()
-    with open(path, "rb") as file:
+    try:
+        file = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as error:
+        raise BadRecording(f"{path}: {error.strerror}") from None
+    with file:
         for _ in _stream(file, contents):
             pass
     _check_readable(path, contents)

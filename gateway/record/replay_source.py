@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from gateway.record.channels import DEVICE_TOPIC
-from gateway.record.recover import BadRecording, Contents, _check_readable, _stream
+from gateway.record.recover import BadRecording, Contents, _check_readable, _stream, read
 from gateway.topics import check_device_id, check_topic, matches_any
 
 #: Bytes of messages (data and 30 bytes of bookkeeping each) one recording may load.
@@ -155,6 +155,13 @@ class _Chooser:
     def _add(self, topic: str, type_: str) -> int:
         self.recording.topics.append((topic, type_))
         return len(self.recording.topics) - 1
+
+
+def playable(path: str | Path, patterns: tuple[str, ...] = ("**",), prefix: str = "") -> int:
+    """How many messages `load_recording` would play from `path`, counted without keeping them."""
+    contents = read(path)
+    chooser = _Chooser(Recording(), patterns, prefix, frozenset())
+    return sum(count for topic, count in contents.counts.items() if chooser.number(topic, "") >= 0)
 
 
 def load_recording(

@@ -7,17 +7,29 @@ bytes (one more is a lie, refused), and a CRC, when the chunk has one, must matc
 
 from __future__ import annotations
 
+import struct
 import zlib
 from collections.abc import Iterator
 
 import lz4.frame
 import zstandard
 
-from protocols.mcap.records import RECORD_HEADER_BYTES, Chunk, McapError, record_header
+from protocols.mcap.records import (
+    MESSAGE_HEADER_BYTES,
+    RECORD_HEADER_BYTES,
+    Chunk,
+    McapError,
+    Message,
+    Op,
+    Record,
+    parse_record,
+)
 
 #: What one chunk may expand to, bytes: the recorder's largest `chunk_bytes` (64 MiB) and room for
 #: the message that ends a chunk.
 MAX_CHUNK_BYTES = 80 * 1024 * 1024
+_HEADER = struct.Struct("<BQ")
+_MESSAGE_HEADER = struct.Struct("<HIQQ")
 #: The compressions MCAP writers use ("" is none).
 COMPRESSIONS = ("", "lz4", "zstd")
 
@@ -73,16 +85,31 @@ def _lz4(data: bytes, declared: int) -> bytes:
     return out
 
 
-def inner_records(records: bytes) -> Iterator[tuple[int, memoryview]]:
-    """(opcode, body) of each record in a chunk's uncompressed `records`; `McapError` on a cut or bad one."""
+def chunk_records(records: bytes) -> Iterator[Record]:
+    """The records in a chunk's uncompressed `records`, parsed; `McapError` on a cut, nested or bad one.
+
+    Messages, most of any chunk, take a short path: one header read each, no other checks than lengths.
+    """
     view = memoryview(records)
     position, size = 0, len(records)
+    header, message_header = _HEADER.unpack_from, _MESSAGE_HEADER.unpack_from
     while position < size:
         if size - position < RECORD_HEADER_BYTES:
             raise McapError(f"Chunk: {size - position} bytes at its end are too few for a record")
-        opcode, length = record_header(view, position)
+        opcode, length = header(records, position)
         body = position + RECORD_HEADER_BYTES
-        if length > size - body:
+        end = body + length
+        if end > size:
             raise McapError(f"Chunk: a record of {length} bytes at byte {position} runs past the chunk's end")
-        yield opcode, view[body : body + length]
-        position = body + length
+        if opcode == Op.MESSAGE and length >= MESSAGE_HEADER_BYTES:
+            channel_id, sequence, log_time, publish_time = message_header(records, body)
+            yield Message(channel_id, sequence, log_time, publish_time, records[body + MESSAGE_HEADER_BYTES : end])
+        else:
+            if opcode == 0:
+                raise McapError(f"Chunk: opcode 0 at byte {position} is not an MCAP record")
+            if opcode == Op.CHUNK:
+                raise McapError("Chunk: holds another chunk")
+            record = parse_record(opcode, view[body:end])
+            if record is not None:
+                yield record
+        position = end
