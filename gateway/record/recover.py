@@ -48,6 +48,8 @@ class Contents:
 def _stream(file: BinaryIO, contents: Contents, cancel: threading.Event | None = None) -> Iterator[Message]:
     """Yield the messages of `file` in file order, filling `contents`; stop quietly at a bad tail.
 
+    A message of a channel not defined before it is counted, not yielded.
+
     `Abandoned` (from `cancel`) goes through.
     """
     counts: dict[int, int] = {}  # by channel id, counted into `contents.counts` under the channel's topic
@@ -65,7 +67,8 @@ def _stream(file: BinaryIO, contents: Contents, cancel: threading.Event | None =
                     first = record.log_time
                 if record.log_time > last:
                     last = record.log_time
-                yield record
+                if record.channel_id in contents.channels:  # else counted (as #id), but nothing can play it
+                    yield record
             elif isinstance(record, Schema):
                 contents.schemas[record.id] = record
             elif isinstance(record, Channel):

@@ -49,8 +49,8 @@ class Recording:
 
     #: (topic, type) by topic number.
     topics: list[tuple[str, str]] = field(default_factory=list)
-    log_ns: array[int] = field(default_factory=lambda: array("q"))
-    publish_ns: array[int] = field(default_factory=lambda: array("q"))
+    log_ns: array[int] = field(default_factory=lambda: array("Q"))
+    publish_ns: array[int] = field(default_factory=lambda: array("Q"))
     topic: array[int] = field(default_factory=lambda: array("H"))
     start: array[int] = field(default_factory=lambda: array("Q"))
     size: array[int] = field(default_factory=lambda: array("I"))
