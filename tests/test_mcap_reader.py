@@ -191,3 +191,18 @@ def test_messages_out_of_order_are_sorted_by_log_time(tmp_path: Path) -> None:
                    *(f.message(1, FIRST_NS + t, data=b'{"n": %d}' % t) for t in times))  # fmt: skip
     recording = load_recording(path)
     assert [recording.message(i).data for i in range(5)] == [b'{"n": %d}' % t for t in sorted(times)]
+
+
+def test_a_message_of_an_undefined_channel_is_counted_not_played(tmp_path: Path) -> None:
+    path = f.write(tmp_path / "orphan.mcap", f.channel(1, "pad/state"), f.message(7, FIRST_NS), f.message(1, FIRST_NS))
+    recording = load_recording(path)
+    assert len(recording) == 1
+    assert recording.contents.counts == {"#7": 1, "pad/state": 1}
+    assert recover.repair(path, tmp_path / "fixed.mcap").messages == 2
+    assert recover.read(tmp_path / "fixed.mcap").counts == {"pad/state": 1}
+
+
+def test_log_times_past_2_to_the_63_load(tmp_path: Path) -> None:
+    path = f.write(tmp_path / "far.mcap", f.channel(1, "pad/state"), f.message(1, 2**64 - 1), f.message(1, 0))
+    recording = load_recording(path)
+    assert list(recording.log_ns) == [0, 2**64 - 1]

@@ -56,6 +56,8 @@ def _stream(file: BinaryIO, contents: Contents, cancel: threading.Event | None =
     first, last = 2**64, -1
 
     def count(channel_id: int) -> None:
+        if channel_id not in counts:
+            return
         channel = contents.channels.get(channel_id)
         contents.counts[channel.topic if channel else f"#{channel_id}"] += counts.pop(channel_id, 0)
 
