@@ -174,6 +174,30 @@ async def test_a_one_message_file_looped_replays_it_again_and_again_without_spin
         await stop_safely(gateway)
 
 
+async def test_a_dense_file_looped_at_speed_1000_leaves_the_loop_to_others(tmp_path: Path) -> None:
+    path = dense(tmp_path / "dense.mcap")
+    devices = SIM_DEVICE + replay_device("player", path, loop=True, speed=1000.0, prefix="replay-")
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, devices=devices))
+    try:
+        async with (
+            # max_queue=None: samples pile up unread, which must not hold off the closing handshake
+            websockets.connect(f"ws://127.0.0.1:{gateway.http_port}/ws", max_size=None, max_queue=None) as watching,
+            websockets.connect(f"ws://127.0.0.1:{gateway.http_port}/ws", max_size=None) as other,
+        ):
+            watcher = await WsClient(watching).start()
+            await watcher.ok("subscribe", topics=["replay-pad/state"])
+            for _ in range(100):  # the replay plays (a client behind gets the newest sample: not every one)
+                await watcher.wait_for(lambda m: m["op"] == "state", 10)
+            bystander = await WsClient(other).start()
+            for _ in range(10):
+                assert await bystander.ok("ping") is not None
+                status, body = await health(gateway.http_port)
+                assert status == 200, body  # the event loop's lag stays under /healthz's limit
+                await asyncio.sleep(0.1)
+    finally:
+        await stop_safely(gateway)
+
+
 async def test_odd_topics_are_left_out_once_and_the_rest_replays_without_restarts(tmp_path: Path) -> None:
     path = odd_topics(tmp_path / "odd.mcap")
     devices = SIM_DEVICE + replay_device("player", path, loop=True, speed=10.0, prefix="replay-")
