@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from gateway.record.channels import DEVICE_TOPIC
+from gateway.record.mcap_read import Abandoned
 from gateway.record.recover import BadRecording, Contents, _check_readable, _stream, read
 from gateway.topics import check_device_id, check_topic, matches_any
 
@@ -218,12 +219,15 @@ def load_recording(
             data += message.data
     _check_readable(path, contents)
     recording.devices = recorded_devices(contents)
-    _keep_chosen_events(recording, chooser.devices, ordered)
+    _keep_chosen_events(recording, chooser.devices, ordered, cancel)
     return recording
 
 
-def _keep_chosen_events(recording: Recording, devices: set[str], ordered: bool) -> None:
-    """Drop `_gateway/device` events of devices not played, and sort by log time unless already sorted."""
+def _keep_chosen_events(recording: Recording, devices: set[str], ordered: bool, cancel: threading.Event | None) -> None:
+    """Drop `_gateway/device` events of devices not played, and sort by log time unless already sorted.
+
+    Looks at `cancel` between its steps (seconds each for millions of messages).
+    """
     events = {n for n, (topic, _) in enumerate(recording.topics) if topic == DEVICE_TOPIC}
     keep: list[int] | range = range(len(recording))
     if events:
@@ -232,10 +236,17 @@ def _keep_chosen_events(recording: Recording, devices: set[str], ordered: bool) 
             keep = range(len(recording))
     if ordered and isinstance(keep, range):
         return
+    _look(cancel)
     order = sorted(keep, key=recording.log_ns.__getitem__)
     for name in ("log_ns", "publish_ns", "topic", "start", "size"):
+        _look(cancel)
         values: array[int] = getattr(recording, name)
         setattr(recording, name, array(values.typecode, (values[i] for i in order)))
+
+
+def _look(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise Abandoned
 
 
 def _event_device(recording: Recording, index: int) -> str:
