@@ -12,7 +12,7 @@ import pytest
 
 from gateway.record import recover
 from gateway.record.mcap_read import Abandoned, read_records
-from gateway.record.replay_source import MAX_REPLAYED_DEVICES, load_recording
+from gateway.record.replay_source import MAX_REPLAYED_DEVICES, load_recording, playable
 from protocols.mcap.chunks import MAX_CHUNK_BYTES, decompress
 from protocols.mcap.records import Chunk, McapError, Message, parse_record
 from tests import mcap_files as f
@@ -206,3 +206,17 @@ def test_log_times_past_2_to_the_63_load(tmp_path: Path) -> None:
     path = f.write(tmp_path / "far.mcap", f.channel(1, "pad/state"), f.message(1, 2**64 - 1), f.message(1, 0))
     recording = load_recording(path)
     assert list(recording.log_ns) == [0, 2**64 - 1]
+
+
+def test_more_than_a_replay_loads_is_refused_before_and_while_loading(tmp_path: Path) -> None:
+    big = b'{"last_command": "' + b"x" * 1000 + b'"}'
+    path = f.write(tmp_path / "heavy.mcap", f.channel(1, "pad/state"), f.channel(2, "pad/light"),
+                   f.chunk(b"".join(f.message(1, FIRST_NS + n, data=big) for n in range(20))),
+                   f.message(2, FIRST_NS + 100))  # fmt: skip
+    with pytest.raises(recover.BadRecording, match=r"more than [0-9.]+ MiB, more than one replay loads"):
+        load_recording(path, max_bytes=10_000)
+    with pytest.raises(recover.BadRecording, match=r"more than [0-9.]+ MiB, more than one replay loads"):
+        playable(path, max_bytes=10_000)
+    assert playable(path, patterns=("pad/light",), max_bytes=10_000) == 1  # fewer topics: it fits
+    assert len(load_recording(path, patterns=("pad/light",), max_bytes=10_000)) == 1
+    assert playable(path) == 21

@@ -344,6 +344,16 @@ async def test_every_crafted_file_through_recover_and_the_replay_command(tmp_pat
     assert proc.returncode == 0
 
 
+async def test_hwgateway_replay_refuses_a_file_holding_more_than_a_replay_loads(tmp_path: Path) -> None:
+    zeros = b'{"last_command": "' + bytes(1 << 20).replace(b"\x00", b"0") + b'"}'  # 1 MiB, compresses to bytes
+    chunks = [f.chunk(f.message(1, FIRST_NS + n, data=zeros)) for n in range(300)]
+    path = f.write(tmp_path / "heavy.mcap", f.channel(1, "pad/state"), *chunks)
+    assert path.stat().st_size < 2 * 2**20
+    code, _, err = await hwgateway("replay", str(path), "--http-port", str(free_port()), "--msgpack-port", "-1")
+    assert code == 3, err
+    assert "its chosen messages hold more than 256 MiB, more than one replay loads" in err, err
+
+
 async def _when_listening(proc: asyncio.subprocess.Process, port: int) -> tuple[int, dict[str, Any]]:
     assert proc.stdout is not None
     while b'"listening"' not in await proc.stdout.readline():

@@ -33,6 +33,8 @@ class Contents:
     schemas: dict[int, Schema] = field(default_factory=dict)
     channels: dict[int, Channel] = field(default_factory=dict)
     counts: Counter[str] = field(default_factory=Counter)
+    #: Bytes of message data per topic.
+    data_bytes: Counter[str] = field(default_factory=Counter)
     metadata: list[Metadata] = field(default_factory=list)
     complete: bool = False
     stopped_by: str = ""
@@ -52,19 +54,24 @@ def _stream(file: BinaryIO, contents: Contents, cancel: threading.Event | None =
 
     `Abandoned` (from `cancel`) goes through.
     """
-    counts: dict[int, int] = {}  # by channel id, counted into `contents.counts` under the channel's topic
+    # by channel id, counted into `contents.counts` and `data_bytes` under the channel's topic
+    counts: dict[int, int] = {}
+    sizes: dict[int, int] = {}
     first, last = 2**64, -1
 
     def count(channel_id: int) -> None:
         if channel_id not in counts:
             return
         channel = contents.channels.get(channel_id)
-        contents.counts[channel.topic if channel else f"#{channel_id}"] += counts.pop(channel_id, 0)
+        topic = channel.topic if channel else f"#{channel_id}"
+        contents.counts[topic] += counts.pop(channel_id)
+        contents.data_bytes[topic] += sizes.pop(channel_id)
 
     try:
         for record in read_records(file, cancel):
             if type(record) is Message:  # the most of any file: first, and no more than needed per message
                 counts[record.channel_id] = counts.get(record.channel_id, 0) + 1
+                sizes[record.channel_id] = sizes.get(record.channel_id, 0) + len(record.data)
                 if record.log_time < first:
                     first = record.log_time
                 if record.log_time > last:

@@ -158,11 +158,27 @@ class _Chooser:
         return len(self.recording.topics) - 1
 
 
-def playable(path: str | Path, patterns: tuple[str, ...] = ("**",), prefix: str = "") -> int:
-    """How many messages `load_recording` would play from `path`, counted without keeping them."""
+def playable(
+    path: str | Path, patterns: tuple[str, ...] = ("**",), prefix: str = "", max_bytes: int = MAX_LOADED_BYTES
+) -> int:
+    """How many messages `load_recording` would play from `path`, counted without keeping them.
+
+    Raise BadRecording as `load_recording` would: not MCAP, or more than `max_bytes` to load.
+    """
     contents = read(path)
     chooser = _Chooser(Recording(), patterns, prefix, frozenset())
-    return sum(count for topic, count in contents.counts.items() if chooser.number(topic, "") >= 0)
+    chosen = [topic for topic in contents.counts if chooser.number(topic, "") >= 0]
+    count = sum(contents.counts[topic] for topic in chosen)
+    if sum(contents.data_bytes[topic] for topic in chosen) + _PER_MESSAGE_BYTES * count > max_bytes:
+        raise _too_big(path, max_bytes)
+    return count
+
+
+def _too_big(path: str | Path, max_bytes: int) -> BadRecording:
+    return BadRecording(
+        f"{path}: its chosen messages hold more than {max_bytes / 2**20:g} MiB, more than one replay loads;"
+        " choose fewer topics, or split the file"
+    )
 
 
 def load_recording(
@@ -171,13 +187,14 @@ def load_recording(
     patterns: tuple[str, ...] = ("**",),
     prefix: str = "",
     cancel: threading.Event | None = None,
+    max_bytes: int = MAX_LOADED_BYTES,
 ) -> Recording:
     """The messages of `path` on topics matching `patterns`, in log-time order (see the module doc).
 
     `keep`: gateway channels (`_gateway/...` topics) to load too; `_gateway/device` events are kept
     for the chosen devices only. `prefix`: what the replay puts in front of each topic (a topic the
     bus refuses with it is left out). A truncated or damaged file gives what was readable before the
-    damage; raise BadRecording when nothing of it is MCAP, or it holds more than MAX_LOADED_BYTES of
+    damage; raise BadRecording when nothing of it is MCAP, or it holds more than `max_bytes` of
     chosen messages; `Abandoned` (gateway.record.mcap_read) when `cancel` is set.
     """
     recording = Recording()
@@ -204,11 +221,8 @@ def load_recording(
             number = numbers[channel_id]
             if number < 0:
                 continue
-            if len(data) + _PER_MESSAGE_BYTES * (len(log_ns) + 1) + len(message.data) > MAX_LOADED_BYTES:
-                raise BadRecording(
-                    f"{path}: its chosen messages hold more than {MAX_LOADED_BYTES // 2**20} MiB, more than one "
-                    "replay loads; choose fewer topics, or split the file"
-                )
+            if len(data) + _PER_MESSAGE_BYTES * (len(log_ns) + 1) + len(message.data) > max_bytes:
+                raise _too_big(path, max_bytes)
             ordered = ordered and message.log_time >= last
             last = message.log_time
             log_ns.append(message.log_time)
