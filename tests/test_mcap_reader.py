@@ -220,3 +220,17 @@ def test_more_than_a_replay_loads_is_refused_before_and_while_loading(tmp_path: 
     assert playable(path, patterns=("pad/light",), max_bytes=10_000) == 1  # fewer topics: it fits
     assert len(load_recording(path, patterns=("pad/light",), max_bytes=10_000)) == 1
     assert playable(path) == 21
+
+
+def test_a_record_read_whole_may_be_no_larger_than_a_chunk(tmp_path: Path) -> None:
+    huge = f.message(1, FIRST_NS, data=b"x" * 200_000)
+    path = f.write(tmp_path / "huge.mcap", f.channel(1, "pad/state"), f.message(1, FIRST_NS), huge)
+    read: list[Message] = []
+
+    def read_messages() -> None:
+        with path.open("rb") as file:
+            read.extend(r for r in read_records(file, max_chunk_bytes=1000) if isinstance(r, Message))
+
+    with pytest.raises(McapError, match=r"is 200022 bytes, more than the 1000 one record or chunk may hold"):
+        read_messages()
+    assert len(read) == 1  # the message before it

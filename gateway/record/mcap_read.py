@@ -28,6 +28,8 @@ from protocols.mcap.records import (
 
 #: The records read in full; any other is skipped by seeking past it.
 _READ = frozenset({Op.HEADER, Op.FOOTER, Op.SCHEMA, Op.CHANNEL, Op.MESSAGE, Op.CHUNK, Op.METADATA, Op.DATA_END})
+#: A chunk record's own fields besides its records (times, sizes, CRC, compression name), bytes at most.
+_CHUNK_HEADER_ROOM = 64 * 1024
 #: Inner records between two looks at `cancel`.
 _CANCEL_EVERY = 4096
 
@@ -68,9 +70,10 @@ def read_records(
         if opcode not in _READ:
             file.seek(position)
             continue
-        if opcode == Op.CHUNK and length > max_chunk_bytes + 64 * 1024:
+        if length > max_chunk_bytes + _CHUNK_HEADER_ROOM:  # read whole: no record may be larger than a chunk
             raise McapError(
-                f"a chunk at byte {body_start - RECORD_HEADER_BYTES} is {length} bytes compressed, over the cap"
+                f"a record (opcode {opcode:#04x}) at byte {body_start - RECORD_HEADER_BYTES} is {length} bytes,"
+                f" more than the {max_chunk_bytes} one record or chunk may hold"
             )
         body = file.read(length)
         if len(body) < length:
