@@ -234,3 +234,16 @@ def test_a_record_read_whole_may_be_no_larger_than_a_chunk(tmp_path: Path) -> No
     with pytest.raises(McapError, match=r"is 200022 bytes, more than the 1000 one record or chunk may hold"):
         read_messages()
     assert len(read) == 1  # the message before it
+
+
+def test_metadata_in_compressed_chunks_cannot_fill_the_memory(tmp_path: Path) -> None:
+    one = f.metadata("note", {"text": "y" * 1000})  # chunk after chunk of them compress to almost nothing
+    chunk = f.chunk(b"".join([one] * 40_000))  # 40 MB each
+    path = f.write(tmp_path / "notes.mcap", f.chunk(f.channel(1, "pad/state") + f.message(1, FIRST_NS)), chunk, chunk)
+    assert path.stat().st_size < 1_000_000
+    contents = recover.read(path)
+    assert f"its schemas, channels and metadata hold more than {recover.MAX_DEFINITION_BYTES} bytes" in (
+        contents.stopped_by
+    )
+    assert contents.messages == 1
+    assert len(contents.metadata) < 70_000

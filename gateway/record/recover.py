@@ -19,7 +19,10 @@ from mcap.writer import CompressionType, Writer
 
 from gateway.record import EXIT_BAD_FILE, EXIT_OK
 from gateway.record.mcap_read import Abandoned, read_records
-from protocols.mcap.records import Channel, Footer, Message, Metadata, Schema
+from protocols.mcap.records import Channel, Footer, McapError, Message, Metadata, Schema
+
+#: Bytes of schemas, channels and metadata one file may define, all told (they are kept while reading).
+MAX_DEFINITION_BYTES = 64 * 1024 * 1024
 
 
 class BadRecording(Exception):
@@ -58,6 +61,13 @@ def _stream(file: BinaryIO, contents: Contents, cancel: threading.Event | None =
     counts: dict[int, int] = {}
     sizes: dict[int, int] = {}
     first, last = 2**64, -1
+    kept = 0  # bytes of schemas, channels and metadata read, all told
+
+    def keep(size: int) -> None:
+        nonlocal kept
+        kept += size
+        if kept > MAX_DEFINITION_BYTES:  # compressed chunks of metadata would otherwise fill the memory
+            raise McapError(f"its schemas, channels and metadata hold more than {MAX_DEFINITION_BYTES} bytes")
 
     def count(channel_id: int) -> None:
         if channel_id not in counts:
@@ -79,11 +89,14 @@ def _stream(file: BinaryIO, contents: Contents, cancel: threading.Event | None =
                 if record.channel_id in contents.channels:  # else counted (as #id), but nothing can play it
                     yield record
             elif isinstance(record, Schema):
+                keep(len(record.data) + len(record.name) + len(record.encoding))
                 contents.schemas[record.id] = record
             elif isinstance(record, Channel):
+                keep(len(record.topic) + len(record.message_encoding) + _map_bytes(record.metadata))
                 count(record.id)  # a channel defined again may change its topic
                 contents.channels[record.id] = record
             elif isinstance(record, Metadata):
+                keep(len(record.name) + _map_bytes(record.metadata))
                 contents.metadata.append(record)
             elif isinstance(record, Footer):
                 contents.complete = True
@@ -98,6 +111,10 @@ def _stream(file: BinaryIO, contents: Contents, cancel: threading.Event | None =
             contents.first_ns, contents.last_ns = first, last
     if not contents.complete and not contents.stopped_by:
         contents.stopped_by = "the file ends before its footer"
+
+
+def _map_bytes(values: dict[str, str]) -> int:
+    return sum(len(key) + len(value) for key, value in values.items())
 
 
 def read(path: str | Path) -> Contents:
