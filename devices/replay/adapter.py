@@ -259,7 +259,8 @@ class ReplayAdapter(Adapter[ReplayOptions]):
                 return  # seek, pause or speed meanwhile: they set the position
             except TimeoutError:
                 pass
-        log.debug("replay of %s starts again", self.options.file)
+        # said for turns a person follows; a turn of a short file is not news ten times a second
+        log.log(logging.INFO if turn_s >= 1.0 else logging.DEBUG, "replay of %s starts again", self.options.file)
         self._seek(0)
 
     def _publish(self, recorded: Recorded) -> None:
