@@ -255,7 +255,7 @@ async def test_a_two_million_message_file_loads_while_the_daemon_answers_in_boun
             await client.ok("subscribe", topics=["replay-pad/state"])
             await client.wait_for(lambda m: m["op"] == "state", 10)
             assert devices_now["player"]["capabilities"]["duration_s"] == pytest.approx(1999.999)
-        assert peak_rss_mib(gateway.proc.pid) < 400  # was 920 MiB when every message was an object
+        assert peak_rss_mib(gateway.proc.pid) < 200  # read as it plays; 920 MiB when every message was an object
     finally:
         await stop_safely(gateway)
 
@@ -344,14 +344,58 @@ async def test_every_crafted_file_through_recover_and_the_replay_command(tmp_pat
     assert proc.returncode == 0
 
 
-async def test_hwgateway_replay_refuses_a_file_holding_more_than_a_replay_loads(tmp_path: Path) -> None:
-    zeros = b'{"last_command": "' + bytes(1 << 20).replace(b"\x00", b"0") + b'"}'  # 1 MiB, compresses to bytes
-    chunks = [f.chunk(f.message(1, FIRST_NS + n, data=zeros)) for n in range(300)]
-    path = f.write(tmp_path / "heavy.mcap", f.channel(1, "pad/state"), *chunks)
+async def test_a_heavy_file_plays_chunk_by_chunk_unless_its_chunks_overlap(tmp_path: Path) -> None:
+    """300 MiB of messages (a few kB compressed): read as it plays; loaded whole (overlapping chunks): refused."""
+    heavy = b'{"last_command": "' + b"0" * (1 << 20) + b'"}'  # 1 MiB each
+    in_order = [f.chunk(f.message(1, FIRST_NS + n * 10**8, data=heavy)) for n in range(300)]
+    path = f.write(tmp_path / "heavy.mcap", f.channel(1, "pad/state"), *in_order)
     assert path.stat().st_size < 2 * 2**20
+    devices = SIM_DEVICE + replay_device("player", path, prefix="replay-")
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, devices=devices))
+    try:
+        async with websockets.connect(f"ws://127.0.0.1:{gateway.http_port}/ws", max_size=None) as ws:
+            client = await WsClient(ws).start()
+            async with asyncio.timeout(60):
+                while True:
+                    player = {d["id"]: d for d in (await client.ok("list_devices"))["devices"]}["player"]
+                    if player["capabilities"]["position_s"] >= 3.0:  # 30 chunks played
+                        break
+                    await asyncio.sleep(0.2)
+            assert player["capabilities"]["duration_s"] == pytest.approx(29.9)
+        assert await healthy_for(gateway, 0.5) >= 2
+        assert peak_rss_mib(gateway.proc.pid) < 200  # two chunks of 1 MiB in memory, not 300
+    finally:
+        await stop_safely(gateway)
+    code, out, err = await _replay_command_until_serving(tmp_path, path)
+    assert code == 0, err
+    assert "hwgateway replay: 300 messages of" in out, out
+
+    half = heavy[: 1 << 19] + b'"}'
+    overlapping = [f.chunk(f.message(1, FIRST_NS + n, data=half) + f.message(1, FIRST_NS + 10**9 + n, data=half))
+                   for n in range(300)]  # fmt: skip
+    path = f.write(tmp_path / "tangled.mcap", f.channel(1, "pad/state"), *overlapping)
     code, _, err = await hwgateway("replay", str(path), "--http-port", str(free_port()), "--msgpack-port", "-1")
     assert code == 3, err
     assert "its chosen messages hold more than 256 MiB, more than one replay loads" in err, err
+
+
+async def _replay_command_until_serving(tmp_path: Path, path: Path) -> tuple[int | None, str, str]:
+    """`hwgateway replay PATH` until it listens, then SIGTERM: its exit code, stdout and stderr."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway", "replay", str(path), "--http-port", str(free_port()), "--msgpack-port",
+        "-1", "--unix-socket", str(tmp_path / "r.sock"), "--log-format", "json", stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    lines = []
+    try:
+        async with asyncio.timeout(60):
+            while b'"listening"' not in (line := await proc.stdout.readline()) and line:
+                lines.append(line.decode())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = await asyncio.wait_for(proc.communicate(), STOP_TIMEOUT_S)
+    return proc.returncode, "".join(lines) + out.decode(), err.decode()
 
 
 async def _when_listening(proc: asyncio.subprocess.Process, port: int) -> tuple[int, dict[str, Any]]:

@@ -32,7 +32,8 @@ from gateway.errors import DeviceUnavailable, GatewayError, InvalidArgument
 from gateway.messages import REGISTRY, from_plain, to_plain
 from gateway.messages.replay import ReplayPause, ReplayResume, ReplaySeek, ReplaySpeed, ReplayState
 from gateway.record.channels import DEVICE_TOPIC
-from gateway.record.replay_source import Recorded, Recording, load_recording
+from gateway.record.replay_source import Recorded, Recording
+from gateway.record.replay_stream import StreamedRecording, open_recording
 from gateway.topics import check_device_id
 
 log = logging.getLogger(__name__)
@@ -113,9 +114,13 @@ class ReplayAdapter(Adapter[ReplayOptions]):
         self.played = 0
         self.skipped = 0
         self.speed = options.speed
-        self._recording = Recording()
+        self._source: Recording | StreamedRecording = Recording()
         self._first_ns = 0  # log time of the first message
-        self._index = 0
+        self._index: int | None = 0  # of the next message; None: to find after a seek
+        self._seeks = 0  # seeks so far: a block loaded for an older one is not used to place the index
+        self._blocks: dict[int, Recording] = {}  # loaded blocks of the recording: the one playing and the next
+        self._loading: dict[int, asyncio.Task[Recording]] = {}
+        self._cancel = threading.Event()  # set when `run` ends: block loads in threads stop
         self._left_out_said = False
         self._anchor_ns = 0  # recording position at `_anchor_mono`
         self._anchor_mono = time.monotonic()
@@ -133,27 +138,28 @@ class ReplayAdapter(Adapter[ReplayOptions]):
 
     async def run(self) -> None:
         """Load the recording (in a thread, abandoned if stopped), list its devices, then publish its messages."""
-        cancel = threading.Event()
+        self._cancel = cancel = threading.Event()
         try:
-            recording = await asyncio.to_thread(
-                load_recording, self.options.file, frozenset({DEVICE_TOPIC}), self.options.topics,
+            source = await asyncio.to_thread(
+                open_recording, self.options.file, frozenset({DEVICE_TOPIC}), self.options.topics,
                 self.options.prefix, cancel,
             )  # fmt: skip
+            chosen = source.chosen_topics()
+            self._say_left_out(source)
+            if not chosen or not len(source):
+                raise ValueError(f"{self.options.file}: no recorded topic matches {', '.join(self.options.topics)}")
+            self._source, self._first_ns = source, source.first_ns
+            self._blocks = {0: source} if isinstance(source, Recording) else {}
+            self._loading.clear()
+            self._list_devices(chosen, source.devices)
+            self.ctx.set_status("connected")
+            await asyncio.sleep(self.options.delay_s)
+            self._seek(0)
+            await self._play()
         finally:
-            cancel.set()  # stopped while loading: the thread ends within a record, the process need not wait
-        chosen = recording.chosen_topics()
-        self._say_left_out(recording)
-        if not chosen:
-            raise ValueError(f"{self.options.file}: no recorded topic matches {', '.join(self.options.topics)}")
-        self._recording = recording
-        self._first_ns = recording.log_ns[0]
-        self._list_devices(chosen, recording.devices)
-        self.ctx.set_status("connected")
-        await asyncio.sleep(self.options.delay_s)
-        self._seek(0)
-        await self._play()
+            cancel.set()  # stopped while reading: the threads end within a record, the process need not wait
 
-    def _say_left_out(self, recording: Recording) -> None:
+    def _say_left_out(self, recording: Recording | StreamedRecording) -> None:
         """Log the recorded topics left out and where a damaged file stops, once (not again at each restart)."""
         if self._left_out_said:
             return
@@ -201,7 +207,7 @@ class ReplayAdapter(Adapter[ReplayOptions]):
     # -- the clock ---------------------------------------------------------------------------
 
     def _duration_ns(self) -> int:
-        return self._recording.log_ns[-1] - self._first_ns if self._recording else 0
+        return self._source.last_ns - self._first_ns if len(self._source) else 0
 
     def _position_ns(self) -> int:
         if self._state != "playing":
@@ -212,8 +218,49 @@ class ReplayAdapter(Adapter[ReplayOptions]):
     def _seek(self, position_ns: int) -> None:
         self._anchor_ns = position_ns
         self._anchor_mono = time.monotonic()
-        self._index = bisect.bisect_left(self._recording.log_ns, self._first_ns + position_ns)
+        self._index = None  # found by `_play`, which may have to read the block first
+        self._seeks += 1
         self._changed.set()
+
+    async def _block(self, block: int) -> Recording:
+        """Block `block` of the recording, read in a thread unless loaded; the next one is read ahead."""
+        loaded = self._blocks.get(block)
+        if loaded is None:
+            loaded = await asyncio.shield(self._load(block))
+        for old in [b for b in self._blocks if b not in (block, block + 1)]:
+            del self._blocks[old]
+        if block + 1 < self._source.blocks and block + 1 not in self._blocks:
+            self._load(block + 1)  # read ahead while this one plays
+        return loaded
+
+    def _load(self, block: int) -> asyncio.Task[Recording]:
+        task = self._loading.get(block)
+        if task is None:
+            task = self._loading[block] = asyncio.create_task(self._read_block(block))
+            # a read ahead nobody awaits may fail (the file changed, or the device stops): the player
+            # meets the failure again when it gets there
+            task.add_done_callback(lambda done: done.cancelled() or done.exception())
+        return task
+
+    async def _read_block(self, block: int) -> Recording:
+        try:
+            loaded = await asyncio.to_thread(self._source.load_block, block, self._cancel)
+        finally:
+            del self._loading[block]
+        self._blocks[block] = loaded
+        return loaded
+
+    async def _find_index(self) -> None:
+        """After a seek: the index of the first message at the anchor's position or later."""
+        seeks, target = self._seeks, self._first_ns + self._anchor_ns
+        block = self._source.block_for_time(target)
+        if block >= self._source.blocks:
+            index = len(self._source)
+        else:
+            loaded = await self._block(block)
+            index = self._source.block_start(block) + bisect.bisect_left(loaded.log_ns, target)
+        if seeks == self._seeks:  # else a newer seek came meanwhile: find its index instead
+            self._index = index
 
     async def _play(self) -> None:
         busy = 0  # messages published since the loop last ran other tasks
@@ -226,7 +273,10 @@ class ReplayAdapter(Adapter[ReplayOptions]):
                 busy = 0  # a fast replay (or a loop over a short file) lets the loop run other tasks
                 await asyncio.sleep(0)
                 continue
-            if self._index >= len(self._recording):
+            if self._index is None:
+                await self._find_index()
+                continue
+            if self._index >= len(self._source):
                 if self.options.loop:
                     await self._loop_again()
                     continue
@@ -234,11 +284,14 @@ class ReplayAdapter(Adapter[ReplayOptions]):
                 self._anchor_ns = self._duration_ns()
                 self.ctx.set_status("connected", "replay finished")
                 continue
-            due = (
-                self._anchor_mono
-                + (self._recording.log_ns[self._index] - self._first_ns - self._anchor_ns) / 1e9 / self.speed
-            )
-            delay = due - time.monotonic()
+            block = self._source.block_of(self._index)
+            loaded = self._blocks.get(block)
+            if loaded is None:
+                await self._block(block)
+                continue  # a seek may have come meanwhile
+            local = self._index - self._source.block_start(block)
+            offset_ns = loaded.log_ns[local] - self._first_ns
+            delay = self._anchor_mono + (offset_ns - self._anchor_ns) / 1e9 / self.speed - time.monotonic()
             if delay > 0:
                 busy = 0
                 try:
@@ -246,7 +299,7 @@ class ReplayAdapter(Adapter[ReplayOptions]):
                     continue  # seek, pause or speed: recompute
                 except TimeoutError:
                     pass
-            self._publish(self._recording.message(self._index))
+            self._publish(loaded.message(local))
             self._index += 1
             busy += 1
 
@@ -308,7 +361,7 @@ class ReplayAdapter(Adapter[ReplayOptions]):
 
     async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
         """Seek, pause, resume or change speed; refuse anything else as `unavailable`."""
-        if not self._recording and command.type in CONTROL_TYPES:
+        if not len(self._source) and command.type in CONTROL_TYPES:
             raise DeviceUnavailable(f"device {self.ctx.device_id!r} has not loaded {self.options.file} yet")
         message = command.message
         if isinstance(message, ReplaySeek):

@@ -136,13 +136,17 @@ def _count_replayable(args: argparse.Namespace) -> int:
     SIGTERM and SIGINT end the reading at once (`_Stopped`): a large file must not hold off a stop.
     """
     from gateway.record.replay_source import playable
+    from gateway.record.replay_stream import index_recording
 
     def stop(signum: int, frame: object) -> None:
         raise _Stopped
 
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGINT)}
     try:
-        return playable(args.file, tuple(args.topics), args.prefix)
+        indexed = index_recording(args.file, patterns=tuple(args.topics), prefix=args.prefix)
+        if indexed is not None:  # played as it is read: no limit on its size
+            return len(indexed) if indexed.chosen_topics() else 0
+        return playable(args.file, tuple(args.topics), args.prefix)  # loaded whole: it must fit
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from protocols.mcap.chunks import MAX_CHUNK_BYTES, chunk_records, decompress
@@ -34,14 +35,23 @@ _CHUNK_HEADER_ROOM = 64 * 1024
 _CANCEL_EVERY = 4096
 
 
+@dataclass(frozen=True, slots=True)
+class ChunkMark:
+    """With `marks`: a chunk's records follow (`offset`: its record's byte in the file), or end (-1)."""
+
+    offset: int
+
+
 class Abandoned(Exception):
     """Reading stopped because its `cancel` event was set."""
 
 
 def read_records(
-    file: BinaryIO, cancel: threading.Event | None = None, max_chunk_bytes: int = MAX_CHUNK_BYTES
-) -> Iterator[Record]:
+    file: BinaryIO, cancel: threading.Event | None = None, max_chunk_bytes: int = MAX_CHUNK_BYTES, marks: bool = False
+) -> Iterator[Record | ChunkMark]:
     """The records of `file` (from its start) in order, chunks replaced by what they hold.
+
+    `marks`: a `ChunkMark` before and after the records of each chunk.
 
     Raise `McapError` at the first bad byte (records already yielded stay good), `Abandoned` when
     `cancel` is set. Ends quietly after the footer, or at a clean end of the file between records.
@@ -80,11 +90,37 @@ def read_records(
             raise McapError(f"the file ends inside a record at byte {body_start - RECORD_HEADER_BYTES}")
         record = parse_record(opcode, body)
         if isinstance(record, Chunk):
+            if marks:
+                yield ChunkMark(body_start - RECORD_HEADER_BYTES)
             yield from _chunk(record, cancel, max_chunk_bytes)
+            if marks:
+                yield ChunkMark(-1)
         elif record is not None:
             yield record
             if isinstance(record, Footer):
                 return
+
+
+def read_chunk_at(
+    file: BinaryIO, offset: int, cancel: threading.Event | None = None, max_chunk_bytes: int = MAX_CHUNK_BYTES
+) -> Iterator[Record]:
+    """The records of the chunk whose record starts at byte `offset` of `file` (an index said where)."""
+    size = os.fstat(file.fileno()).st_size
+    file.seek(offset)
+    header = file.read(RECORD_HEADER_BYTES)
+    if len(header) < RECORD_HEADER_BYTES:
+        raise McapError(f"no record at byte {offset}: the file is shorter")
+    opcode, length = record_header(header)
+    if (
+        opcode != Op.CHUNK
+        or length > size - offset - RECORD_HEADER_BYTES
+        or length > max_chunk_bytes + _CHUNK_HEADER_ROOM
+    ):
+        raise McapError(f"no chunk at byte {offset}: the file changed")
+    record = parse_record(opcode, file.read(length))
+    if not isinstance(record, Chunk):  # a file cut shorter since: the body parses short
+        raise McapError(f"no chunk at byte {offset}: the file changed")
+    yield from _chunk(record, cancel, max_chunk_bytes)
 
 
 def _chunk(chunk: Chunk, cancel: threading.Event | None, max_chunk_bytes: int) -> Iterator[Record]:

@@ -13,12 +13,12 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from mcap.writer import CompressionType, Writer
 
 from gateway.record import EXIT_BAD_FILE, EXIT_OK
-from gateway.record.mcap_read import Abandoned, read_records
+from gateway.record.mcap_read import Abandoned, ChunkMark, read_records
 from protocols.mcap.records import Channel, Footer, McapError, Message, Metadata, Schema
 
 #: Bytes of schemas, channels and metadata one file may define, all told (they are kept while reading).
@@ -51,9 +51,17 @@ class Contents:
 
 
 def _stream(file: BinaryIO, contents: Contents, cancel: threading.Event | None = None) -> Iterator[Message]:
+    """Yield the messages of `file` in file order, filling `contents` (see `_stream_marked`)."""
+    yield from cast(Iterator[Message], _stream_marked(file, contents, cancel, marks=False))
+
+
+def _stream_marked(
+    file: BinaryIO, contents: Contents, cancel: threading.Event | None = None, marks: bool = True
+) -> Iterator[Message | ChunkMark]:
     """Yield the messages of `file` in file order, filling `contents`; stop quietly at a bad tail.
 
-    A message of a channel not defined before it is counted, not yielded.
+    A message of a channel not defined before it is counted, not yielded. `marks`: also the
+    `ChunkMark`s around each chunk's messages.
 
     `Abandoned` (from `cancel`) goes through.
     """
@@ -78,7 +86,7 @@ def _stream(file: BinaryIO, contents: Contents, cancel: threading.Event | None =
         contents.data_bytes[topic] += sizes.pop(channel_id)
 
     try:
-        for record in read_records(file, cancel):
+        for record in read_records(file, cancel, marks=marks):
             if type(record) is Message:  # the most of any file: first, and no more than needed per message
                 counts[record.channel_id] = counts.get(record.channel_id, 0) + 1
                 sizes[record.channel_id] = sizes.get(record.channel_id, 0) + len(record.data)
@@ -98,6 +106,8 @@ def _stream(file: BinaryIO, contents: Contents, cancel: threading.Event | None =
             elif isinstance(record, Metadata):
                 keep(len(record.name) + _map_bytes(record.metadata))
                 contents.metadata.append(record)
+            elif isinstance(record, ChunkMark):
+                yield record
             elif isinstance(record, Footer):
                 contents.complete = True
     except Abandoned:

@@ -1,11 +1,12 @@
 """The messages of a recording in log-time order, as the replay device and `hwgateway replay` play them.
 
-A recording from anywhere is read in a worker thread (`load_recording`, abandonable) into compact
-arrays: per message 30 bytes of times, topic and place, and its data once in one buffer, so a long
-recording of small messages costs tens of bytes per message, never a Python object each. What one
-file may bring is capped: `MAX_LOADED_BYTES` in all, `MAX_REPLAYED_DEVICES` devices and
-`MAX_REPLAYED_TOPICS` topics; a topic the bus would refuse (a space in it, too long) is left out and
-named in `Recording.refused`.
+The replay device plays a file chunk by chunk when it can (`gateway.record.replay_stream`); this
+module loads the files it cannot, whole: read in a worker thread (`load_recording`, abandonable)
+into compact arrays, per message 30 bytes of times, topic and place, and its data once in one
+buffer, so a long recording of small messages costs tens of bytes per message, never a Python
+object each. What one file may bring is capped: `MAX_LOADED_BYTES` in all, `MAX_REPLAYED_DEVICES`
+devices and `MAX_REPLAYED_TOPICS` topics; a topic the bus would refuse (a space in it, too long)
+is left out and named in `Recording.refused`.
 """
 
 from __future__ import annotations
@@ -76,6 +77,48 @@ class Recording:
         """The played topics (not `_gateway/` ones)."""
         return [topic for topic, _ in self.topics if not topic.startswith("_gateway/")]
 
+    def append(self, number: int, log_ns: int, publish_ns: int, data: bytes) -> None:
+        """Add a message of topic number `number` at the end."""
+        self.log_ns.append(log_ns)
+        self.publish_ns.append(publish_ns)
+        self.topic.append(number)
+        self.start.append(len(self.data))
+        self.size.append(len(data))
+        self.data += data
+
+    # -- the block interface the player uses (a loaded recording is one block) --------------------
+
+    @property
+    def first_ns(self) -> int:
+        """Log time of the earliest message, ns (0 when empty)."""
+        return self.log_ns[0] if self.log_ns else 0
+
+    @property
+    def last_ns(self) -> int:
+        """Log time of the latest message, ns (0 when empty)."""
+        return self.log_ns[-1] if self.log_ns else 0
+
+    @property
+    def blocks(self) -> int:
+        """Parts the recording is read in: one, already in memory."""
+        return 1
+
+    def block_of(self, index: int) -> int:
+        """The part holding message `index`."""
+        return 0
+
+    def block_start(self, block: int) -> int:
+        """The index of the first message of part `block`."""
+        return 0
+
+    def block_for_time(self, log_ns: int) -> int:
+        """The first part with a message at `log_ns` or later (`blocks` when none)."""
+        return 0 if self.log_ns and self.log_ns[-1] >= log_ns else 1
+
+    def load_block(self, block: int, cancel: threading.Event | None = None) -> Recording:
+        """Part `block`'s messages: all of them, here."""
+        return self
+
 
 def load(path: str | Path) -> list[Recorded]:
     """Every bus message of `path` (not the gateway's own channels), sorted by log time.
@@ -111,7 +154,7 @@ def _valid_id(device: object) -> bool:
     return True
 
 
-class _Chooser:
+class Chooser:
     """Decides once per channel whether its messages play, under which topic number, or why not."""
 
     def __init__(self, recording: Recording, patterns: tuple[str, ...], prefix: str, keep: frozenset[str]) -> None:
@@ -166,7 +209,7 @@ def playable(
     Raise BadRecording as `load_recording` would: not MCAP, or more than `max_bytes` to load.
     """
     contents = read(path)
-    chooser = _Chooser(Recording(), patterns, prefix, frozenset())
+    chooser = Chooser(Recording(), patterns, prefix, frozenset())
     chosen = [topic for topic in contents.counts if chooser.number(topic, "") >= 0]
     count = sum(contents.counts[topic] for topic in chosen)
     if sum(contents.data_bytes[topic] for topic in chosen) + _PER_MESSAGE_BYTES * count > max_bytes:
@@ -199,11 +242,10 @@ def load_recording(
     """
     recording = Recording()
     contents = recording.contents
-    chooser = _Chooser(recording, patterns, prefix, keep)
+    chooser = Chooser(recording, patterns, prefix, keep)
     numbers: dict[int, int] = {}  # channel id -> topic number, for the channels seen so far
     seen_channels: dict[int, object] = {}
-    log_ns, publish_ns, topic_of, starts, sizes, data = (recording.log_ns, recording.publish_ns, recording.topic,
-                                                         recording.start, recording.size, recording.data)  # fmt: skip
+    log_ns, data, append = recording.log_ns, recording.data, recording.append
     ordered, last = True, -(2**63)
     try:
         file = open(path, "rb")  # noqa: SIM115 - closed below
@@ -225,19 +267,14 @@ def load_recording(
                 raise _too_big(path, max_bytes)
             ordered = ordered and message.log_time >= last
             last = message.log_time
-            log_ns.append(message.log_time)
-            publish_ns.append(message.publish_time)
-            topic_of.append(number)
-            starts.append(len(data))
-            sizes.append(len(message.data))
-            data += message.data
+            append(number, message.log_time, message.publish_time, message.data)
     _check_readable(path, contents)
     recording.devices = recorded_devices(contents)
-    _keep_chosen_events(recording, chooser.devices, ordered, cancel)
+    keep_chosen_events(recording, chooser.devices, ordered, cancel)
     return recording
 
 
-def _keep_chosen_events(recording: Recording, devices: set[str], ordered: bool, cancel: threading.Event | None) -> None:
+def keep_chosen_events(recording: Recording, devices: set[str], ordered: bool, cancel: threading.Event | None) -> None:
     """Drop `_gateway/device` events of devices not played, and sort by log time unless already sorted.
 
     Looks at `cancel` between its steps (seconds each for millions of messages).
@@ -245,7 +282,7 @@ def _keep_chosen_events(recording: Recording, devices: set[str], ordered: bool, 
     events = {n for n, (topic, _) in enumerate(recording.topics) if topic == DEVICE_TOPIC}
     keep: list[int] | range = range(len(recording))
     if events:
-        keep = [i for i in keep if recording.topic[i] not in events or _event_device(recording, i) in devices]
+        keep = [i for i in keep if recording.topic[i] not in events or event_device(recording, i) in devices]
         if len(keep) == len(recording):
             keep = range(len(recording))
     if ordered and isinstance(keep, range):
@@ -263,7 +300,8 @@ def _look(cancel: threading.Event | None) -> None:
         raise Abandoned
 
 
-def _event_device(recording: Recording, index: int) -> str:
+def event_device(recording: Recording, index: int) -> str:
+    """The device a `_gateway/device` event at `index` is about ("" when unreadable)."""
     start = recording.start[index]
     try:
         device = orjson.loads(recording.data[start : start + recording.size[index]]).get("device")
