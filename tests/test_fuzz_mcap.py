@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from gateway.record.mcap_read import read_records
 from gateway.record.recover import BadRecording
-from gateway.record.replay_source import load_recording
+from gateway.record.replay_source import Recording, load_recording
+from gateway.record.replay_stream import index_recording
 from protocols.mcap.chunks import chunk_records, decompress
 from protocols.mcap.records import Chunk, McapError, Message, parse_record
 from tests import mcap_files as f
@@ -31,6 +32,15 @@ SEED = f.mcap(
     f.chunk(f.channel(2, "pad/other") + b"".join(f.messages(2, 3, 1_000_000, FIRST_NS + 500)), compression=""),
     f.message(1, FIRST_NS + 10**9),
 )
+#: Chunks only, in time order, with availability events: a file replay reads as it plays.
+EVENTS = f.channel(9, "_gateway/device", "hwgateway/DeviceEvent")
+CHUNKED = f.mcap(
+    f.chunk(EVENTS + f.channel(1, "pad/state") + f.message(9, FIRST_NS, data=b'{"device": "pad"}')
+            + b"".join(f.messages(1, 4, 1_000_000, FIRST_NS + 1))),
+    f.chunk(f.message(9, FIRST_NS + 10**7, data=b'{"device": "lamp"}')
+            + b"".join(f.messages(1, 3, 1_000_000, FIRST_NS + 10**8))),
+    f.chunk(b"".join(f.messages(1, 3, 1_000_000, FIRST_NS + 10**9)), compression=""),
+)  # fmt: skip
 
 #: A mutation: (where, what): overwrite bytes, cut, or insert.
 mutations = st.lists(
@@ -65,10 +75,12 @@ def read_all(path: Path) -> int:
         return sum(1 for _ in read_records(file))
 
 
-@given(mutations)
-@fuzz_settings(300)
-def test_a_mutated_recording_reads_as_records_or_a_named_error(changes: list[tuple[str, int, bytes]]) -> None:
-    data = mutate(SEED, changes)
+@given(st.sampled_from([SEED, CHUNKED]), mutations)
+@fuzz_settings(100)  # each example writes a file and reads it three ways: `make fuzz` runs 5,000 within the timeout
+def test_a_mutated_recording_reads_as_records_or_a_named_error(
+    seed: bytes, changes: list[tuple[str, int, bytes]]
+) -> None:
+    data = mutate(seed, changes)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "fuzz.mcap"
         path.write_bytes(data)
@@ -82,6 +94,14 @@ def test_a_mutated_recording_reads_as_records_or_a_named_error(changes: list[tup
         assert times == sorted(times)
         assert all(len(recording.message(i).data) == recording.size[i] for i in range(len(recording)))
         assert recording.contents.complete or recording.contents.stopped_by
+        streamed = index_recording(path, frozenset({"_gateway/device"}))
+        if streamed is not None:  # read as it plays: the same messages, block by block, as the index says
+            played = [m for b in range(streamed.blocks) for m in _messages(streamed.load_block(b))]
+            assert played == [(m.log_time_ns, m.data) for m in map(recording.message, range(len(recording)))]
+
+
+def _messages(recording: Recording) -> list[tuple[int, bytes]]:
+    return [(m.log_time_ns, m.data) for m in map(recording.message, range(len(recording)))]
 
 
 @given(st.integers(0, 255), st.binary(max_size=64))
