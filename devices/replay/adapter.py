@@ -246,7 +246,7 @@ class ReplayAdapter(Adapter[ReplayOptions]):
         try:
             loaded = await asyncio.to_thread(self._source.load_block, block, self._cancel)
         finally:
-            del self._loading[block]
+            self._loading.pop(block, None)  # (a restart may have cleared it)
         self._blocks[block] = loaded
         return loaded
 
