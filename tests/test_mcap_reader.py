@@ -13,7 +13,7 @@ import pytest
 from gateway.record import recover
 from gateway.record.mcap_read import Abandoned, read_records
 from gateway.record.replay_source import MAX_REPLAYED_DEVICES, load_recording, playable
-from protocols.mcap.chunks import MAX_CHUNK_BYTES, decompress
+from protocols.mcap.chunks import MAX_CHUNK_BYTES, MAX_DEFINITIONS, MAX_OTHER, decompress
 from protocols.mcap.records import Chunk, McapError, Message, parse_record
 from tests import mcap_files as f
 
@@ -237,8 +237,7 @@ def test_a_record_read_whole_may_be_no_larger_than_a_chunk(tmp_path: Path) -> No
 
 
 def test_metadata_in_compressed_chunks_cannot_fill_the_memory(tmp_path: Path) -> None:
-    one = f.metadata("note", {"text": "y" * 1000})  # chunk after chunk of them compress to almost nothing
-    chunk = f.chunk(b"".join([one] * 40_000))  # 40 MB each
+    chunk = f.chunk(f.metadata("note", {"text": "y" * 40_000_000}))  # 40 MB that compress to almost nothing
     path = f.write(tmp_path / "notes.mcap", f.chunk(f.channel(1, "pad/state") + f.message(1, FIRST_NS)), chunk, chunk)
     assert path.stat().st_size < 1_000_000
     contents = recover.read(path)
@@ -246,4 +245,21 @@ def test_metadata_in_compressed_chunks_cannot_fill_the_memory(tmp_path: Path) ->
         contents.stopped_by
     )
     assert contents.messages == 1
-    assert len(contents.metadata) < 70_000
+    assert len(contents.metadata) == 1
+
+
+def test_a_chunk_of_millions_of_tiny_records_is_refused_after_a_thousand(tmp_path: Path) -> None:
+    empty = struct.pack("<BQ", 0x7F, 0)  # a record of an unknown kind, 9 bytes: 9 million in 80 MiB
+    head = f.channel(1, "pad/state") + f.message(1, FIRST_NS)
+    path = f.write(tmp_path / "dust.mcap", f.chunk(head + empty * (MAX_OTHER + 1)))
+    contents = recover.read(path)
+    assert f"Chunk: holds more than {MAX_OTHER} records that are not schemas, channels or messages" in (
+        contents.stopped_by
+    )
+    path = f.write(tmp_path / "few.mcap", f.chunk(head + empty * MAX_OTHER))
+    assert recover.read(path).complete
+    channels = b"".join(f.channel(n % 65535 + 1, "pad/state") for n in range(MAX_DEFINITIONS + 1))
+    path = f.write(tmp_path / "redefined.mcap", f.chunk(channels + f.message(1, FIRST_NS)))
+    contents = recover.read(path)
+    assert f"Chunk: holds more than {MAX_DEFINITIONS} schemas and channels" in contents.stopped_by
+    assert contents.messages == 0

@@ -30,6 +30,10 @@ from protocols.mcap.records import (
 MAX_CHUNK_BYTES = 80 * 1024 * 1024
 _HEADER = struct.Struct("<BQ")
 _MESSAGE_HEADER = struct.Struct("<HIQQ")
+#: Schema and channel records one chunk may hold (65,535 ids of each).
+MAX_DEFINITIONS = 2 * 65535
+#: Records of other kinds one chunk may hold (MCAP puts none there; some tools may).
+MAX_OTHER = 1024
 #: The compressions MCAP writers use ("" is none).
 COMPRESSIONS = ("", "lz4", "zstd")
 
@@ -89,9 +93,13 @@ def chunk_records(records: bytes) -> Iterator[Record]:
     """The records in a chunk's uncompressed `records`, parsed; `McapError` on a cut, nested or bad one.
 
     Messages, most of any chunk, take a short path: one header read each, no other checks than lengths.
+    A chunk holds schemas, channels and messages (MCAP's rule); beyond MAX_DEFINITIONS schemas and
+    channels, or MAX_OTHER records of any other kind, it is refused: tens of millions of tiny records
+    that compress to a few kB would otherwise cost a minute of CPU each to walk through.
     """
     view = memoryview(records)
     position, size = 0, len(records)
+    definitions = others = 0
     header, message_header = _HEADER.unpack_from, _MESSAGE_HEADER.unpack_from
     while position < size:
         if size - position < RECORD_HEADER_BYTES:
@@ -109,6 +117,16 @@ def chunk_records(records: bytes) -> Iterator[Record]:
                 raise McapError(f"Chunk: opcode 0 at byte {position} is not an MCAP record")
             if opcode == Op.CHUNK:
                 raise McapError("Chunk: holds another chunk")
+            if opcode in (Op.SCHEMA, Op.CHANNEL):
+                definitions += 1
+                if definitions > MAX_DEFINITIONS:
+                    raise McapError(f"Chunk: holds more than {MAX_DEFINITIONS} schemas and channels")
+            else:
+                others += 1
+                if others > MAX_OTHER:
+                    raise McapError(
+                        f"Chunk: holds more than {MAX_OTHER} records that are not schemas, channels or messages"
+                    )
             record = parse_record(opcode, view[body:end])
             if record is not None:
                 yield record
