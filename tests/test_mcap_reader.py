@@ -263,3 +263,11 @@ def test_a_chunk_of_millions_of_tiny_records_is_refused_after_a_thousand(tmp_pat
     contents = recover.read(path)
     assert f"Chunk: holds more than {MAX_DEFINITIONS} schemas and channels" in contents.stopped_by
     assert contents.messages == 0
+
+
+def test_messages_of_channels_never_defined_stop_the_reading_after_a_thousand(tmp_path: Path) -> None:
+    orphans = b"".join(f.message(7, FIRST_NS + n) for n in range(recover.MAX_ORPHANS + 1))
+    path = f.write(tmp_path / "orphans.mcap", f.chunk(f.channel(1, "pad/state") + f.message(1, FIRST_NS) + orphans))
+    contents = recover.read(path)
+    assert f"more than {recover.MAX_ORPHANS} messages of channels it never defines" in contents.stopped_by
+    assert contents.counts["pad/state"] == 1

@@ -25,6 +25,10 @@ from protocols.mcap.records import Channel, Footer, McapError, Message, Metadata
 MAX_DEFINITION_BYTES = 64 * 1024 * 1024
 
 
+#: Messages of undefined channels one file may have (MCAP defines a channel before its messages).
+MAX_ORPHANS = 1024
+
+
 class BadRecording(Exception):
     """The file is not MCAP, or nothing of it can be read."""
 
@@ -70,6 +74,7 @@ def _stream_marked(
     sizes: dict[int, int] = {}
     first, last = 2**64, -1
     kept = 0  # bytes of schemas, channels and metadata read, all told
+    orphans = 0  # messages of undefined channels
 
     def keep(size: int) -> None:
         nonlocal kept
@@ -94,8 +99,12 @@ def _stream_marked(
                     first = record.log_time
                 if record.log_time > last:
                     last = record.log_time
-                if record.channel_id in contents.channels:  # else counted (as #id), but nothing can play it
+                if record.channel_id in contents.channels:
                     yield record
+                else:  # counted (as #id), but nothing can play it; a file of little else is refused
+                    orphans += 1
+                    if orphans > MAX_ORPHANS:
+                        raise McapError(f"more than {MAX_ORPHANS} messages of channels it never defines")
             elif isinstance(record, Schema):
                 keep(len(record.data) + len(record.name) + len(record.encoding))
                 contents.schemas[record.id] = record
