@@ -10,6 +10,7 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
+import lz4.frame
 import zstandard
 
 MAGIC = b"\x89MCAP0\r\n"
@@ -51,7 +52,8 @@ def metadata(name: str, values: dict[str, str]) -> bytes:
 def chunk(records: bytes, compression: str = "zstd", declared: int | None = None, crc: int | None = None,
           start_ns: int = 0, end_ns: int = 0) -> bytes:  # fmt: skip
     """A chunk of `records`; `declared` and `crc` may lie."""
-    data = zstandard.ZstdCompressor().compress(records) if compression == "zstd" else records
+    compress = {"zstd": zstandard.ZstdCompressor().compress, "lz4": lz4.frame.compress}.get(compression, bytes)
+    data = compress(records)
     size = len(records) if declared is None else declared
     body = struct.pack("<QQQI", start_ns, end_ns, size, zlib.crc32(records) if crc is None else crc)
     return record(0x06, body + string(compression) + struct.pack("<Q", len(data)) + data)

@@ -24,7 +24,9 @@ def small_recording() -> bytes:
     """Two chunks of three messages each, then one message outside any chunk."""
     first = f.channel(1, "pad/state") + b"".join(f.messages(1, 3, 1_000_000))
     second = b"".join(f.messages(1, 3, 1_000_000, FIRST_NS + 3_000_000))
-    return f.mcap(f.chunk(first), f.chunk(second, compression=""), f.message(1, FIRST_NS + 9_000_000))
+    third = f.message(1, FIRST_NS + 6_000_000)
+    return f.mcap(f.chunk(first), f.chunk(second, compression=""), f.chunk(third, compression="lz4"),
+                  f.message(1, FIRST_NS + 9_000_000))  # fmt: skip
 
 
 def boundaries(data: bytes) -> list[int]:
@@ -45,7 +47,7 @@ def read_all(data: bytes, path: Path) -> list[Message]:
 def test_a_whole_file_reads_every_message_in_and_out_of_chunks(tmp_path: Path) -> None:
     messages = read_all(small_recording(), tmp_path / "a.mcap")
     assert [m.log_time - FIRST_NS for m in messages] == [0, 1_000_000, 2_000_000, 3_000_000, 4_000_000, 5_000_000,
-                                                         9_000_000]  # fmt: skip
+                                                         6_000_000, 9_000_000]  # fmt: skip
     assert recover.read(tmp_path / "a.mcap").complete
 
 
