@@ -21,7 +21,7 @@ FIRST_NS = 1_700_000_000 * 10**9
 
 
 def small_recording() -> bytes:
-    """Two chunks of three messages each, then one message outside any chunk."""
+    """Chunks of three messages (zstd), three (none) and one (lz4), then one message outside any chunk."""
     first = f.channel(1, "pad/state") + b"".join(f.messages(1, 3, 1_000_000))
     second = b"".join(f.messages(1, 3, 1_000_000, FIRST_NS + 3_000_000))
     third = f.message(1, FIRST_NS + 6_000_000)
