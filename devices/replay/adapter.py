@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,12 +32,17 @@ from gateway.errors import DeviceUnavailable, GatewayError, InvalidArgument
 from gateway.messages import REGISTRY, from_plain, to_plain
 from gateway.messages.replay import ReplayPause, ReplayResume, ReplaySeek, ReplaySpeed, ReplayState
 from gateway.record.channels import DEVICE_TOPIC
-from gateway.record.replay_source import Recorded, load_recording
-from gateway.topics import check_device_id, matches
+from gateway.record.replay_source import Recorded, Recording
+from gateway.record.replay_stream import StreamedRecording, open_recording
+from gateway.topics import check_device_id
 from gateway.waits import wait_event
 
 log = logging.getLogger(__name__)
 
+#: Messages published back to back before the loop runs other tasks (a replay at speed 1000 is a burst).
+MAX_BURST = 64
+#: A loop over the recording starts again at most this often, s (a file of one message, or one instant).
+MIN_LOOP_S = 0.1
 CONTROL_TYPES = ("hwgateway/ReplayPause", "hwgateway/ReplayResume", "hwgateway/ReplaySeek", "hwgateway/ReplaySpeed")
 
 
@@ -109,9 +115,14 @@ class ReplayAdapter(Adapter[ReplayOptions]):
         self.played = 0
         self.skipped = 0
         self.speed = options.speed
-        self._messages: list[Recorded] = []
-        self._offsets: list[int] = []  # ns from the first message
-        self._index = 0
+        self._source: Recording | StreamedRecording = Recording()
+        self._first_ns = 0  # log time of the first message
+        self._index: int | None = 0  # of the next message; None: to find after a seek
+        self._seeks = 0  # seeks so far: a block loaded for an older one is not used to place the index
+        self._blocks: dict[int, Recording] = {}  # loaded blocks of the recording: the one playing and the next
+        self._loading: dict[int, asyncio.Task[Recording]] = {}
+        self._cancel = threading.Event()  # set when `run` ends: block loads in threads stop
+        self._left_out_said = False
         self._anchor_ns = 0  # recording position at `_anchor_mono`
         self._anchor_mono = time.monotonic()
         self._state = "playing"
@@ -127,31 +138,53 @@ class ReplayAdapter(Adapter[ReplayOptions]):
                 "duration_s": self._duration_ns() / 1e9, "replayed_devices": sorted(self._listed)}  # fmt: skip
 
     async def run(self) -> None:
-        """Load the recording, list its devices, then publish its messages at their scaled times."""
-        recorded, devices = await asyncio.to_thread(load_recording, self.options.file, frozenset({DEVICE_TOPIC}))
-        patterns = self.options.topics
-        chosen = [m for m in recorded if m.topic != DEVICE_TOPIC and any(matches(p, m.topic) for p in patterns)]
-        if not chosen:
-            raise ValueError(f"{self.options.file}: no recorded topic matches {', '.join(self.options.topics)}")
-        replayed = {m.topic.split("/", 1)[0] for m in chosen}
-        # The recorded availability of the chosen devices plays too, in its place among the samples.
-        self._messages = [m for m in recorded if m.topic != DEVICE_TOPIC or _event_device(m) in replayed]
-        first = self._messages[0].log_time_ns
-        self._offsets = [m.log_time_ns - first for m in self._messages]
-        self._list_devices(chosen, devices)
-        self.ctx.set_status("connected")
-        await asyncio.sleep(self.options.delay_s)
-        self._seek(0)
-        await self._play()
+        """Load the recording (in a thread, abandoned if stopped), list its devices, then publish its messages."""
+        self._cancel = cancel = threading.Event()
+        try:
+            source = await asyncio.to_thread(
+                open_recording, self.options.file, frozenset({DEVICE_TOPIC}), self.options.topics,
+                self.options.prefix, cancel,
+            )  # fmt: skip
+            chosen = source.chosen_topics()
+            self._say_left_out(source)
+            if not chosen or not len(source):
+                raise ValueError(f"{self.options.file}: no recorded topic matches {', '.join(self.options.topics)}")
+            self._source, self._first_ns = source, source.first_ns
+            self._blocks = {0: source} if isinstance(source, Recording) else {}
+            self._loading.clear()
+            self._list_devices(chosen, source.devices)
+            self.ctx.set_status("connected")
+            await asyncio.sleep(self.options.delay_s)
+            self._seek(0)
+            await self._play()
+        finally:
+            cancel.set()  # stopped while reading: the threads end within a record, the process need not wait
 
-    def _list_devices(self, chosen: list[Recorded], devices: list[dict[str, Any]]) -> None:
+    def _say_left_out(self, recording: Recording | StreamedRecording) -> None:
+        """Log the recorded topics left out and where a damaged file stops, once (not again at each restart)."""
+        if self._left_out_said:
+            return
+        self._left_out_said = True
+        contents = recording.contents
+        if not contents.complete:
+            log.warning("replay of %s plays the %d messages before the file's end or damage: %s",
+                        self.options.file, len(recording), contents.stopped_by)  # fmt: skip
+        refused = recording.refused
+        if refused:
+            shown = "; ".join(f"{topic!r}: {why}" for topic, why in list(refused.items())[:10])
+            more = f" (and {len(refused) - 10} more)" if len(refused) > 10 else ""
+            log.warning(
+                "replay of %s leaves out %d recorded topics: %s%s", self.options.file, len(refused), shown, more
+            )
+
+    def _list_devices(self, chosen: list[str], devices: list[dict[str, Any]]) -> None:
         """Add `<prefix><id>` for every recorded device with a chosen topic (once; again after a restart: kept)."""
         add = self.ctx.add_device
         if add is None:
             return
         entries = {str(d["id"]): d for d in devices}
         name = Path(self.options.file).name
-        for device in sorted({m.topic.split("/", 1)[0] for m in chosen}):
+        for device in sorted({topic.split("/", 1)[0] for topic in chosen}):
             replayed_id = self.options.prefix + device
             if replayed_id in self._listed:
                 continue
@@ -175,7 +208,7 @@ class ReplayAdapter(Adapter[ReplayOptions]):
     # -- the clock ---------------------------------------------------------------------------
 
     def _duration_ns(self) -> int:
-        return self._offsets[-1] if self._offsets else 0
+        return self._source.last_ns - self._first_ns if len(self._source) else 0
 
     def _position_ns(self) -> int:
         if self._state != "playing":
@@ -186,31 +219,97 @@ class ReplayAdapter(Adapter[ReplayOptions]):
     def _seek(self, position_ns: int) -> None:
         self._anchor_ns = position_ns
         self._anchor_mono = time.monotonic()
-        self._index = bisect.bisect_left(self._offsets, position_ns)
+        self._index = None  # found by `_play`, which may have to read the block first
+        self._seeks += 1
         self._changed.set()
 
+    async def _block(self, block: int) -> Recording:
+        """Block `block` of the recording, read in a thread unless loaded; the next one is read ahead."""
+        loaded = self._blocks.get(block)
+        if loaded is None:
+            loaded = await asyncio.shield(self._load(block))
+        for old in [b for b in self._blocks if b not in (block, block + 1)]:
+            del self._blocks[old]
+        if block + 1 < self._source.blocks and block + 1 not in self._blocks:
+            self._load(block + 1)  # read ahead while this one plays
+        return loaded
+
+    def _load(self, block: int) -> asyncio.Task[Recording]:
+        task = self._loading.get(block)
+        if task is None:
+            task = self._loading[block] = asyncio.create_task(self._read_block(block))
+            # a read ahead nobody awaits may fail (the file changed, or the device stops): the player
+            # meets the failure again when it gets there
+            task.add_done_callback(lambda done: done.cancelled() or done.exception())
+        return task
+
+    async def _read_block(self, block: int) -> Recording:
+        try:
+            loaded = await asyncio.to_thread(self._source.load_block, block, self._cancel)
+        finally:
+            self._loading.pop(block, None)  # (a restart may have cleared it)
+        self._blocks[block] = loaded
+        return loaded
+
+    async def _find_index(self) -> None:
+        """After a seek: the index of the first message at the anchor's position or later."""
+        seeks, target = self._seeks, self._first_ns + self._anchor_ns
+        block = self._source.block_for_time(target)
+        if block >= self._source.blocks:
+            index = len(self._source)
+        else:
+            loaded = await self._block(block)
+            index = self._source.block_start(block) + bisect.bisect_left(loaded.log_ns, target)
+        if seeks == self._seeks:  # else a newer seek came meanwhile: find its index instead
+            self._index = index
+
     async def _play(self) -> None:
+        busy = 0  # messages published since the loop last ran other tasks
         while True:
             self._changed.clear()
             if self._state != "playing":
                 await self._changed.wait()
                 continue
-            if self._index >= len(self._messages):
+            if busy >= MAX_BURST:
+                busy = 0  # a fast replay (or a loop over a short file) lets the loop run other tasks
+                await asyncio.sleep(0)
+                continue
+            if self._index is None:
+                await self._find_index()
+                continue
+            if self._index >= len(self._source):
                 if self.options.loop:
-                    log.info("replay of %s starts again", self.options.file)
-                    self._seek(0)
+                    await self._loop_again()
                     continue
                 self._state = "finished"
                 self._anchor_ns = self._duration_ns()
                 self.ctx.set_status("connected", "replay finished")
                 continue
-            due = self._anchor_mono + (self._offsets[self._index] - self._anchor_ns) / 1e9 / self.speed
-            delay = due - time.monotonic()
-            # Not asyncio.wait_for, which on Python 3.11 can swallow the cancellation of the device's stop.
-            if delay > 0 and await wait_event(self._changed, delay):
-                continue  # seek, pause or speed: recompute
-            self._publish(self._messages[self._index])
+            block = self._source.block_of(self._index)
+            loaded = self._blocks.get(block)
+            if loaded is None:
+                await self._block(block)
+                continue  # a seek may have come meanwhile
+            local = self._index - self._source.block_start(block)
+            offset_ns = loaded.log_ns[local] - self._first_ns
+            delay = self._anchor_mono + (offset_ns - self._anchor_ns) / 1e9 / self.speed - time.monotonic()
+            if delay > 0:
+                busy = 0
+                # Not asyncio.wait_for, which on Python 3.11 can swallow the cancellation of the device's stop.
+                if await wait_event(self._changed, delay):
+                    continue  # seek, pause or speed: recompute
+            self._publish(loaded.message(local))
             self._index += 1
+            busy += 1
+
+    async def _loop_again(self) -> None:
+        """Start again from 0, one turn at most every MIN_LOOP_S: a one-message file does not spin."""
+        turn_s = self._duration_ns() / 1e9 / self.speed
+        if turn_s < MIN_LOOP_S and await wait_event(self._changed, MIN_LOOP_S - turn_s):
+            return  # seek, pause or speed meanwhile: they set the position
+        # said for turns a person follows; a turn of a short file is not news ten times a second
+        log.log(logging.INFO if turn_s >= 1.0 else logging.DEBUG, "replay of %s starts again", self.options.file)
+        self._seek(0)
 
     def _publish(self, recorded: Recorded) -> None:
         if recorded.topic == DEVICE_TOPIC:
@@ -227,7 +326,13 @@ class ReplayAdapter(Adapter[ReplayOptions]):
             return
         # stamps move to now, keeping their offsets from the message being played
         shift = time.time() - recorded.log_time_ns / 1e9
-        self.ctx.publish_topic(self.options.prefix + recorded.topic, message, recorded.publish_time_ns / 1e9 + shift)
+        try:
+            self.ctx.publish_topic(
+                self.options.prefix + recorded.topic, message, recorded.publish_time_ns / 1e9 + shift
+            )
+        except ValueError:  # the loader leaves out topics the bus refuses; a refusal here is skipped, not fatal
+            self.skipped += 1
+            return
         self.played += 1
 
     def _replay_availability(self, recorded: Recorded) -> None:
@@ -251,7 +356,7 @@ class ReplayAdapter(Adapter[ReplayOptions]):
 
     async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
         """Seek, pause, resume or change speed; refuse anything else as `unavailable`."""
-        if not self._messages and command.type in CONTROL_TYPES:
+        if not len(self._source) and command.type in CONTROL_TYPES:
             raise DeviceUnavailable(f"device {self.ctx.device_id!r} has not loaded {self.options.file} yet")
         message = command.message
         if isinstance(message, ReplaySeek):

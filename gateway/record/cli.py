@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from gateway.record import (
     DEFAULT_URL,
     EXIT_BAD_FILE,
     EXIT_NO_TOPICS,
+    EXIT_OK,
     EXIT_USAGE,
 )
 
@@ -104,15 +106,15 @@ def run_replay(args: argparse.Namespace) -> int:
     from gateway.config import loads
     from gateway.errors import ConfigError
     from gateway.record.recover import BadRecording
-    from gateway.record.replay_source import load
-    from gateway.topics import matches
 
     try:
-        recorded = load(args.file)
+        count = _count_replayable(args)
     except BadRecording as error:
         print(f"hwgateway replay: {error}", file=sys.stderr)
         return EXIT_BAD_FILE
-    if not any(matches(p, m.topic) for m in recorded for p in args.topics):
+    except _Stopped:
+        return EXIT_OK  # SIGTERM or SIGINT while reading the file: nothing was started
+    if not count:
         print(f"hwgateway replay: no recorded topic matches {' '.join(args.topics)}", file=sys.stderr)
         return EXIT_NO_TOPICS
     try:
@@ -121,12 +123,38 @@ def run_replay(args: argparse.Namespace) -> int:
         print(f"hwgateway replay: {error}", file=sys.stderr)
         return EXIT_USAGE
     logs.configure(args.log_level or config.logging.level, args.log_format or config.logging.format)
-    print(f"hwgateway replay: {len(recorded)} messages of {args.file} at {args.speed}x on ws://127.0.0.1:{args.http_port}/ws",
+    print(f"hwgateway replay: {count} messages of {args.file} at {args.speed}x on ws://127.0.0.1:{args.http_port}/ws",
           flush=True)  # fmt: skip
     from gateway import waits
     from gateway.app import serve
 
     return waits.run(serve(config))
+
+
+class _Stopped(BaseException):
+    """A stop signal arrived while the file was being read."""
+
+
+def _count_replayable(args: argparse.Namespace) -> int:
+    """The messages the replay will play (the file read once before the gateway starts).
+
+    SIGTERM and SIGINT end the reading at once (`_Stopped`): a large file must not hold off a stop.
+    """
+    from gateway.record.replay_source import playable
+    from gateway.record.replay_stream import index_recording
+
+    def stop(signum: int, frame: object) -> None:
+        raise _Stopped
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        indexed = index_recording(args.file, patterns=tuple(args.topics), prefix=args.prefix)
+        if indexed is not None:  # played as it is read: no limit on its size
+            return len(indexed) if indexed.chosen_topics() else 0
+        return playable(args.file, tuple(args.topics), args.prefix)  # loaded whole: it must fit
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 async def serve_and_record(config: Config, output: str, on_listening: Callable[[Gateway], None]) -> int:

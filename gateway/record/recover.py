@@ -8,17 +8,25 @@ a clear message.
 from __future__ import annotations
 
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
-from mcap.records import Channel, Footer, Message, Metadata, Schema
-from mcap.stream_reader import StreamReader
 from mcap.writer import CompressionType, Writer
 
 from gateway.record import EXIT_BAD_FILE, EXIT_OK
+from gateway.record.mcap_read import Abandoned, ChunkMark, read_records
+from protocols.mcap.records import Channel, Footer, McapError, Message, Metadata, Schema
+
+#: Bytes of schemas, channels and metadata one file may define, all told (they are kept while reading).
+MAX_DEFINITION_BYTES = 64 * 1024 * 1024
+
+
+#: Messages of undefined channels one file may have (MCAP defines a channel before its messages).
+MAX_ORPHANS = 1024
 
 
 class BadRecording(Exception):
@@ -32,6 +40,8 @@ class Contents:
     schemas: dict[int, Schema] = field(default_factory=dict)
     channels: dict[int, Channel] = field(default_factory=dict)
     counts: Counter[str] = field(default_factory=Counter)
+    #: Bytes of message data per topic.
+    data_bytes: Counter[str] = field(default_factory=Counter)
     metadata: list[Metadata] = field(default_factory=list)
     complete: bool = False
     stopped_by: str = ""
@@ -44,35 +54,96 @@ class Contents:
         return sum(self.counts.values())
 
 
-def _stream(file: BinaryIO, contents: Contents) -> Iterator[Message]:
-    """Yield the messages of `file` in file order, filling `contents`; stop quietly at a bad tail."""
-    reader = StreamReader(file, skip_magic=False, emit_chunks=False, validate_crcs=True)
+def _stream(file: BinaryIO, contents: Contents, cancel: threading.Event | None = None) -> Iterator[Message]:
+    """Yield the messages of `file` in file order, filling `contents` (see `_stream_marked`)."""
+    yield from cast(Iterator[Message], _stream_marked(file, contents, cancel, marks=False))
+
+
+def _stream_marked(
+    file: BinaryIO, contents: Contents, cancel: threading.Event | None = None, marks: bool = True
+) -> Iterator[Message | ChunkMark]:
+    """Yield the messages of `file` in file order, filling `contents`; stop quietly at a bad tail.
+
+    A message of a channel not defined before it is counted, not yielded. `marks`: also the
+    `ChunkMark`s around each chunk's messages.
+
+    `Abandoned` (from `cancel`) goes through.
+    """
+    # by channel id, counted into `contents.counts` and `data_bytes` under the channel's topic
+    counts: dict[int, int] = {}
+    sizes: dict[int, int] = {}
+    first, last = 2**64, -1
+    kept = 0  # bytes of schemas, channels and metadata read, all told
+    orphans = 0  # messages of undefined channels
+
+    def keep(size: int) -> None:
+        nonlocal kept
+        kept += size
+        if kept > MAX_DEFINITION_BYTES:  # compressed chunks of metadata would otherwise fill the memory
+            raise McapError(f"its schemas, channels and metadata hold more than {MAX_DEFINITION_BYTES} bytes")
+
+    def count(channel_id: int) -> None:
+        if channel_id not in counts:
+            return
+        channel = contents.channels.get(channel_id)
+        topic = channel.topic if channel else f"#{channel_id}"
+        contents.counts[topic] += counts.pop(channel_id)
+        contents.data_bytes[topic] += sizes.pop(channel_id)
+
     try:
-        for record in reader.records:
-            if isinstance(record, Schema):
+        for record in read_records(file, cancel, marks=marks):
+            if type(record) is Message:  # the most of any file: first, and no more than needed per message
+                counts[record.channel_id] = counts.get(record.channel_id, 0) + 1
+                sizes[record.channel_id] = sizes.get(record.channel_id, 0) + len(record.data)
+                if record.log_time < first:
+                    first = record.log_time
+                if record.log_time > last:
+                    last = record.log_time
+                if record.channel_id in contents.channels:
+                    yield record
+                else:  # counted (as #id), but nothing can play it; a file of little else is refused
+                    orphans += 1
+                    if orphans > MAX_ORPHANS:
+                        raise McapError(f"more than {MAX_ORPHANS} messages of channels it never defines")
+            elif isinstance(record, Schema):
+                keep(len(record.data) + len(record.name) + len(record.encoding))
                 contents.schemas[record.id] = record
             elif isinstance(record, Channel):
+                keep(len(record.topic) + len(record.message_encoding) + _map_bytes(record.metadata))
+                count(record.id)  # a channel defined again may change its topic
                 contents.channels[record.id] = record
             elif isinstance(record, Metadata):
+                keep(len(record.name) + _map_bytes(record.metadata))
                 contents.metadata.append(record)
-            elif isinstance(record, Message):
-                channel = contents.channels.get(record.channel_id)
-                contents.counts[channel.topic if channel else f"#{record.channel_id}"] += 1
-                contents.first_ns = min(record.log_time, contents.first_ns or record.log_time)
-                contents.last_ns = max(record.log_time, contents.last_ns or 0)
+            elif isinstance(record, ChunkMark):
                 yield record
             elif isinstance(record, Footer):
                 contents.complete = True
-    except Exception as error:  # hostile bytes raise McapError, ValueError, struct or zstd errors: all end the read
+    except Abandoned:
+        raise
+    except Exception as error:  # hostile bytes raise McapError (checked lengths, caps, CRCs): all end the read
         contents.stopped_by = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    finally:
+        for channel_id in list(counts):
+            count(channel_id)
+        if last >= 0:
+            contents.first_ns, contents.last_ns = first, last
     if not contents.complete and not contents.stopped_by:
         contents.stopped_by = "the file ends before its footer"
+
+
+def _map_bytes(values: dict[str, str]) -> int:
+    return sum(len(key) + len(value) for key, value in values.items())
 
 
 def read(path: str | Path) -> Contents:
     """Everything readable in `path`; raise BadRecording when it is not an MCAP file at all."""
     contents = Contents()
-    with open(path, "rb") as file:
+    try:
+        file = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as error:
+        raise BadRecording(f"{path}: {error.strerror}") from None
+    with file:
         for _ in _stream(file, contents):
             pass
     _check_readable(path, contents)
