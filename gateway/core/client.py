@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from gateway.bus import Bus, Subscriber
 from gateway.commands import MIN_COMMAND_TIMEOUT_S, CommandRouter
 from gateway.config import ServerConfig
+from gateway.core.admission import Admission
 from gateway.core.auth_guard import MAX_FAILURES_PER_CONNECTION, AuthGuard
 from gateway.credentials import OPEN_ACCESS, Credential, find
 from gateway.errors import (
@@ -75,26 +76,6 @@ class Hub:
     auth_guard: AuthGuard = field(default_factory=AuthGuard)
 
 
-class TokenBucket:
-    """Allows `rate` requests per second on average, and bursts of up to `burst`."""
-
-    def __init__(self, rate: float, burst: int) -> None:
-        self._rate = rate
-        self._burst = float(burst)
-        self._tokens = float(burst)
-        self._updated = time.monotonic()
-
-    def take(self) -> bool:
-        """Spend one token if there is one."""
-        now = time.monotonic()
-        self._tokens = min(self._burst, self._tokens + (now - self._updated) * self._rate)
-        self._updated = now
-        if self._tokens < 1.0:
-            return False
-        self._tokens -= 1.0
-        return True
-
-
 class Client:
     """One connected client of any face.
 
@@ -111,7 +92,8 @@ class Client:
         #: What the client's token grants (None until it authenticates; everything with no tokens set).
         self.credential: Credential | None = None if hub.credentials else OPEN_ACCESS
         self.connected_at = time.time()
-        self._bucket = TokenBucket(hub.server.max_requests_per_s, hub.server.request_burst)
+        #: Request rate, refusal budget and auth deadline: the same rules on every face.
+        self.admission = Admission(hub.server)
         self._commands: set[asyncio.Task[dict[str, Any]]] = set()
         self._joined = False
         self._attached = False
@@ -144,8 +126,7 @@ class Client:
 
     def admit(self) -> None:
         """Spend one request of the client's budget; raise `RateLimited` when it is spent."""
-        if not self._bucket.take():
-            raise RateLimited(f"more than {self.hub.server.max_requests_per_s:g} requests per second; slow down")
+        self.admission.admit()
 
     @property
     def auth_exhausted(self) -> bool:

@@ -14,7 +14,7 @@ import ssl
 import time
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import WSMessage, WSMsgType, web
 
 from gateway import __version__
 from gateway.core.client import Hub
@@ -23,15 +23,9 @@ from gateway.faces.foxglove import wire
 from gateway.faces.foxglove.catalog import Catalog
 from gateway.faces.foxglove.session import CAPABILITIES, FoxgloveSession
 from gateway.servers.hosts import HostPolicy, host_guard
-from gateway.servers.http import WebSocketTransport, _origin_allowed
-from gateway.servers.http_guard import (
-    GuardedHttpProtocol,
-    close_on_read_timeout,
-    guarded_factory,
-    reserve_refusal,
-    serve_guarded,
-)
+from gateway.servers.http_guard import GuardedHttpProtocol, guarded_factory, serve_guarded
 from gateway.servers.limits import ConnectionLimits
+from gateway.servers.upgrade import WebSocketTransport, accept, offered_subprotocols, receive_messages, vet_upgrade
 
 log = logging.getLogger(__name__)
 
@@ -122,24 +116,14 @@ class FoxgloveServer:
 
     async def _serve(self, request: web.Request, guard: GuardedHttpProtocol | None) -> web.StreamResponse:
         server = self.hub.server
-        refusal = reserve_refusal(guard)  # past the cap: the reserve is for /healthz only
-        if refusal is not None:
-            return refusal
-        if not _origin_allowed(request, server.allowed_origins):
-            log.warning("refused a Foxglove WebSocket from origin %s", request.headers.get("Origin"))
-            raise web.HTTPForbidden(text="origin not allowed; add it to server.allowed_origins\n")
-        offered = [p for header in request.headers.getall("Sec-WebSocket-Protocol", []) for p in header.split(",")]
-        subprotocol = wire.choose_subprotocol(offered)
+        subprotocol = wire.choose_subprotocol(offered_subprotocols(request))
+        ws = vet_upgrade(request, guard, server, "Foxglove WebSocket", server.max_frame_bytes, subprotocol)
+        if not isinstance(ws, web.WebSocketResponse):
+            return ws
         if subprotocol is None:
             raise web.HTTPBadRequest(
                 text=f"offer one of the WebSocket subprotocols {', '.join(wire.SUBPROTOCOLS)} (Foxglove WebSocket)\n"
             )
-        ws = web.WebSocketResponse(
-            protocols=(subprotocol,),
-            compress=False,  # permessage-deflate costs +60 % CPU for small frames
-            max_msg_size=server.max_frame_bytes + 1,  # aiohttp refuses frames >= its limit; ours are > max
-            heartbeat=server.heartbeat_s or None,
-        )
         if request.transport is None:  # the client already left
             raise web.HTTPBadRequest()
         transport = WebSocketTransport(ws, request.transport, server.send_buffer_bytes)
@@ -152,24 +136,22 @@ class FoxgloveServer:
                 await session.client.authenticate(token)
             except Unauthorized:
                 raise web.HTTPUnauthorized(text="token refused\n") from None
-        try:
-            await ws.prepare(request)
-        except ConnectionError:
+        if await accept(ws, request) is None:
             return ws
         session.start()
         if not session.client.authenticated:
             session.refuse("this gateway needs a token: connect to ws://<host>:<port>/?token=<token>")
             await session.close(ErrorCode.UNAUTHORIZED, "token required")
             return ws
-        close_on_read_timeout(guard, server.max_frame_bytes, session.close)
+
+        async def handle(message: WSMessage) -> None:
+            if message.type == WSMsgType.TEXT:
+                await session.receive_text(message.data)
+            else:
+                await session.receive_binary(message.data)
+
         try:
-            async for message in ws:
-                if guard is not None and message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
-                    guard.message_taken()
-                if message.type == WSMsgType.TEXT:
-                    await session.receive_text(message.data)
-                elif message.type == WSMsgType.BINARY:
-                    await session.receive_binary(message.data)
+            await receive_messages(ws, guard, session, server.max_frame_bytes, handle)
         finally:
             session.finish()
         return ws
