@@ -1,0 +1,404 @@
+"""One conformance suite for every face: the same security and abuse rules, run against each entry of `FACES`.
+
+In the spirit of pyatv's one functional suite run against every protocol: a face is done when it
+passes here, and a new face passes by adding one `Face` entry (how to connect, authenticate, send
+a frame the face must refuse, and a half frame). Every test starts the real daemon with tokens on
+and every face enabled, and speaks to it with plain sockets and WebSocket clients.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import os
+import struct
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import cbor2
+import msgpack
+import pytest
+import pytest_asyncio
+import websockets
+from tdmclient.thymio import ThymioFB
+
+from gateway.credentials import hash_token
+from gateway.faces.rosbridge.ops import MAX_PUBLISHERS
+from tests.abuse_clients import read_until_closed, ws_frame, ws_frame_header, ws_server_frames
+from tests.harness import RunningGateway, free_port, gateway_config, start_gateway
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]
+
+ADMIN = "admin-token-0123456789abcdef"
+READER = "reader-token-0123456789abcdef"
+AUTH_TIMEOUT_S = 1.5
+READ_TIMEOUT_S = 1.0
+#: A refusal budget small enough that a flood ends quickly, but well above what one test's good requests cost.
+REFUSAL_BURST = 16
+DEVICES = """
+[devices.sim-1]
+kind = "sim"
+rate_hz = 20.0
+
+[devices.thymio-sim]
+kind = "aseba"
+simulate = true
+"""
+
+
+def tdm_message(*fields: Any) -> bytes:
+    """One TDM flatbuffer, made by tdmclient's own encoder."""
+    encoded: bytes = ThymioFB.create_message(fields, ThymioFB.SCHEMA)
+    return encoded
+
+
+def tdm_handshake(token: str | None) -> bytes:
+    """A TDM ConnectionHandshake carrying `token` as its password."""
+    return tdm_message(ThymioFB.MESSAGE_TYPE_CONNECTION_HANDSHAKE, (1, 1, 102400, None, False, 0, None, token))
+
+
+def tcp_frame(message: bytes) -> bytes:
+    """A TDM message behind its 4-byte little-endian length."""
+    return struct.pack("<I", len(message)) + message
+
+
+@dataclass
+class Ports:
+    http: int
+    msgpack: int
+    unix: str
+    rosbridge: int
+    foxglove: int
+    tdm_tcp: int
+    tdm_ws: int
+
+
+class Conn:
+    """One raw connection to a face: bytes in and out, on a stream or after a WebSocket upgrade."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ws: bool) -> None:
+        self.reader, self.writer, self.ws = reader, writer, ws
+
+    def send(self, payload: bytes, opcode: int = 0x1) -> None:
+        """One message: a masked WebSocket frame of `opcode`, or the bytes as they are on a stream."""
+        self.writer.write(ws_frame(payload, opcode) if self.ws else payload)
+
+    async def closed_within(self, timeout: float) -> bytes:
+        """Everything the gateway sent until it closed the connection (TimeoutError when it does not)."""
+        try:
+            return await read_until_closed(self.reader, timeout)
+        except ConnectionError:  # closed while our own flood was still being written
+            return b""
+        finally:
+            self.writer.close()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def ws_upgrade(
+    port: int, path: str = "/", headers: dict[str, str] | None = None, protocol: str | None = None
+) -> tuple[bytes, asyncio.StreamReader, asyncio.StreamWriter]:
+    """A raw upgrade request with `headers` (Host defaults to 127.0.0.1:port); the response head, and the stream."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    fields = {"Host": f"127.0.0.1:{port}", **(headers or {})}
+    if protocol is not None:
+        fields["Sec-WebSocket-Protocol"] = protocol
+    head = "".join(f"{name}: {value}\r\n" for name, value in fields.items())
+    key = base64.b64encode(os.urandom(16)).decode()
+    writer.write(
+        f"GET {path} HTTP/1.1\r\n{head}Upgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+    )
+    response = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    return response, reader, writer
+
+
+@dataclass(frozen=True)
+class Face:
+    """How the suite speaks to one face.
+
+    `open(ports, token)` connects and, when `token` is given, authenticates by the face's own means;
+    `garbage` is a message the face must refuse (and keep refusing within the budget); `half` is a
+    frame begun and never finished. `ws_path` is set for WebSocket faces (Host and Origin guards);
+    `token_in_url` for faces whose only auth is `?token=` (no auth deadline: no token, no session).
+    """
+
+    name: str
+    open: Callable[[Ports, str | None], Awaitable[Conn]]
+    garbage: bytes
+    garbage_opcode: int = 0x1
+    ws_port: Callable[[Ports], int] | None = None
+    ws_path: str = "/"
+    subprotocol: str | None = None
+    token_in_url: bool = False
+
+
+def _native_ws(path: str = "/ws") -> Callable[[Ports, str | None], Awaitable[Conn]]:
+    async def open_(ports: Ports, token: str | None) -> Conn:
+        response, reader, writer = await ws_upgrade(ports.http, path)
+        assert response.startswith(b"HTTP/1.1 101"), response
+        conn = Conn(reader, writer, ws=True)
+        if token is not None:
+            conn.send(b'{"op":"auth","id":1,"token":"%s"}' % token.encode())
+        return conn
+
+    return open_
+
+
+def _msgpack(unix: bool) -> Callable[[Ports, str | None], Awaitable[Conn]]:
+    async def open_(ports: Ports, token: str | None) -> Conn:
+        if unix:
+            reader, writer = await asyncio.open_unix_connection(ports.unix)
+        else:
+            reader, writer = await asyncio.open_connection("127.0.0.1", ports.msgpack)
+        conn = Conn(reader, writer, ws=False)
+        if token is not None:
+            conn.send(msgpack.packb({"op": "auth", "id": 1, "token": token}))
+        return conn
+
+    return open_
+
+
+def _rosbridge(port: Callable[[Ports], int], path: str) -> Callable[[Ports, str | None], Awaitable[Conn]]:
+    async def open_(ports: Ports, token: str | None) -> Conn:
+        response, reader, writer = await ws_upgrade(port(ports), path)
+        assert response.startswith(b"HTTP/1.1 101"), response
+        conn = Conn(reader, writer, ws=True)
+        if token is not None:
+            conn.send(b'{"op":"auth","mac":"%s"}' % token.encode())
+        return conn
+
+    return open_
+
+
+async def _foxglove(ports: Ports, token: str | None) -> Conn:
+    query = f"?token={token}" if token is not None else ""
+    response, reader, writer = await ws_upgrade(ports.foxglove, "/" + query, protocol="foxglove.websocket.v1")
+    assert response.startswith(b"HTTP/1.1 101"), response
+    return Conn(reader, writer, ws=True)
+
+
+async def _tdm_tcp(ports: Ports, token: str | None) -> Conn:
+    reader, writer = await asyncio.open_connection("127.0.0.1", ports.tdm_tcp)
+    conn = Conn(reader, writer, ws=False)
+    if token is not None:
+        conn.send(tcp_frame(tdm_handshake(token)))
+    return conn
+
+
+async def _tdm_ws(ports: Ports, token: str | None) -> Conn:
+    response, reader, writer = await ws_upgrade(ports.tdm_ws, "/")
+    assert response.startswith(b"HTTP/1.1 101"), response
+    conn = Conn(reader, writer, ws=True)
+    if token is not None:
+        conn.send(tdm_handshake(token), opcode=0x2)
+    return conn
+
+
+#: A TDM message the face must refuse after the handshake: no flatbuffer at all.
+TDM_GARBAGE = b"\xff" * 40
+
+FACES = [
+    Face("native ws", _native_ws(), b"not json", ws_port=lambda p: p.http, ws_path="/ws"),
+    Face("msgpack tcp", _msgpack(unix=False), msgpack.packb(1)),
+    Face("msgpack unix", _msgpack(unix=True), msgpack.packb(1)),
+    Face("rosbridge", _rosbridge(lambda p: p.rosbridge, "/"), b"not json", ws_port=lambda p: p.rosbridge),
+    Face(
+        "rosbridge path",
+        _rosbridge(lambda p: p.http, "/rosbridge"),
+        b"not json",
+        ws_port=lambda p: p.http,
+        ws_path="/rosbridge",
+    ),
+    Face(
+        "foxglove",
+        _foxglove,
+        b"not json",
+        ws_port=lambda p: p.foxglove,
+        subprotocol="foxglove.websocket.v1",
+        token_in_url=True,
+    ),
+    Face("tdm tcp", _tdm_tcp, tcp_frame(TDM_GARBAGE)),
+    Face("tdm ws", _tdm_ws, TDM_GARBAGE, garbage_opcode=0x2, ws_port=lambda p: p.tdm_ws),
+]
+WS_FACES = [face for face in FACES if face.ws_port is not None]
+
+
+def _ids(faces: list[Face]) -> list[str]:
+    return [face.name for face in faces]
+
+
+def conformance_config(tmp_path: Path, ports: Ports, server: str = "") -> str:
+    auth = f"""
+[auth.tokens.admin]
+hash = "{hash_token(ADMIN)}"
+role = "admin"
+
+[auth.tokens.reader]
+hash = "{hash_token(READER)}"
+role = "read"
+"""
+    faces = (
+        f"[rosbridge]\nenabled = true\nport = {ports.rosbridge}\n"
+        f"[foxglove]\nenabled = true\nport = {ports.foxglove}\n"
+        f'[tdm]\nenabled = true\nhost = "127.0.0.1"\ntcp_port = {ports.tdm_tcp}\nws_port = {ports.tdm_ws}\n'
+    )
+    server = (
+        f"auth_timeout_s = {AUTH_TIMEOUT_S}\nread_timeout_s = {READ_TIMEOUT_S}\nrefusal_burst = {REFUSAL_BURST}\n"
+        + server
+    )
+    return gateway_config(tmp_path, DEVICES, server=server, extra=auth + faces)
+
+
+def free_ports(tmp_path: Path) -> Ports:
+    return Ports(0, 0, str(tmp_path / "gw.sock"), free_port(), free_port(), free_port(), free_port())
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[RunningGateway, Ports]]:
+    tmp_path = tmp_path_factory.mktemp("conformance")
+    ports = free_ports(tmp_path)
+    running = await start_gateway(tmp_path, conformance_config(tmp_path, ports))
+    assert running.msgpack_port is not None and running.unix_socket is not None
+    ports.http, ports.msgpack, ports.unix = running.http_port, running.msgpack_port, running.unix_socket
+    yield running, ports
+    assert await running.stop() == 0
+
+
+# -- the Host and Origin guards (every WebSocket face; stream faces have no Host) ---------------
+
+#: Host headers no listener may answer: foreign names and malformed forms (see test_security's table).
+FOREIGN_HOSTS = ["evil.example", "[::1].evil.example", "[::1]evil.example", "127.0.0.1:80:80", "localhost.evil.example"]
+
+
+@pytest.mark.parametrize("face", WS_FACES, ids=_ids(WS_FACES))
+@pytest.mark.parametrize("host", FOREIGN_HOSTS)
+async def test_every_websocket_face_refuses_a_foreign_or_malformed_host(
+    gateway: tuple[RunningGateway, Ports], face: Face, host: str
+) -> None:
+    assert face.ws_port is not None
+    response, _, writer = await ws_upgrade(
+        face.ws_port(gateway[1]), face.ws_path, {"Host": host}, protocol=face.subprotocol
+    )
+    writer.close()
+    assert response.startswith(b"HTTP/1.1 421 "), response
+
+
+@pytest.mark.parametrize("face", WS_FACES, ids=_ids(WS_FACES))
+async def test_every_websocket_face_refuses_a_foreign_origin(gateway: tuple[RunningGateway, Ports], face: Face) -> None:
+    assert face.ws_port is not None
+    port = face.ws_port(gateway[1])
+    path = face.ws_path + (f"?token={ADMIN}" if face.token_in_url else "")
+    response, _, writer = await ws_upgrade(port, path, {"Origin": "http://evil.example"}, protocol=face.subprotocol)
+    writer.close()
+    assert response.startswith(b"HTTP/1.1 403 "), response
+    # A page this listener served (same host and port) is let in.
+    response, _, writer = await ws_upgrade(
+        port, path, {"Origin": f"http://127.0.0.1:{port}"}, protocol=face.subprotocol
+    )
+    writer.close()
+    assert response.startswith(b"HTTP/1.1 101 "), response
+
+
+# -- deadlines ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
+async def test_a_client_that_never_authenticates_is_closed_after_auth_timeout_s(
+    gateway: tuple[RunningGateway, Ports], face: Face
+) -> None:
+    conn = await face.open(gateway[1], None)  # connected, and silent
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await conn.closed_within(AUTH_TIMEOUT_S + 5)
+    if not face.token_in_url:  # Foxglove without a token is closed at once
+        assert loop.time() - started >= AUTH_TIMEOUT_S * 0.9
+
+
+@pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
+async def test_a_half_frame_is_closed_after_read_timeout_s(gateway: tuple[RunningGateway, Ports], face: Face) -> None:
+    conn = await face.open(gateway[1], ADMIN)
+    if conn.ws:
+        conn.writer.write(ws_frame_header(1000, face.garbage_opcode) + b"x" * 10)
+    elif face.name == "tdm tcp":
+        conn.writer.write(struct.pack("<I", 1000) + b"x" * 10)
+    else:
+        conn.writer.write(b"\xdb\x00\x00\x03\xe8" + b"x" * 10)  # msgpack str32 of 1000 bytes, 10 sent
+    await conn.closed_within(READ_TIMEOUT_S + 5)
+
+
+# -- the refusal budget -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
+async def test_a_flood_of_refused_frames_closes_the_client(gateway: tuple[RunningGateway, Ports], face: Face) -> None:
+    conn = await face.open(gateway[1], ADMIN)
+    await asyncio.sleep(0.3)  # authenticated (the auth deadline is not what closes it)
+    for _ in range(REFUSAL_BURST * 20):
+        conn.send(face.garbage, face.garbage_opcode)
+    with contextlib.suppress(ConnectionError):
+        await conn.writer.drain()
+    await conn.closed_within(10)
+
+
+@pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
+async def test_refusals_within_the_budget_are_answered_and_the_client_stays(
+    gateway: tuple[RunningGateway, Ports], face: Face
+) -> None:
+    conn = await face.open(gateway[1], ADMIN)
+    await asyncio.sleep(0.3)
+    for _ in range(REFUSAL_BURST // 2):
+        conn.send(face.garbage, face.garbage_opcode)
+    with pytest.raises(TimeoutError):
+        await conn.closed_within(AUTH_TIMEOUT_S + 0.5)  # past the auth deadline too: it authenticated
+
+
+# -- heartbeat ----------------------------------------------------------------------------------
+
+
+async def test_every_websocket_face_closes_a_peer_that_never_answers_pings(tmp_path: Path) -> None:
+    ports = free_ports(tmp_path)
+    running = await start_gateway(tmp_path, conformance_config(tmp_path, ports, server="heartbeat_s = 0.5\n"))
+    try:
+        assert running.msgpack_port is not None and running.unix_socket is not None
+        ports.http, ports.msgpack, ports.unix = running.http_port, running.msgpack_port, running.unix_socket
+        for face in WS_FACES:
+            conn = await face.open(ports, ADMIN)  # a raw client: it never answers a ping
+            data = await conn.closed_within(5)
+            assert 0x9 in [opcode for opcode, _ in ws_server_frames(data)], face.name  # pinged, then closed
+    finally:
+        assert await running.stop() == 0
+
+
+# -- hostile ids and values ---------------------------------------------------------------------
+
+
+async def test_rosbridge_answers_a_cbor_id_beyond_64_bits_and_goes_on(gateway: tuple[RunningGateway, Ports]) -> None:
+    running, ports = gateway
+    async with websockets.connect(f"ws://127.0.0.1:{ports.rosbridge}/", max_size=None, open_timeout=5) as ws:
+        for request_id in (1 << 64, -(1 << 64) - 1, 1 << 200):
+            await ws.send(cbor2.dumps({"op": "no-such-op", "id": request_id}))
+            answer = await asyncio.wait_for(ws.recv(), 5)
+            assert '"status"' in str(answer)
+        await ws.send('{"op":"set_level","id":"next","level":"nonsense"}')
+        assert '"id":"next"' in str(await asyncio.wait_for(ws.recv(), 5))  # the connection goes on
+    assert not [line for line in running.logs if "Traceback" in str(line) or line.get("exc_info")]
+
+
+async def test_rosbridge_holds_a_bounded_number_of_publishers(gateway: tuple[RunningGateway, Ports]) -> None:
+    _, ports = gateway
+    async with websockets.connect(f"ws://127.0.0.1:{ports.rosbridge}/?token={ADMIN}", open_timeout=5) as ws:
+        for number in range(MAX_PUBLISHERS + 1):
+            await ws.send('{"op":"advertise","id":"p%d","topic":"/sim_1/cmd/led","type":"hwgateway/Led"}' % number)
+        answer = str(await asyncio.wait_for(ws.recv(), 5))  # advertise answers nothing when it succeeds
+        assert f"at most {MAX_PUBLISHERS} publishers" in answer
+        assert '"id":"p%d"' % MAX_PUBLISHERS in answer
+        # Taking one back makes room for another.
+        await ws.send('{"op":"unadvertise","id":"p0","topic":"/sim_1/cmd/led"}')
+        await ws.send('{"op":"advertise","id":"again","topic":"/sim_1/cmd/led","type":"hwgateway/Led"}')
+        await ws.send('{"op":"set_level","id":"x","level":"nonsense"}')
+        assert '"id":"x"' in str(await asyncio.wait_for(ws.recv(), 5))  # the next answer is this one's error
