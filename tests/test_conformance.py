@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 import os
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -263,7 +264,8 @@ async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tup
     tmp_path = tmp_path_factory.mktemp("conformance")
     ports = free_ports(tmp_path)
     running = await start_gateway(tmp_path, conformance_config(tmp_path, ports))
-    assert running.msgpack_port is not None and running.unix_socket is not None
+    assert running.msgpack_port is not None
+    assert running.unix_socket is not None
     ports.http, ports.msgpack, ports.unix = running.http_port, running.msgpack_port, running.unix_socket
     yield running, ports
     assert await running.stop() == 0
@@ -364,7 +366,8 @@ async def test_every_websocket_face_closes_a_peer_that_never_answers_pings(tmp_p
     ports = free_ports(tmp_path)
     running = await start_gateway(tmp_path, conformance_config(tmp_path, ports, server="heartbeat_s = 0.5\n"))
     try:
-        assert running.msgpack_port is not None and running.unix_socket is not None
+        assert running.msgpack_port is not None
+        assert running.unix_socket is not None
         ports.http, ports.msgpack, ports.unix = running.http_port, running.msgpack_port, running.unix_socket
         for face in WS_FACES:
             conn = await face.open(ports, ADMIN)  # a raw client: it never answers a ping
@@ -389,14 +392,17 @@ async def test_rosbridge_answers_a_cbor_id_beyond_64_bits_and_goes_on(gateway: t
     assert not [line for line in running.logs if "Traceback" in str(line) or line.get("exc_info")]
 
 
+LED_TOPIC, LED_TYPE = "/sim_1/cmd/led", "hwgateway/Led"
+
+
 async def test_rosbridge_holds_a_bounded_number_of_publishers(gateway: tuple[RunningGateway, Ports]) -> None:
     _, ports = gateway
     async with websockets.connect(f"ws://127.0.0.1:{ports.rosbridge}/?token={ADMIN}", open_timeout=5) as ws:
         for number in range(MAX_PUBLISHERS + 1):
-            await ws.send('{"op":"advertise","id":"p%d","topic":"/sim_1/cmd/led","type":"hwgateway/Led"}' % number)
+            await ws.send(json.dumps({"op": "advertise", "id": f"p{number}", "topic": LED_TOPIC, "type": LED_TYPE}))
         answer = str(await asyncio.wait_for(ws.recv(), 5))  # advertise answers nothing when it succeeds
         assert f"at most {MAX_PUBLISHERS} publishers" in answer
-        assert '"id":"p%d"' % MAX_PUBLISHERS in answer
+        assert f'"id":"p{MAX_PUBLISHERS}"' in answer
         # Taking one back makes room for another.
         await ws.send('{"op":"unadvertise","id":"p0","topic":"/sim_1/cmd/led"}')
         await ws.send('{"op":"advertise","id":"again","topic":"/sim_1/cmd/led","type":"hwgateway/Led"}')

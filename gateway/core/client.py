@@ -20,7 +20,7 @@ from gateway.bus import Bus, Subscriber
 from gateway.commands import MIN_COMMAND_TIMEOUT_S, CommandRouter
 from gateway.config import ServerConfig
 from gateway.core.admission import Admission
-from gateway.core.auth_guard import MAX_FAILURES_PER_CONNECTION, AuthGuard
+from gateway.core.auth_guard import MAX_FAILURES_PER_CONNECTION, AuthGuard, Throttled
 from gateway.credentials import OPEN_ACCESS, Credential, find
 from gateway.errors import (
     ErrorCode,
@@ -138,10 +138,12 @@ class Client:
         """True once the client presented a valid token (always, with no tokens configured)."""
         return self.credential is not None
 
-    async def authenticate(self, token: str) -> None:
+    async def authenticate(self, token: str, urgent: bool = False) -> None:
         """Check `token` against the configured ones; raise `Unauthorized` when wrong.
 
-        Digests are compared in constant time, and attempts are throttled per source address (`AuthGuard`).
+        Digests are compared in constant time, and attempts are throttled per source address
+        (`AuthGuard`); `RateLimited` when too many attempts from the address already wait. An
+        `urgent` check (an emergency stop's token) waits behind nothing.
         """
         credentials = self.hub.credentials
         if not credentials:
@@ -154,7 +156,12 @@ class Client:
                 found.append(match)
             return match is not None
 
-        if not await self.hub.auth_guard.attempt(self.peer, check):
+        guard = self.hub.auth_guard
+        try:
+            accepted = guard.check_now(self.peer, check) if urgent else await guard.attempt(self.peer, check)
+        except Throttled as throttled:
+            raise RateLimited(f"{throttled}; try again later") from None
+        if not accepted:
             self.auth_failures += 1
             raise Unauthorized("token refused")
         self.credential = found[0]
