@@ -28,7 +28,7 @@ from tdmclient.thymio import ThymioFB
 
 from gateway.credentials import hash_token
 from gateway.faces.rosbridge.ops import MAX_PUBLISHERS
-from tests.abuse_clients import read_until_closed, ws_frame, ws_frame_header, ws_server_frames
+from tests.abuse_clients import msgpack_messages, read_until_closed, ws_frame, ws_frame_header, ws_server_frames
 from tests.harness import RunningGateway, free_port, gateway_config, start_gateway
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]
@@ -136,6 +136,10 @@ class Face:
     ws_path: str = "/"
     subprotocol: str | None = None
     token_in_url: bool = False
+    #: Hostile values the face must answer or refuse by name, then `probe`, whose answer holds `probe_answer`.
+    hostile: tuple[bytes, ...] = ()
+    probe: bytes = b""
+    probe_answer: bytes = b""
 
 
 def _native_ws(path: str = "/ws") -> Callable[[Ports, str | None], Awaitable[Conn]]:
@@ -202,18 +206,83 @@ async def _tdm_ws(ports: Ports, token: str | None) -> Conn:
 
 #: A TDM message the face must refuse after the handshake: no flatbuffer at all.
 TDM_GARBAGE = b"\xff" * 40
+#: JSON no reply may choke on: ids beyond 64 bits, NaN and infinity, nesting past any parser's depth, a huge string.
+HOSTILE_JSON = (
+    b'{"op":"ping","id":18446744073709551616}',
+    b'{"op":"ping","id":-9223372036854775809}',
+    b'{"op":"ping","id":NaN}',
+    b'{"op":"ping","id":1e400}',
+    b'{"op":"ping","id":1,"x":' + b"[" * 5000 + b"]" * 5000 + b"}",
+    b'{"op":"ping","id":"' + b"x" * 60000 + b'"}',
+    b'{"op":"' + b"y" * 60000 + b'","id":2}',
+)
+#: The same in msgpack (no integer there exceeds 64 bits): NaN, a huge string. (Nesting past the
+#: decoder's depth leaves a stream it cannot resynchronise: that closes, by name; tested below.)
+MSGPACK_TOO_DEEP = b"\x83\xa2op\xa4ping\xa2id\x01\xa1x" + b"\x91" * 5000 + b"\xc0"
+HOSTILE_MSGPACK = (
+    msgpack.packb({"op": "ping", "id": float("nan")}),
+    msgpack.packb({"op": "ping", "id": float("inf")}),
+    msgpack.packb({"op": "ping", "id": "x" * 60000}),
+    msgpack.packb({"op": "y" * 60000, "id": 2}),
+)
+#: rosbridge's JSON again, and the fields it reads with hostile values.
+HOSTILE_ROSBRIDGE = (
+    *HOSTILE_JSON,
+    b'{"op":"subscribe","id":3,"topic":"/sim_1/state","throttle_rate":1e308,"queue_length":18446744073709551616}',
+    b'{"op":"call_service","id":4,"service":"/rosapi/topics","args":{"x":NaN}}',
+)
+HOSTILE_FOXGLOVE = (
+    *HOSTILE_JSON,
+    b'{"op":"subscribe","subscriptions":[{"id":18446744073709551616,"channelId":1}]}',
+    b'{"op":"getParameters","parameterNames":["' + b"p" * 60000 + b'"],"id":"x"}',
+    b'{"op":"unsubscribe","subscriptionIds":[-1, 1e400]}',
+)
 
 FACES = [
-    Face("native ws", _native_ws(), b"not json", ws_port=lambda p: p.http, ws_path="/ws"),
-    Face("msgpack tcp", _msgpack(unix=False), msgpack.packb(1)),
-    Face("msgpack unix", _msgpack(unix=True), msgpack.packb(1)),
-    Face("rosbridge", _rosbridge(lambda p: p.rosbridge, "/"), b"not json", ws_port=lambda p: p.rosbridge),
+    Face(
+        "native ws",
+        _native_ws(),
+        b"not json",
+        ws_port=lambda p: p.http,
+        ws_path="/ws",
+        hostile=HOSTILE_JSON,
+        probe=b'{"op":"ping","id":"probe-42"}',
+        probe_answer=b'"probe-42"',
+    ),
+    Face(
+        "msgpack tcp",
+        _msgpack(unix=False),
+        msgpack.packb(1),
+        hostile=HOSTILE_MSGPACK,
+        probe=msgpack.packb({"op": "ping", "id": "probe-42"}),
+        probe_answer=b"probe-42",
+    ),
+    Face(
+        "msgpack unix",
+        _msgpack(unix=True),
+        msgpack.packb(1),
+        hostile=HOSTILE_MSGPACK,
+        probe=msgpack.packb({"op": "ping", "id": "probe-42"}),
+        probe_answer=b"probe-42",
+    ),
+    Face(
+        "rosbridge",
+        _rosbridge(lambda p: p.rosbridge, "/"),
+        b"not json",
+        ws_port=lambda p: p.rosbridge,
+        hostile=HOSTILE_ROSBRIDGE,
+        probe=b'{"op":"set_level","id":"probe-42","level":"nonsense"}',
+        probe_answer=b'"probe-42"',
+    ),
     Face(
         "rosbridge path",
         _rosbridge(lambda p: p.http, "/rosbridge"),
         b"not json",
         ws_port=lambda p: p.http,
         ws_path="/rosbridge",
+        hostile=HOSTILE_ROSBRIDGE,
+        probe=b'{"op":"set_level","id":"probe-42","level":"nonsense"}',
+        probe_answer=b'"probe-42"',
     ),
     Face(
         "foxglove",
@@ -222,11 +291,16 @@ FACES = [
         ws_port=lambda p: p.foxglove,
         subprotocol="foxglove.websocket.v1",
         token_in_url=True,
+        hostile=HOSTILE_FOXGLOVE,
+        probe=b'{"op":"getParameters","parameterNames":[],"id":"probe-42"}',
+        probe_answer=b'"probe-42"',
     ),
     Face("tdm tcp", _tdm_tcp, tcp_frame(TDM_GARBAGE)),
     Face("tdm ws", _tdm_ws, TDM_GARBAGE, garbage_opcode=0x2, ws_port=lambda p: p.tdm_ws),
 ]
 WS_FACES = [face for face in FACES if face.ws_port is not None]
+#: TDM's hostile values (nested vectors, bad flatbuffers) are in tests/test_tdm.py.
+HOSTILE_FACES = [face for face in FACES if face.hostile]
 
 
 def _ids(faces: list[Face]) -> list[str]:
@@ -408,3 +482,64 @@ async def test_rosbridge_holds_a_bounded_number_of_publishers(gateway: tuple[Run
         await ws.send('{"op":"advertise","id":"again","topic":"/sim_1/cmd/led","type":"hwgateway/Led"}')
         await ws.send('{"op":"set_level","id":"x","level":"nonsense"}')
         assert '"id":"x"' in str(await asyncio.wait_for(ws.recv(), 5))  # the next answer is this one's error
+
+
+# -- hostile values, oversized frames -----------------------------------------------------------
+
+
+async def _read_until(conn: Conn, wanted: bytes, timeout: float) -> bytes:
+    received = b""
+    async with asyncio.timeout(timeout):
+        while wanted not in received:
+            data = await conn.reader.read(65536)
+            if not data:
+                raise AssertionError(f"closed before {wanted!r}; got {received[-400:]!r}")
+            received += data
+    return received
+
+
+@pytest.mark.parametrize("face", HOSTILE_FACES, ids=_ids(HOSTILE_FACES))
+async def test_hostile_ids_and_values_are_answered_by_name_and_the_connection_goes_on(
+    gateway: tuple[RunningGateway, Ports], face: Face
+) -> None:
+    running, ports = gateway
+    conn = await face.open(ports, ADMIN)
+    try:
+        for payload in face.hostile:
+            conn.send(payload)
+        conn.send(face.probe)
+        await _read_until(conn, face.probe_answer, 10)
+    finally:
+        conn.close()
+    assert not [line for line in running.logs if line.get("exc_info") or "Traceback" in str(line)]
+
+
+@pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
+async def test_an_oversized_frame_closes_the_connection_at_its_header(
+    gateway: tuple[RunningGateway, Ports], face: Face
+) -> None:
+    conn = await face.open(gateway[1], ADMIN)
+    huge = 300 * 1024 * 1024  # beyond every face's frame limit
+    if conn.ws:
+        conn.writer.write(ws_frame_header(huge, face.garbage_opcode))
+    elif face.name == "tdm tcp":
+        conn.writer.write(struct.pack("<I", huge))
+    else:
+        conn.writer.write(b"\xdb" + huge.to_bytes(4, "big"))  # msgpack str32
+    await conn.closed_within(5)  # at once: well before the read timeout would
+
+
+@pytest.mark.parametrize("face", [f for f in FACES if f.name.startswith("msgpack")], ids=lambda f: f.name)
+async def test_msgpack_nested_past_the_decoders_depth_closes_by_name(
+    gateway: tuple[RunningGateway, Ports], face: Face
+) -> None:
+    running, ports = gateway
+    conn = await face.open(ports, ADMIN)
+    conn.send(MSGPACK_TOO_DEEP)
+    closes = [
+        m for m in msgpack_messages(await conn.closed_within(5)) if isinstance(m, dict) and m.get("op") == "close"
+    ]
+    assert closes
+    assert closes[0]["code"] == "bad_request"
+    assert "StackError" in closes[0]["reason"]
+    assert not [line for line in running.logs if line.get("exc_info") or "Traceback" in str(line)]
