@@ -24,12 +24,15 @@ import msgpack
 import pytest
 import pytest_asyncio
 import websockets
+from tdmclient import FlatBuffer
 from tdmclient.thymio import ThymioFB
 
 from gateway.credentials import hash_token
 from gateway.faces.rosbridge.ops import MAX_PUBLISHERS
+from gateway.faces.tdm.nodes import node_id
+from protocols.tdm.messages import ErrorType
 from tests.abuse_clients import msgpack_messages, read_until_closed, ws_frame, ws_frame_header, ws_server_frames
-from tests.harness import RunningGateway, free_port, gateway_config, start_gateway
+from tests.harness import RunningGateway, connect, free_port, gateway_config, start_gateway
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]
 
@@ -543,3 +546,112 @@ async def test_msgpack_nested_past_the_decoders_depth_closes_by_name(
     assert closes[0]["code"] == "bad_request"
     assert "StackError" in closes[0]["reason"]
     assert not [line for line in running.logs if line.get("exc_info") or "Traceback" in str(line)]
+
+
+# -- roles and locks across faces ---------------------------------------------------------------
+
+LED_DATA = {"index": 0, "rgb": [1, 0, 0]}
+TDM_REQUEST = 77
+
+
+def _command_sim(encode: Callable[[dict[str, Any]], bytes]) -> Callable[[Conn], None]:
+    def send(conn: Conn) -> None:
+        request = {"op": "command", "id": "cmd-1", "device": "sim-1", "type": "led", "data": LED_DATA}
+        conn.send(encode(request))
+
+    return send
+
+
+def _rosbridge_publish(conn: Conn) -> None:
+    conn.send(json.dumps({"op": "publish", "id": "cmd-1", "topic": LED_TOPIC, "msg": LED_DATA}).encode())
+
+
+def _foxglove_publish(conn: Conn) -> None:
+    channel = {"id": 1, "topic": "/sim-1/command/led", "encoding": "json", "schemaName": "led"}
+    conn.send(json.dumps({"op": "advertise", "channels": [channel]}).encode())
+    conn.send(struct.pack("<BI", 1, 1) + json.dumps(LED_DATA).encode(), opcode=0x2)
+
+
+def _tdm_lock(conn: Conn) -> None:
+    request = tdm_message(ThymioFB.MESSAGE_TYPE_LOCK_NODE, (TDM_REQUEST, (node_id("thymio-sim"),)))
+    conn.send(request if conn.ws else tcp_frame(request), opcode=0x2)
+
+
+#: How each face commands a device (sim-1; the TDM locks its node, thymio-sim, which its commands need).
+COMMANDS: dict[str, Callable[[Conn], None]] = {
+    "native ws": _command_sim(lambda r: json.dumps(r).encode()),
+    "msgpack tcp": _command_sim(msgpack.packb),
+    "msgpack unix": _command_sim(msgpack.packb),
+    "rosbridge": _rosbridge_publish,
+    "rosbridge path": _rosbridge_publish,
+    "foxglove": _foxglove_publish,
+    "tdm tcp": _tdm_lock,
+    "tdm ws": _tdm_lock,
+}
+
+
+def _tdm_error_codes(data: bytes, ws: bool) -> list[int]:
+    """The codes of the TDM `Error` replies to `TDM_REQUEST` in what the gateway sent."""
+    messages = [payload for opcode, payload in ws_server_frames(data) if opcode == 0x2] if ws else []
+    if not ws:
+        while len(data) >= 4:
+            (length,) = struct.unpack_from("<I", data)
+            if len(data) < 4 + length:
+                break
+            messages.append(data[4 : 4 + length])
+            data = data[4 + length :]
+    codes = []
+    for message in messages:
+        fb = FlatBuffer()
+        fb.parse(message, ThymioFB.SCHEMA)
+        if fb.root.union_type == ThymioFB.MESSAGE_TYPE_ERROR:
+            fields = fb.root.union_data[0].fields
+            if FlatBuffer.field_val(fields[0], 0) == TDM_REQUEST:
+                codes.append(FlatBuffer.field_val(fields[1], 0))
+    return codes
+
+
+async def _refused_with(face: Face, conn: Conn, text: bytes, tdm_code: ErrorType) -> None:
+    """Read until the command's refusal: `text` in it (the TDM's Error carries a code only)."""
+    received = b""
+    async with asyncio.timeout(10):
+        while True:
+            data = await conn.reader.read(65536)
+            assert data, f"{face.name}: closed before the refusal; got {received[-300:]!r}"
+            received += data
+            if face.name.startswith("tdm"):
+                if tdm_code in _tdm_error_codes(received, conn.ws):
+                    return
+            elif text in received:
+                return
+
+
+@pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
+async def test_a_read_only_token_cannot_command(gateway: tuple[RunningGateway, Ports], face: Face) -> None:
+    conn = await face.open(gateway[1], READER)
+    try:
+        COMMANDS[face.name](conn)
+        await _refused_with(face, conn, b"read-only", ErrorType.UNKNOWN_ERROR)
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
+async def test_a_lock_taken_on_another_face_refuses_this_faces_commands(
+    gateway: tuple[RunningGateway, Ports], face: Face
+) -> None:
+    running, ports = gateway
+    holder = await connect(running, "ws")
+    try:
+        await holder.ok("auth", token=ADMIN)
+        await holder.wait_for(lambda m: m.get("device") == "thymio-sim" and m.get("status") == "connected", 20)
+        for device in ("sim-1", "thymio-sim"):
+            await holder.ok("lock", device=device)
+        conn = await face.open(ports, ADMIN)
+        try:
+            COMMANDS[face.name](conn)
+            await _refused_with(face, conn, b"locked by client", ErrorType.NODE_BUSY)
+        finally:
+            conn.close()
+    finally:
+        await holder.close()  # its locks end with it
