@@ -655,3 +655,54 @@ async def test_a_lock_taken_on_another_face_refuses_this_faces_commands(
             conn.close()
     finally:
         await holder.close()  # its locks end with it
+
+
+# -- estop and the log under a flood ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
+async def test_estop_is_carried_out_while_this_face_is_flooded(
+    gateway: tuple[RunningGateway, Ports], face: Face
+) -> None:
+    running, ports = gateway
+    stop = asyncio.Event()
+
+    async def attack() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError, AssertionError, TimeoutError):
+                conn = await face.open(ports, None)
+                for _ in range(REFUSAL_BURST * 10):
+                    conn.send(face.garbage, face.garbage_opcode)
+                with contextlib.suppress(TimeoutError):
+                    await conn.closed_within(2)
+
+    attackers = [asyncio.create_task(attack()) for _ in range(8)]
+    stopper = await connect(running, "tcp")
+    try:
+        await stopper.ok("auth", token=READER)  # any accepted token may stop everything
+        await asyncio.sleep(0.5)  # the flood is under way
+        outcome = await asyncio.wait_for(stopper.ok("estop"), 10)
+        assert {device["device"] for device in outcome["devices"]} == {"sim-1", "thymio-sim"}
+        assert all(device["ok"] for device in outcome["devices"])
+    finally:
+        stop.set()
+        await stopper.close()
+        for task in attackers:
+            task.cancel()
+        await asyncio.gather(*attackers, return_exceptions=True)
+
+
+@pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
+async def test_refused_requests_are_not_logged_one_by_one(gateway: tuple[RunningGateway, Ports], face: Face) -> None:
+    running, ports = gateway
+    before = len(running.logs)
+    conns = [await face.open(ports, ADMIN) for _ in range(5)]
+    for conn in conns:
+        for _ in range(REFUSAL_BURST // 2):  # within the budget: answered, not closed
+            conn.send(face.garbage, face.garbage_opcode)
+    await asyncio.sleep(1.0)
+    for conn in conns:
+        conn.close()
+    lines = [str(line.get("event")) for line in running.logs[before:]]
+    about_refusals = [line for line in lines if "refused" in line or "bad message" in line or "not valid" in line]
+    assert len(about_refusals) <= 2, about_refusals  # 40 refusals
