@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from gateway.core.client import Client
 
 _TIMEOUTS = RateLimitedLog("stream clients timed out", 10.0, logging.INFO)
-PARTIAL_REASON = "a message begun {:g} s ago is still unfinished (server.read_timeout_s)"
+PARTIAL_REASON = "a request begun {:g} s ago is still unfinished (server.read_timeout_s)"
 IDLE_REASON = "nothing received for {:g} s (server.idle_timeout_s; send ping to stay connected)"
 BUDGET_REASON = "too many unfinished requests on the gateway (server.max_partial_bytes); try again later"
 
