@@ -62,15 +62,24 @@ def _remove_stale_socket(path: Path) -> None:
 class MsgpackServer:
     """Serves sessions on TCP and/or a Unix socket, within the shared connection limits."""
 
+    name = "msgpack"
+
     def __init__(self, hub: Hub, limits: ConnectionLimits) -> None:
         self._hub = hub
         self._limits = limits
         self._servers: list[asyncio.Server] = []
         self._handlers: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
         self._unix_path: Path | None = None
+        self._scheme = "tcp"
         self.tcp_port: int | None = None
 
-    async def start(self, host: str, port: int, unix_path: str, tls: ssl.SSLContext | None = None) -> None:
+    async def start(self, tls: ssl.SSLContext | None = None) -> None:
+        """Listen on `server.host`:`server.msgpack_port` (-1: not at all; `tls`: with TLS) and `server.unix_socket`."""
+        server = self._hub.server
+        self._scheme = "tls" if tls else "tcp"
+        await self.listen(server.host, server.msgpack_port, server.unix_socket, tls)
+
+    async def listen(self, host: str, port: int, unix_path: str, tls: ssl.SSLContext | None = None) -> None:
         """Listen on `host:port` (port -1: not at all; `tls`: with TLS) and on `unix_path` (empty: not at all)."""
         if port >= 0:
             try:
@@ -105,6 +114,20 @@ class MsgpackServer:
         if self._unix_path is not None:
             with contextlib.suppress(OSError):
                 self._unix_path.unlink()
+
+    def listeners(self) -> dict[str, str | None]:
+        """The TCP address and the Unix socket's path."""
+        tcp = f"{self._scheme}://{self._hub.server.host}:{self.tcp_port}" if self.tcp_port else None
+        return {"msgpack": tcp, "unix": str(self._unix_path) if self._unix_path is not None else None}
+
+    def abort_connections(self) -> None:
+        """Drop every connection at once."""
+        for writer in self._handlers.values():
+            writer.transport.abort()
+
+    async def cleanup(self) -> None:
+        """Abort what is still open and wait (bounded) for the handlers to end."""
+        await self.end_connections()
 
     async def end_connections(self, timeout_s: float = 1.0) -> None:
         """Abort every connection still open and wait (at most `timeout_s`) for their handlers to end."""

@@ -37,9 +37,13 @@ class FoxgloveServer:
     header deadline and the WebSocket read limits.
     """
 
-    def __init__(self, hub: Hub, limits: ConnectionLimits) -> None:
+    name = "foxglove"
+
+    def __init__(self, hub: Hub, limits: ConnectionLimits, port: int) -> None:
         self.hub = hub
         self._limits = limits
+        self._wanted_port = port
+        self._scheme = "ws"
         self._guards: dict[asyncio.BaseTransport, GuardedHttpProtocol] = {}
         self.catalog = Catalog()
         #: Milliseconds since the epoch at start, as foxglove-sdk makes it: the same for every
@@ -64,9 +68,11 @@ class FoxgloveServer:
             "sessionId": self.session_id,
         }
 
-    async def start(self, host: str, port: int, tls: ssl.SSLContext | None = None) -> None:
-        """Listen on `host`:`port` (TLS with `tls`); raise `OSError` naming the listener when it cannot bind."""
+    async def start(self, tls: ssl.SSLContext | None = None) -> None:
+        """Listen on `server.host` and the configured port (TLS with `tls`); `OSError` naming it when it cannot bind."""
         server = self.hub.server
+        host, port = server.host, self._wanted_port
+        self._scheme = "wss" if tls else "ws"
         self._runner = web.AppRunner(
             self._app,
             handle_signals=False,
@@ -98,6 +104,10 @@ class FoxgloveServer:
         """Accept no new connections."""
         if self._server is not None:
             self._server.close()
+
+    def listeners(self) -> dict[str, str | None]:
+        """The Foxglove port's URL."""
+        return {"foxglove": f"{self._scheme}://{self.hub.server.host}:{self.port}/" if self.port else None}
 
     def abort_connections(self) -> None:
         """Drop every connection of this port at once (the end of a shutdown that ran out of time)."""

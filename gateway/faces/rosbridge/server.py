@@ -89,41 +89,59 @@ async def _receive_binary(session: RosbridgeSession, data: bytes) -> None:
 
 
 class RosbridgeServer:
-    """The dedicated rosbridge port: its own aiohttp runner in the gateway's event loop."""
+    """The dedicated rosbridge port: its own aiohttp runner in the gateway's event loop (a `Face`).
 
-    def __init__(self, hub: Hub, names: RosNames) -> None:
+    Its connections share the HTTP port's `registry` of guarded connections (the app aborts them).
+    """
+
+    name = "rosbridge"
+
+    def __init__(
+        self,
+        hub: Hub,
+        names: RosNames,
+        port: int,
+        limits: ConnectionLimits,
+        registry: dict[asyncio.BaseTransport, GuardedHttpProtocol],
+    ) -> None:
         self._app = web.Application(
             client_max_size=hub.server.max_frame_bytes, middlewares=[host_guard(HostPolicy(hub.server.allowed_hosts))]
         )
         self._app.router.add_get("/", handler(hub, names))
         self._server = hub.server
+        self._wanted_port = port
+        self._limits = limits
+        self._registry = registry
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
+        self._scheme = "ws"
         self.port: int | None = None
 
-    async def start(
-        self,
-        host: str,
-        port: int,
-        tls: ssl.SSLContext | None,
-        limits: ConnectionLimits,
-        registry: dict[asyncio.BaseTransport, GuardedHttpProtocol],
-    ) -> None:
-        """Listen on `host`:`port` (TLS with `tls`) under the gateway's connection `limits`.
+    async def start(self, tls: ssl.SSLContext | None) -> None:
+        """Listen on `server.host` and the configured port (TLS with `tls`) under the gateway's connection limits.
 
         Raises `OSError` naming the listener when it cannot bind.
         """
         self._runner, self._listener = await listen_guarded(
-            self._app, "rosbridge", host, port, tls, self._server, limits, registry
-        )
+            self._app, "rosbridge", self._server.host, self._wanted_port, tls, self._server, self._limits,
+            self._registry,
+        )  # fmt: skip
+        self._scheme = "wss" if tls else "ws"
         self.port = self._listener.sockets[0].getsockname()[1]
 
-    async def stop_listening(self) -> None:
+    def stop_listening(self) -> None:
         """Accept no new connections."""
         if self._listener is not None:
             self._listener.close()
+
+    def abort_connections(self) -> None:
+        """Nothing of its own: its connections are in the HTTP port's registry, which the app aborts."""
 
     async def cleanup(self) -> None:
         """Release the runner (after the sessions were closed)."""
         if self._runner is not None:
             await self._runner.cleanup()
+
+    def listeners(self) -> dict[str, str | None]:
+        """The rosbridge port's URL."""
+        return {"rosbridge": f"{self._scheme}://{self._server.host}:{self.port}/" if self.port else None}

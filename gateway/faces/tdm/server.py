@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from typing import Any
 
 from aiohttp import WSMessage, WSMsgType, web
@@ -100,6 +101,8 @@ class WebSocketTransport:
 class TdmServer:
     """Both listeners of the TDM face; `tcp_port` / `ws_port` are the bound ports once started."""
 
+    name = "tdm"
+
     def __init__(self, hub: Hub, config: TdmConfig, limits: ConnectionLimits) -> None:
         self.hub = hub
         self.config = config
@@ -111,8 +114,8 @@ class TdmServer:
         self._runner: web.AppRunner | None = None
         self._ws_listener: asyncio.Server | None = None
 
-    async def start(self) -> None:
-        """Listen on both ports; `OSError` (naming the address) when one cannot be bound."""
+    async def start(self, tls: ssl.SSLContext | None = None) -> None:
+        """Listen on both ports (no TLS: Thymio Suite and tdmclient speak none); `OSError` naming one it cannot bind."""
         config = self.config
         app = web.Application(middlewares=[host_guard(HostPolicy(self.hub.server.allowed_hosts))])
         app.router.add_get("/{tail:.*}", self._websocket)
@@ -127,20 +130,31 @@ class TdmServer:
         self.tcp_port = self._tcp.sockets[0].getsockname()[1]
         log.info("tdm face listening", extra={"tcp": self.tcp_port, "websocket": self.ws_port, "host": config.host})
 
-    async def stop(self) -> None:
+    def stop_listening(self) -> None:
         """Stop listening (the gateway closes the sessions with every other face's)."""
         if self._tcp is not None:
             self._tcp.close()
         if self._ws_listener is not None:
             self._ws_listener.close()
 
-    async def cleanup(self) -> None:
-        """Release the WebSocket application once the sessions are closed (aborting what is left)."""
+    def abort_connections(self) -> None:
+        """Drop the WebSocket listener's connections at once (TCP sessions are aborted through the hub)."""
         for transport in list(self._guards):
             if isinstance(transport, asyncio.WriteTransport):
                 transport.abort()
+
+    async def cleanup(self) -> None:
+        """Release the WebSocket application once the sessions are closed (aborting what is left)."""
+        self.abort_connections()
         if self._runner is not None:
             await self._runner.cleanup()
+
+    def listeners(self) -> dict[str, str | None]:
+        """Both ports' addresses."""
+        if self.tcp_port is None:
+            return {"tdm": None}
+        host = self.config.host
+        return {"tdm": f"tcp://{host}:{self.tcp_port} and ws://{host}:{self.ws_port}"}
 
     async def _serve_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")

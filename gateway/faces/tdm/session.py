@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from gateway.bus import DeviceEvent, Outgoing, Sample
 from gateway.core.admission import REFUSALS_LOG
 from gateway.core.client import Client, Hub
+from gateway.core.session_state import SessionState
 from gateway.errors import (
     DeviceUnavailable,
     ErrorCode,
@@ -115,8 +116,7 @@ class TdmSession:
         self.id = self.client.id
         self._ws_port = ws_port
         self._outbox = Outbox(self.id, self.client.subscriber, transport, self._render)
-        self._handshaken = False
-        self._closed = False
+        self.state = SessionState.OPENING
         self._tasks: set[asyncio.Task[None]] = set()
         self._watch: dict[str, int] = {}
         self._pollers: dict[str, asyncio.Task[None]] = {}
@@ -136,7 +136,7 @@ class TdmSession:
     @property
     def admitted(self) -> bool:
         """True once the client's handshake (with the token as its password, when tokens are set) passed."""
-        return self._handshaken
+        return self.state is SessionState.OPEN
 
     @property
     def closing(self) -> bool:
@@ -153,6 +153,8 @@ class TdmSession:
         """Send what is queued, then close (the TDM protocol has no goodbye message)."""
         if self._outbox.closing:
             return
+        if self.state is not SessionState.CLOSED:
+            self.state = SessionState.CLOSING
         CONNECTION_LINES.log(log, "tdm client %s: closing: %s", self.id, reason)
         await self._outbox.flush_and_close(code, reason, None)
         self.finish()
@@ -165,9 +167,9 @@ class TdmSession:
     def finish(self) -> None:
         """Forget the client: stop its tasks, drop its subscriptions, release its locks and leases."""
         self._finished.set()
-        if self._closed:
+        if self.state is SessionState.CLOSED:
             return
-        self._closed = True
+        self.state = SessionState.CLOSED
         self.hub.sessions.discard(self)
         for task in [*self._tasks, *self._pollers.values()]:
             task.cancel()
@@ -200,12 +202,12 @@ class TdmSession:
         try:
             request = codec.decode(data)
         except ProtocolError as error:
-            if not self._handshaken:
+            if self.state is SessionState.OPENING:
                 await self.close(ErrorCode.BAD_REQUEST, f"the first message must be a handshake ({error})")
                 return
             await self._refused(0, ErrorType.UNKNOWN_ERROR, f"bad message: {error}")
             return
-        if not self._handshaken:
+        if self.state is SessionState.OPENING:
             await self._handshake(request)
             return
         request_id = getattr(request, "request_id", 0)
@@ -245,7 +247,7 @@ class TdmSession:
             except Unauthorized:
                 await self.close(ErrorCode.UNAUTHORIZED, "wrong or missing password (the gateway's token)")
                 return
-        self._handshaken = True
+        self.state = SessionState.OPEN
         self._push(codec.handshake(PROTOCOL_VERSION, MAX_MESSAGE_BYTES, self._local, self._ws_port))
         devices = [h.id for h in self.hub.supervisor.devices.values() if nodes.is_node(h)]
         if devices:
