@@ -40,6 +40,7 @@ ADMIN = "admin-token-0123456789abcdef"
 READER = "reader-token-0123456789abcdef"
 AUTH_TIMEOUT_S = 1.5
 READ_TIMEOUT_S = 1.0
+HEADER_TIMEOUT_S = 1.0
 #: A refusal budget small enough that a flood ends quickly, but well above what one test's good requests cost.
 REFUSAL_BURST = 16
 DEVICES = """
@@ -327,7 +328,7 @@ role = "read"
     )
     server = (
         f"auth_timeout_s = {AUTH_TIMEOUT_S}\nread_timeout_s = {READ_TIMEOUT_S}\nrefusal_burst = {REFUSAL_BURST}\n"
-        + server
+        f"http_header_timeout_s = {HEADER_TIMEOUT_S}\n" + server
     )
     return gateway_config(tmp_path, DEVICES, server=server, extra=auth + faces)
 
@@ -384,6 +385,18 @@ async def test_every_websocket_face_refuses_a_foreign_origin(gateway: tuple[Runn
 
 
 # -- deadlines ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("face", WS_FACES, ids=_ids(WS_FACES))
+async def test_slowloris_headers_are_cut_off_on_every_websocket_listener(
+    gateway: tuple[RunningGateway, Ports], face: Face
+) -> None:
+    assert face.ws_port is not None
+    reader, writer = await asyncio.open_connection("127.0.0.1", face.ws_port(gateway[1]))
+    writer.write(f"GET {face.ws_path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: y".encode())  # and never the rest
+    conn = Conn(reader, writer, ws=False)
+    answer = await conn.closed_within(HEADER_TIMEOUT_S + 5)
+    assert answer.startswith(b"HTTP/1.1 408 "), answer
 
 
 @pytest.mark.parametrize("face", FACES, ids=_ids(FACES))

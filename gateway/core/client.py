@@ -203,6 +203,18 @@ class Client:
             )
         return devices
 
+    def devices(self) -> list[DeviceHandle]:
+        """Every configured device's handle (its id, kind, status and lock holder), for faces to read.
+
+        Faces read devices here, never through the supervisor: what they may change goes through
+        `command`, `lock` and `unlock`.
+        """
+        return list(self.hub.supervisor.devices.values())
+
+    def device(self, device: str) -> DeviceHandle | None:
+        """One device's handle (None when there is no such device)."""
+        return self.hub.supervisor.devices.get(device)
+
     def topics(self) -> list[tuple[str, str]]:
         """Every known topic (published at least once) with the type of its latest sample."""
         bus = self.hub.bus

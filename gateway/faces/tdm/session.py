@@ -249,7 +249,7 @@ class TdmSession:
                 return
         self.state = SessionState.OPEN
         self._push(codec.handshake(PROTOCOL_VERSION, MAX_MESSAGE_BYTES, self._local, self._ws_port))
-        devices = [h.id for h in self.hub.supervisor.devices.values() if nodes.is_node(h)]
+        devices = [h.id for h in self._node_handles()]
         if devices:
             self.client.subscribe([f"{device}/node/*/events/*" for device in devices], None)
         self.client.join()  # every device's availability follows: NodesChanged for the TDM nodes
@@ -284,7 +284,7 @@ class TdmSession:
     # -- requests ----------------------------------------------------------------------------
 
     def _node_handles(self) -> list[Any]:
-        return [h for h in self.hub.supervisor.devices.values() if nodes.is_node(h)]
+        return [h for h in self.client.devices() if nodes.is_node(h)]
 
     def _device(self, node_or_group: bytes) -> str:
         """The device a node or group id names; `Error unknown_node` when none."""
@@ -298,7 +298,8 @@ class TdmSession:
     def _locked_device(self, node_or_group: bytes) -> str:
         """Like `_device`, for requests that need this client's lock (as the real TDM does)."""
         device = self._device(node_or_group)
-        holder = self.hub.supervisor.devices[device].locked_by
+        handle = self.client.device(device)
+        holder = handle.locked_by if handle is not None else None
         if holder != self.client.id:
             code = ErrorType.UNKNOWN_NODE if holder is None else ErrorType.NODE_BUSY
             raise TdmError(code, f"node {device} is not locked by this client (lock it first)")
@@ -455,7 +456,7 @@ class TdmSession:
         return None
 
     def _render_device(self, event: DeviceEvent) -> bytes | None:
-        handle = self.hub.supervisor.devices.get(event.device)
+        handle = self.client.device(event.device)
         if handle is None or not nodes.is_node(handle):
             return None
         # Rendering must give the same bytes each time: an item the socket could not take is rendered again.
