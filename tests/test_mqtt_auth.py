@@ -206,3 +206,30 @@ async def test_an_mqtt_estop_waits_behind_no_flood_of_wrong_tokens(tmp_path: Pat
             reading_flood.cancel()
     finally:
         assert await gateway.stop() == 0
+
+
+async def test_a_lock_taken_on_ws_refuses_mqtt_commands_and_estop_still_works(
+    tmp_path: Path, mosquitto: Broker
+) -> None:
+    # The MQTT entry of the face conformance (tests/test_conformance.py runs the socket faces).
+    config = gateway_config(tmp_path, devices=DEVICES, extra=auth_section(tmp_path) + mqtt_section(mosquitto, "lab-a"))
+    gateway = await start_gateway(tmp_path, config)
+    holder = await connect(gateway, "ws")
+    try:
+        await holder.ok("auth", token=ADMIN)
+        await holder.ok("lock", device="sim-1")
+        async with aiomqtt.Client("127.0.0.1", mosquitto.port, protocol=aiomqtt.ProtocolVersion.V5,
+                                  identifier=f"test-{uuid.uuid4().hex[:8]}") as v5:  # fmt: skip
+            await v5.subscribe("test/replies", qos=1)
+            requester = Requester(v5)
+            reading = asyncio.create_task(requester.run())
+            locked = await requester.ask("hwgw/lab-a/sim-1/set", LED, ADMIN)
+            assert locked["error"]["code"] == "locked", locked
+            assert (await requester.ask("hwgw/lab-a/thymio-1/set", LED, ADMIN))["ok"]  # another device: not locked
+            assert (await requester.ask("hwgw/lab-a/estop", {}, READER))["ok"]  # estop goes through any lock
+            await holder.ok("unlock", device="sim-1")
+            assert (await requester.ask("hwgw/lab-a/sim-1/set", LED, ADMIN))["ok"]
+            reading.cancel()
+    finally:
+        await holder.close()
+        assert await gateway.stop() == 0
