@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import cbor2
 import msgpack
 import pytest
@@ -435,6 +436,24 @@ async def test_a_flood_of_refused_frames_closes_the_client(gateway: tuple[Runnin
     with contextlib.suppress(ConnectionError):
         await conn.writer.drain()
     await conn.closed_within(10)
+
+
+@pytest.mark.parametrize("face", [f for f in FACES if not f.token_in_url], ids=lambda f: f.name)
+async def test_unauthenticated_floods_are_closed_and_health_stays_green(
+    gateway: tuple[RunningGateway, Ports], face: Face
+) -> None:
+    running, ports = gateway
+    conns = [await face.open(ports, None) for _ in range(4)]  # invalid frames, before any auth
+    for conn in conns:
+        for _ in range(REFUSAL_BURST + 8):  # past the budget, and all read (no reset to lose the goodbye)
+            conn.send(face.garbage, face.garbage_opcode)
+    for conn in conns:
+        said = await conn.closed_within(10)
+        # Closed for its refusals (the TDM: at its first message, which is no handshake), not by the auth deadline.
+        if face.name != "tdm tcp":  # the TDM's TCP protocol has no goodbye to carry a reason
+            assert b"refused requests" in said or b"handshake" in said, said[-300:]
+    async with aiohttp.ClientSession() as http, http.get(f"{running.base_url}/healthz") as response:
+        assert response.status == 200
 
 
 @pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
