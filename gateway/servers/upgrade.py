@@ -54,7 +54,7 @@ class WsSession(Protocol):
 
     @property
     def admitted(self) -> bool:
-        """True once the client is past its auth (or handshake) deadline's reason: authenticated."""
+        """True once the client authenticated (or, on the TDM, handshook): its auth deadline no longer holds."""
 
     @property
     def closing(self) -> bool:
