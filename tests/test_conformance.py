@@ -13,6 +13,7 @@ import base64
 import contextlib
 import json
 import os
+import socket
 import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -738,3 +739,41 @@ async def test_refused_requests_are_not_logged_one_by_one(gateway: tuple[Running
     lines = [str(line.get("event")) for line in running.logs[before:]]
     about_refusals = [line for line in lines if "refused" in line or "bad message" in line or "not valid" in line]
     assert len(about_refusals) <= 2, about_refusals  # 40 refusals
+
+
+# -- a client that never reads is let go --------------------------------------------------------
+
+
+async def _clients(running: RunningGateway) -> int:
+    async with aiohttp.ClientSession() as http, http.get(f"{running.base_url}/healthz") as response:
+        return int((await response.json())["clients"])
+
+
+@pytest.mark.parametrize("face", [f for f in FACES if f.name in ("msgpack tcp", "tdm tcp")], ids=lambda f: f.name)
+async def test_a_flooding_client_that_never_reads_is_closed_and_forgotten(
+    gateway: tuple[RunningGateway, Ports], face: Face
+) -> None:
+    running, ports = gateway
+    before = await _clients(running)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setblocking(False)
+    port = ports.msgpack if face.name == "msgpack tcp" else ports.tdm_tcp
+    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+    reader, writer = await asyncio.open_connection(sock=sock)
+    conn = Conn(reader, writer, ws=False)
+    conn.send(
+        msgpack.packb({"op": "auth", "id": 1, "token": ADMIN})
+        if face.name == "msgpack tcp"
+        else tcp_frame(tdm_handshake(ADMIN))
+    )
+    for _ in range(REFUSAL_BURST * 200):  # answers pile up unread, past the refusal budget: closed
+        conn.send(face.garbage, face.garbage_opcode)
+    try:
+        for _ in range(50):  # the session is gone though the peer never read its answers
+            if await _clients(running) <= before:
+                break
+            await asyncio.sleep(0.2)
+        assert await _clients(running) <= before
+    finally:
+        writer.transport.abort()

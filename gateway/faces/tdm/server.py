@@ -9,7 +9,6 @@ a WebSocket past them gets HTTP 503 with the reason, a TCP connection one `Error
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import ssl
 from typing import Any
@@ -23,7 +22,7 @@ from gateway.faces.tdm.session import TdmSession
 from gateway.servers.hosts import HostPolicy, host_guard
 from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded, serve_guarded
 from gateway.servers.limits import ConnectionLimits, Refused, Ticket
-from gateway.servers.socket_transport import SocketTransport, close_or_abort
+from gateway.servers.socket_transport import CLOSE_DRAIN_S, SocketTransport, close_or_abort
 from gateway.servers.stream_listener import read_stream
 from gateway.servers.upgrade import accept, close_websocket, receive_messages, vet_upgrade
 from protocols.errors import ProtocolError
@@ -52,10 +51,15 @@ class TcpTransport(SocketTransport):
         return frame(message)
 
     async def close(self, code: ErrorCode, reason: str) -> None:
-        """Close the socket."""
+        """Close the socket; abort it when what is buffered does not drain in `CLOSE_DRAIN_S` (a peer not reading)."""
         self._writer.close()
-        with contextlib.suppress(ConnectionError, OSError):
-            await self._writer.wait_closed()
+        try:
+            async with asyncio.timeout(CLOSE_DRAIN_S):
+                await self._writer.wait_closed()
+        except TimeoutError:
+            self.abort()
+        except (ConnectionError, OSError):
+            pass
 
 
 class WebSocketTransport:
