@@ -313,7 +313,7 @@ def _ids(faces: list[Face]) -> list[str]:
     return [face.name for face in faces]
 
 
-def conformance_config(tmp_path: Path, ports: Ports, server: str = "") -> str:
+def conformance_config(tmp_path: Path, ports: Ports, server: str = "", auth_timeout_s: float = AUTH_TIMEOUT_S) -> str:
     auth = f"""
 [auth.tokens.admin]
 hash = "{hash_token(ADMIN)}"
@@ -329,7 +329,7 @@ role = "read"
         f'[tdm]\nenabled = true\nhost = "127.0.0.1"\ntcp_port = {ports.tdm_tcp}\nws_port = {ports.tdm_ws}\n'
     )
     server = (
-        f"auth_timeout_s = {AUTH_TIMEOUT_S}\nread_timeout_s = {READ_TIMEOUT_S}\nrefusal_burst = {REFUSAL_BURST}\n"
+        f"auth_timeout_s = {auth_timeout_s}\nread_timeout_s = {READ_TIMEOUT_S}\nrefusal_burst = {REFUSAL_BURST}\n"
         f"http_header_timeout_s = {HEADER_TIMEOUT_S}\n" + server
     )
     return gateway_config(tmp_path, DEVICES, server=server, extra=auth + faces)
@@ -384,6 +384,43 @@ async def test_every_websocket_face_refuses_a_foreign_origin(gateway: tuple[Runn
     )
     writer.close()
     assert response.startswith(b"HTTP/1.1 101 "), response
+
+
+# -- auth ---------------------------------------------------------------------------------------
+
+
+async def test_a_wrong_token_is_refused_on_every_face(tmp_path: Path) -> None:
+    # A gateway of its own: wrong tokens slow every later attempt from this address (AuthGuard).
+    ports = free_ports(tmp_path)
+    running = await start_gateway(tmp_path, conformance_config(tmp_path, ports, auth_timeout_s=60))
+    try:
+        assert running.msgpack_port is not None
+        assert running.unix_socket is not None
+        ports.http, ports.msgpack, ports.unix = running.http_port, running.msgpack_port, running.unix_socket
+        for face in FACES:
+            await _wrong_token_refused(ports, face)
+    finally:
+        assert await running.stop() == 0
+
+
+async def _wrong_token_refused(ports: Ports, face: Face) -> None:
+    wrong = "wrong-token-0123456789abcdef"
+    if face.token_in_url:  # Foxglove: refused at the handshake
+        assert face.ws_port is not None
+        response, _, writer = await ws_upgrade(face.ws_port(ports), f"/?token={wrong}", protocol=face.subprotocol)
+        writer.close()
+        assert response.startswith(b"HTTP/1.1 401 "), response
+        return
+    conn = await face.open(ports, wrong)
+    if face.name.startswith("tdm"):  # the handshake's password: closed once the throttle lets it be checked
+        await conn.closed_within(20)
+        return
+    try:
+        await _read_until(conn, b"unauthorized", 20)  # the auth op's answer, after the throttle's delay
+        COMMANDS[face.name](conn)  # and nothing is commanded
+        await _read_until(conn, b"authenticate first", 5)
+    finally:
+        conn.close()
 
 
 # -- deadlines ----------------------------------------------------------------------------------
