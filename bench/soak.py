@@ -17,6 +17,15 @@ Each run starts the real daemon (`python -m gateway run`, default limits) with o
   to come back.
 
 The same run without attackers comes first; the report gives both and their ratios.
+
+`--face NAME` turns the attackers on one face instead (the good clients stay on the native face):
+`native` (the default: WebSocket, msgpack TCP and Unix), `rosbridge` (its own port), `rosbridge-path`
+(`/rosbridge` on the HTTP port), `foxglove`, `tdm-tcp` or `tdm-ws`. Each face gets the same attacks in
+its own framing: idle sockets, unfinished messages, never-reading floods of frames it must refuse
+(invalid JSON, unknown binary opcodes, bad flatbuffers), announced sizes beyond every limit, and on
+WebSocket faces slowloris headers on that face's port.
+
+    scripts/loopback-only.sh .venv/bin/python bench/soak.py --face tdm-tcp --seconds 20 --attackers 300
 """
 
 from __future__ import annotations
@@ -64,10 +73,28 @@ RECONNECT_S = 0.5
 MiB = 1024 * 1024
 
 
-def _config(workdir: Path) -> str:
+FACES = ("native", "rosbridge", "rosbridge-path", "foxglove", "tdm-tcp", "tdm-ws")
+#: Each face's WebSocket path and subprotocol (None: the face is a TCP stream).
+FACE_WS: dict[str, tuple[str, str | None] | None] = {
+    "rosbridge": ("/", None),
+    "rosbridge-path": ("/rosbridge", None),
+    "foxglove": ("/", "foxglove.websocket.v1"),
+    "tdm-tcp": None,
+    "tdm-ws": ("/", None),
+}
+
+
+def _config(workdir: Path, face: str = "native") -> str:
+    faces = ""
+    if face.startswith("rosbridge"):
+        faces = "\n[rosbridge]\nenabled = true\nport = 0\n"
+    elif face == "foxglove":
+        faces = "\n[foxglove]\nenabled = true\nport = 0\n"
+    elif face.startswith("tdm"):
+        faces = f'\n[tdm]\nenabled = true\nhost = "{HOST}"\ntcp_port = 0\nws_port = 0\n'
     return (
         f'[server]\nhost = "{HOST}"\nhttp_port = 0\nmsgpack_port = 0\nunix_socket = "{workdir / "gw.sock"}"\n'
-        '\n[devices.bench-1]\nkind = "sim"\nrate_hz = 1000.0\n'
+        f'{faces}\n[devices.bench-1]\nkind = "sim"\nrate_hz = 1000.0\n'
     )
 
 
@@ -81,12 +108,25 @@ class Daemon:
     http_port: int
     msgpack_port: int
     unix_socket: str
+    face_port: int = 0
 
 
-async def start_daemon(workdir: Path, profile: Path | None = None) -> Daemon:
+def _face_port(face: str, events: list[dict[str, Any]], http_port: int) -> int:
+    """The port the attacked face listens on, from the daemon's log."""
+    if face == "rosbridge-path":
+        return http_port
+    for event in events:
+        if face in ("rosbridge", "foxglove") and event.get("event") == "listening":
+            return int(str(event[face]).rstrip("/").rsplit(":", 1)[1])
+        if face.startswith("tdm") and event.get("event") == "tdm face listening":
+            return int(event["tcp" if face == "tdm-tcp" else "websocket"])
+    return 0
+
+
+async def start_daemon(workdir: Path, profile: Path | None = None, face: str = "native") -> Daemon:
     """The daemon on free ports; under cProfile (`bench/profiled_gateway.py`) when `profile` names its output."""
     config = workdir / "gateway.toml"
-    config.write_text(_config(workdir))
+    config.write_text(_config(workdir, face))
     log_path = workdir / "gateway.log"
     log_file = log_path.open("wb")
     program = ["-m", "gateway"] if profile is None else [str(PROFILED_GATEWAY), str(profile)]
@@ -97,17 +137,21 @@ async def start_daemon(workdir: Path, profile: Path | None = None) -> Daemon:
     log_file.close()
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
+        events = []
         for line in log_path.read_text(errors="replace").splitlines():
             with contextlib.suppress(ValueError):
-                event = json.loads(line)
-                if event.get("event") == "listening":
-                    return Daemon(
-                        proc,
-                        log_path,
-                        int(event["http"].rstrip("/").rsplit(":", 1)[1]),
-                        int(event["msgpack"].rsplit(":", 1)[1]),
-                        event["unix"],
-                    )
+                events.append(json.loads(line))
+        for event in events:
+            if event.get("event") == "listening":
+                http_port = int(event["http"].rstrip("/").rsplit(":", 1)[1])
+                return Daemon(
+                    proc,
+                    log_path,
+                    http_port,
+                    int(event["msgpack"].rsplit(":", 1)[1]),
+                    event["unix"],
+                    _face_port(face, events, http_port),
+                )
         if proc.returncode is not None:
             break
         await asyncio.sleep(0.1)
@@ -261,6 +305,73 @@ def _ws_header(length: int, opcode: int = 1) -> bytes:
     return head + bytes([0x80 | 127]) + length.to_bytes(8, "big") + b"\0\0\0\0"
 
 
+async def _open_face(args: argparse.Namespace, source: str, small_buffer: bool) -> tuple[Any, Any]:
+    """A connection to the attacked face (`--face`): upgraded on a WebSocket face, raw on a stream one."""
+    sock = socket.socket()
+    if small_buffer:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.bind((source, 0))
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, (HOST, args.face_port))
+    reader, writer = await asyncio.open_connection(sock=sock)
+    websocket = FACE_WS[args.face]
+    if websocket is not None:
+        path, protocol = websocket
+        key = base64.b64encode(os.urandom(16)).decode()
+        offer = f"Sec-WebSocket-Protocol: {protocol}\r\n" if protocol else ""
+        writer.write(
+            f"GET {path} HTTP/1.1\r\nHost: {HOST}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n{offer}"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+        )
+        response = await reader.readuntil(b"\r\n\r\n")
+        if not response.startswith(b"HTTP/1.1 101"):
+            writer.close()
+            raise ConnectionRefusedError("refused")
+    return reader, writer
+
+
+async def _attack_face_once(args: argparse.Namespace, kind: str, source: str, until: float) -> None:
+    """One hostile connection to `--face`, in that face's framing."""
+    if kind == "slowloris":
+        reader, writer = await _open(args, "face-http", source, small_buffer=False)
+    else:
+        reader, writer = await _open_face(args, source, small_buffer=kind == "flood")
+    websocket = FACE_WS[args.face] is not None
+    binary = args.face.startswith("tdm")
+    try:
+        if kind == "idle":
+            await reader.read()
+        elif kind == "partial":
+            size = 60_000  # within the TDM's 100 KB limit too: held unfinished until the read timeout
+            head = _ws_header(size, 2 if binary else 1) if websocket else size.to_bytes(4, "little")
+            writer.write(head + b"x" * 4096)
+            await reader.read()
+        elif kind == "huge_header":
+            writer.write(_ws_header(4 << 30, 2) if websocket else b"\xff\xff\xff\xff")
+            await reader.read()
+        elif kind == "slowloris":
+            writer.write(f"GET / HTTP/1.1\r\nHost: {HOST}\r\n".encode())
+            while time.monotonic() < until and not reader.at_eof():
+                writer.write(b"X-Slow: y\r\n")
+                await asyncio.sleep(1.0)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(0.001):
+                        await reader.read(65536)
+        else:  # flood: frames the face must refuse, never reading the answers
+            garbage = b"\xff" * 40
+            if args.face == "tdm-tcp":
+                junk = (len(garbage).to_bytes(4, "little") + garbage) * 2000
+            elif binary:
+                junk = (_ws_header(len(garbage), 2) + garbage) * 2000
+            else:  # invalid JSON, and (Foxglove) an unknown binary opcode
+                junk = (b"\x81\x81\0\0\0\0x" + _ws_header(1, 2) + b"\x7f") * 4000
+            while time.monotonic() < until:
+                writer.write(junk)
+                await writer.drain()  # blocks for good once the gateway stops reading
+    finally:
+        writer.transport.abort()
+
+
 async def _open(args: argparse.Namespace, transport: str, source: str, small_buffer: bool) -> tuple[Any, Any]:
     if transport == "unix":
         return await asyncio.open_unix_connection(args.unix_socket)
@@ -269,7 +380,7 @@ async def _open(args: argparse.Namespace, transport: str, source: str, small_buf
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.bind((source, 0))
     sock.setblocking(False)
-    port = args.http_port if transport in ("ws", "http") else args.msgpack_port
+    port = {"ws": args.http_port, "http": args.http_port, "face-http": args.face_port}.get(transport, args.msgpack_port)
     await asyncio.get_running_loop().sock_connect(sock, (HOST, port))
     reader, writer = await asyncio.open_connection(sock=sock)
     if transport == "ws":
@@ -319,13 +430,18 @@ async def _attack_once(args: argparse.Namespace, kind: str, transport: str, sour
 
 async def _attacker(args: argparse.Namespace, index: int, until: float, counts: dict[str, int]) -> None:
     kind = ATTACKS[index % len(ATTACKS)]
+    if args.face != "native" and kind == "slowloris" and FACE_WS[args.face] is None:
+        kind = "idle"  # a stream face has no HTTP headers to be slow with
     transport = "http" if kind == "slowloris" else ("ws", "tcp", "unix")[(index // len(ATTACKS)) % 3]
     source = f"127.0.{1 + index // 50}.{1 + index % 50}"
     while (left := until - time.monotonic()) > 0:
         counts["connections"] += 1
         try:
             async with asyncio.timeout(left):
-                await _attack_once(args, kind, transport, source, until)
+                if args.face == "native":
+                    await _attack_once(args, kind, transport, source, until)
+                else:
+                    await _attack_face_once(args, kind, source, until)
         except (OSError, ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             counts["refused_or_reset"] += 1
         except TimeoutError:
@@ -352,6 +468,7 @@ async def attack_main(args: argparse.Namespace) -> None:
 
 @dataclass
 class RunResult:
+    face: str
     attackers: int
     seconds: float
     delivered_ratio: float
@@ -381,7 +498,7 @@ def _child(args: argparse.Namespace, mode: str, daemon: Daemon, window_start: fl
     return [
         sys.executable, __file__, mode, "--seconds", str(args.seconds), "--window-start", repr(window_start),
         "--http-port", str(daemon.http_port), "--msgpack-port", str(daemon.msgpack_port),
-        "--unix-socket", daemon.unix_socket, *extra,
+        "--unix-socket", daemon.unix_socket, "--face", args.face, "--face-port", str(daemon.face_port), *extra,
     ]  # fmt: skip
 
 
@@ -407,7 +524,7 @@ async def _probe_healthz(port: int, outcomes: Counter[str]) -> tuple[bool, float
 async def run(args: argparse.Namespace, attackers: int, profile: Path | None = None) -> RunResult:
     """One soak run; with `profile`, the daemon's window (only) is profiled into that file."""
     workdir = Path(tempfile.mkdtemp(prefix="hwgw-soak-"))
-    daemon = await start_daemon(workdir, profile)
+    daemon = await start_daemon(workdir, profile, args.face)
     process = psutil.Process(daemon.proc.pid)
     window_start = time.time() + WARMUP_S + (RAMP_S if attackers else 0.0)
     window_end = window_start + args.seconds
@@ -472,6 +589,7 @@ async def run(args: argparse.Namespace, attackers: int, profile: Path | None = N
     await good.wait()
     code, stop_s = await stop_daemon(daemon)
     return RunResult(
+        face=args.face,
         attackers=attackers,
         seconds=args.seconds,
         delivered_ratio=good_result["delivered_ratio"],
@@ -505,7 +623,7 @@ def _table(results: list[RunResult]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        name = f"{r.attackers} attackers" if r.attackers else "no attackers"
+        name = f"{r.attackers} attackers on {r.face}" if r.attackers else "no attackers"
         lat = r.latency_ms
         back = "never" if r.fds_back_s is None else f"{r.fds_back_s:.2f} s"
         rows.append(
@@ -542,7 +660,7 @@ async def main(args: argparse.Namespace) -> None:
         if result.good_errors:
             print(f"good clients' errors ({result.attackers} attackers): {result.good_errors}")
     RESULTS_DIR.mkdir(exist_ok=True)
-    out = RESULTS_DIR / f"soak-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
+    out = RESULTS_DIR / f"soak-{args.face}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.json"
     out.write_text(json.dumps([asdict(r) for r in results], indent=2))
     print(f"raw: {out.relative_to(BENCH_DIR.parent)}")
 
@@ -565,6 +683,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--profile", action="store_true", help="run the attacked daemon under cProfile and print its costliest calls"
     )
+    parser.add_argument("--face", choices=FACES, default="native", help="the face the attackers target")
+    parser.add_argument("--face-port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--window-start", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--http-port", type=int, help=argparse.SUPPRESS)

@@ -29,6 +29,7 @@ from gateway.commands import CommandRouter
 from gateway.config import Config
 from gateway.core.client import Hub
 from gateway.errors import ErrorCode
+from gateway.faces.contract import Face
 from gateway.faces.foxglove.server import FoxgloveServer
 from gateway.faces.mqtt.bridge import MqttBridge
 from gateway.faces.rosbridge import names as ros_names
@@ -138,12 +139,22 @@ class Gateway:
         self.limits = ConnectionLimits(config.server, raise_open_file_limit())
         self._msgpack = MsgpackServer(self.hub, self.limits)
         self._ros_names = ros_names.RosNames(ros_names.namings_of(config.devices)) if config.rosbridge.enabled else None
-        self._rosbridge = RosbridgeServer(self.hub, self._ros_names) if self._ros_names is not None else None
+        self._rosbridge = (
+            RosbridgeServer(self.hub, self._ros_names, config.rosbridge.port, self.limits, self._guards)
+            if self._ros_names is not None
+            else None
+        )
         self.mqtt = MqttBridge(config.mqtt, self.hub) if config.mqtt.enabled else None
         if self.mqtt is not None:
             self.metrics.registry.register(self.mqtt.collector())
         self.tdm = TdmServer(self.hub, config.tdm, self.limits) if config.tdm.enabled else None
-        self._foxglove = FoxgloveServer(self.hub, self.limits) if config.foxglove.enabled else None
+        self._foxglove = (
+            FoxgloveServer(self.hub, self.limits, config.foxglove.port) if config.foxglove.enabled else None
+        )
+        #: Every face's own listeners, through the face contract (the HTTP port's `/ws` and `/rosbridge` are the app's).
+        self.faces: list[Face] = [
+            face for face in (self._msgpack, self.tdm, self._rosbridge, self._foxglove) if face is not None
+        ]
         self.config_digest = config_digest(config)
         self.recorder = BusRecorder(config, self.bus, self.supervisor, self.router) if config.record.enabled else None
         if self.recorder is not None:
@@ -166,17 +177,12 @@ class Gateway:
 
     def face_urls(self) -> dict[str, str]:
         """The URL of each other face's own listener (rosbridge, ...), by face name, once listening."""
-        scheme = "wss" if self.config.server.tls_cert else "ws"
-        host = self.config.server.host
+        shown = {"rosbridge": "rosbridge", "foxglove": "Foxglove", "tdm": "tdm"}
         urls = {}
-        if self._rosbridge is not None and self._rosbridge.port is not None:
-            urls["rosbridge"] = f"{scheme}://{host}:{self._rosbridge.port}/"
-        if self._foxglove is not None and self._foxglove.port is not None:
-            urls["Foxglove"] = f"{scheme}://{host}:{self._foxglove.port}/"
-        if self.tdm is not None and self.tdm.tcp_port is not None:
-            urls["tdm"] = (
-                f"tcp://{self.config.tdm.host}:{self.tdm.tcp_port} and ws://{self.config.tdm.host}:{self.tdm.ws_port}"
-            )
+        for face in self.faces:
+            for name, url in face.listeners().items():
+                if name in shown and url is not None:
+                    urls[shown[name]] = url
         return urls
 
     async def start(self) -> None:
@@ -196,23 +202,19 @@ class Gateway:
             app, "HTTP", server.host, server.http_port, tls, server, self.limits, self._guards
         )
         self.http_port = self._http_server.sockets[0].getsockname()[1]
-        await self._msgpack.start(server.host, server.msgpack_port, server.unix_socket, tls)
-        if self.tdm is not None:
-            await self.tdm.start()
-        http, websocket, stream = ("https", "wss", "tls") if tls else ("http", "ws", "tcp")
-        if self._rosbridge is not None:
-            await self._rosbridge.start(server.host, self.config.rosbridge.port, tls, self.limits, self._guards)
-        if self._foxglove is not None:
-            await self._foxglove.start(server.host, self.config.foxglove.port, tls)
+        for face in self.faces:
+            await face.start(tls)
+        http, websocket = ("https", "wss") if tls else ("http", "ws")
+        listeners: dict[str, str | None] = {"msgpack": None, "unix": None, "rosbridge": None, "foxglove": None}
+        for face in self.faces:
+            listeners.update(face.listeners())
+        listeners.pop("tdm", None)  # logged by the TDM face itself
         log.info(
             "listening",
             extra={
                 "http": f"{http}://{server.host}:{self.http_port}/",
                 "websocket": f"{websocket}://{server.host}:{self.http_port}/ws",
-                "msgpack": f"{stream}://{server.host}:{self.msgpack_port}" if self.msgpack_port else None,
-                "unix": server.unix_socket or None,
-                "rosbridge": f"{websocket}://{server.host}:{self._rosbridge.port}/" if self._rosbridge else None,
-                "foxglove": f"{websocket}://{server.host}:{self._foxglove.port}/" if self._foxglove else None,
+                **listeners,
                 "devices": sorted(self.supervisor.devices),
                 "max_clients": self.limits.max_clients,
             },
@@ -227,15 +229,10 @@ class Gateway:
         """
         log.info("stopping")
         devices = asyncio.create_task(self.supervisor.stop(), name="devices-safe-state")
-        self._msgpack.stop_listening()
+        for face in self.faces:
+            face.stop_listening()
         if self._http_server is not None:
             self._http_server.close()
-        if self._foxglove is not None:
-            self._foxglove.stop_listening()
-        if self._rosbridge is not None:
-            await finish_within("the rosbridge listener's stop", self._rosbridge.stop_listening(), FACE_STOP_S)
-        if self.tdm is not None:
-            await finish_within("the TDM listeners' stop", self.tdm.stop(), FACE_STOP_S)
         stopping = [
             finish_within("the devices' safe-state pass", devices, STOP_DEADLINE_S),
             finish_within("closing the clients", self._close_clients(), CLIENTS_CLOSE_S + FACE_STOP_S),
@@ -244,8 +241,6 @@ class Gateway:
             stopping.append(finish_within("the MQTT bridge's stop", self.mqtt.stop(), MQTT_STOP_S))
         if not all(await asyncio.gather(*stopping)):
             self._abort_http_connections()
-        if self.tdm is not None:
-            await finish_within("the TDM face's cleanup", self.tdm.cleanup(), FACE_STOP_S)
         if self.recorder is not None:  # after the devices: their last availability is in the file
             await finish_within("the recorder's stop", self.recorder.stop(), RECORDER_STOP_S)
         self.monitor.stop()
@@ -264,20 +259,17 @@ class Gateway:
             for session in sessions:
                 session.abort()
         self._abort_http_connections()  # plain HTTP connections (and any WebSocket not yet closed)
-        await self._msgpack.end_connections()  # refused or half-open ones that never had a session
         if self._runner is not None:
             await self._runner.cleanup()
-        if self._rosbridge is not None:
-            await self._rosbridge.cleanup()
-        if self._foxglove is not None:
-            await self._foxglove.cleanup()
+        for face in self.faces:  # refused or half-open connections that never had a session, too
+            await face.cleanup()
 
     def _abort_http_connections(self) -> None:
         for transport in list(self._guards):
             if isinstance(transport, asyncio.WriteTransport):
                 transport.abort()
-        if self._foxglove is not None:
-            self._foxglove.abort_connections()
+        for face in self.faces:
+            face.abort_connections()
 
     def healthy(self) -> bool:
         """True while the event loop keeps up and every adapter task is alive."""

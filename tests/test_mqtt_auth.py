@@ -164,3 +164,72 @@ async def test_mqtt_commands_need_a_token_with_the_right_role_and_devices(tmp_pa
     finally:
         await b.stop()
         assert await a.stop() == 0
+
+
+async def test_an_mqtt_estop_waits_behind_no_flood_of_wrong_tokens(tmp_path: Path, mosquitto: Broker) -> None:
+    config = gateway_config(tmp_path, devices=DEVICES, extra=auth_section(tmp_path) + mqtt_section(mosquitto, "lab-a"))
+    gateway = await start_gateway(tmp_path, config)
+    identifier = f"test-{uuid.uuid4().hex[:8]}"
+    try:
+        async with (
+            aiomqtt.Client("127.0.0.1", mosquitto.port, protocol=aiomqtt.ProtocolVersion.V5,
+                           identifier=identifier + "-flood") as flooder,
+            aiomqtt.Client("127.0.0.1", mosquitto.port, protocol=aiomqtt.ProtocolVersion.V5,
+                           identifier=identifier + "-admin") as admin,
+        ):  # fmt: skip
+            await flooder.subscribe("test/flood-replies", qos=0)
+            await admin.subscribe("test/replies", qos=1)
+            requester = Requester(admin)
+            reading = asyncio.create_task(requester.run())
+            rate_limited = asyncio.Event()
+
+            async def read_flood() -> None:
+                async for message in flooder.messages:
+                    if json.loads(message.payload).get("error", {}).get("code") == "rate_limited":
+                        rate_limited.set()
+
+            reading_flood = asyncio.create_task(read_flood())
+            # Wrong tokens, each command carrying a 40 KB field: each one would wait its turn at the
+            # shared MQTT throttle (up to 8 s each) and hold its payload meanwhile.
+            big = {"type": "led", "data": {"index": 0, "rgb": [1, 0, 0], "pad": "x" * 40_000}}
+            for number in range(300):
+                properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+                properties.ResponseTopic = "test/flood-replies"
+                properties.UserProperty = [("token", f"wrong-token-{number}")]
+                await flooder.publish("hwgw/lab-a/sim-1/set", json.dumps(big), qos=0, properties=properties)
+            stopped = await requester.ask("hwgw/lab-a/estop", {}, ADMIN)  # within Requester.ask's 15 s
+            assert stopped["ok"], stopped
+            assert {device["device"] for device in stopped["data"]["devices"]} >= {"sim-1", "thymio-1"}
+            # The flood beyond what may wait is refused at once, by name, not queued.
+            await asyncio.wait_for(rate_limited.wait(), 10)
+            reading.cancel()
+            reading_flood.cancel()
+    finally:
+        assert await gateway.stop() == 0
+
+
+async def test_a_lock_taken_on_ws_refuses_mqtt_commands_and_estop_still_works(
+    tmp_path: Path, mosquitto: Broker
+) -> None:
+    # The MQTT entry of the face conformance (tests/test_conformance.py runs the socket faces).
+    config = gateway_config(tmp_path, devices=DEVICES, extra=auth_section(tmp_path) + mqtt_section(mosquitto, "lab-a"))
+    gateway = await start_gateway(tmp_path, config)
+    holder = await connect(gateway, "ws")
+    try:
+        await holder.ok("auth", token=ADMIN)
+        await holder.ok("lock", device="sim-1")
+        async with aiomqtt.Client("127.0.0.1", mosquitto.port, protocol=aiomqtt.ProtocolVersion.V5,
+                                  identifier=f"test-{uuid.uuid4().hex[:8]}") as v5:  # fmt: skip
+            await v5.subscribe("test/replies", qos=1)
+            requester = Requester(v5)
+            reading = asyncio.create_task(requester.run())
+            locked = await requester.ask("hwgw/lab-a/sim-1/set", LED, ADMIN)
+            assert locked["error"]["code"] == "locked", locked
+            assert (await requester.ask("hwgw/lab-a/thymio-1/set", LED, ADMIN))["ok"]  # another device: not locked
+            assert (await requester.ask("hwgw/lab-a/estop", {}, READER))["ok"]  # estop goes through any lock
+            await holder.ok("unlock", device="sim-1")
+            assert (await requester.ask("hwgw/lab-a/sim-1/set", LED, ADMIN))["ok"]
+            reading.cancel()
+    finally:
+        await holder.close()
+        assert await gateway.stop() == 0

@@ -16,7 +16,7 @@ from gateway.config import loads
 from gateway.core.auth_guard import FIRST_DELAY_S, MAX_DELAY_S, MAX_FAILURES_PER_CONNECTION, AuthGuard
 from gateway.credentials import hash_token
 from gateway.errors import ConfigError
-from gateway.servers.hosts import HostPolicy, split_host
+from gateway.servers.hosts import HostPolicy, parse_host
 from tests.harness import (
     TRANSPORTS,
     MsgpackClient,
@@ -30,18 +30,57 @@ from tests.harness import (
 # -- the Host guard ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("header", "name"),
-    [
-        ("evil.example:8470", "evil.example"),
-        ("Robot.Local", "robot.local"),
-        ("[::1]:8470", "::1"),
-        ("[fe80::1%eth0]", "fe80::1%eth0"),
-        ("127.0.0.1", "127.0.0.1"),
-    ],
-)
-def test_split_host(header: str, name: str) -> None:
-    assert split_host(header) == name
+#: Host header forms and what the one parser reads in them (None: malformed, refused on every listener).
+HOST_FORMS: list[tuple[str, str | None]] = [
+    ("evil.example:8470", "evil.example"),
+    ("Robot.Local", "robot.local"),
+    ("localhost.", "localhost"),
+    ("app.localhost:1", "app.localhost"),
+    ("[::1]:8470", "::1"),
+    ("[::1]", "::1"),
+    ("[fe80::1%eth0]", "fe80::1%eth0"),
+    ("127.0.0.1", "127.0.0.1"),
+    ("127.0.0.1:65535", "127.0.0.1"),
+    ("my_host", "my_host"),
+    ("[::1].evil.example", None),
+    ("[::1]evil.example", None),
+    ("[::1]:80.evil.example", None),
+    ("[::1", None),
+    ("[localhost]", None),
+    ("[127.0.0.1]", None),
+    ("::1", None),
+    ("::1:8470", None),
+    ("127.0.0.1:", None),
+    ("127.0.0.1:0x50", None),
+    ("127.0.0.1:65536", None),
+    ("127.0.0.1:123456", None),
+    ("127.0.0.1:80:80", None),
+    ("localhost:８０", None),
+    ("user@localhost", None),
+    ("localhost/evil", None),
+    ("local host", None),
+    ("localhost..", None),
+    (".localhost", None),
+    ("-a.localhost", None),
+    ("a" * 64 + ".localhost", None),
+    ("", None),
+    (":8470", None),
+]
+
+
+@pytest.mark.parametrize(("header", "name"), HOST_FORMS)
+def test_parse_host_reads_only_well_formed_host_headers(header: str, name: str | None) -> None:
+    assert parse_host(header) == name
+
+
+@pytest.mark.parametrize(("header", "name"), HOST_FORMS)
+def test_the_policy_refuses_every_malformed_host_form(header: str, name: str | None) -> None:
+    # localhost, IP literals and *.localhost are ours: a well-formed one of them is allowed, nothing malformed is.
+    policy = HostPolicy([], names=())
+    ours = name is not None and (
+        name in ("localhost", "127.0.0.1", "::1", "fe80::1%eth0") or name.endswith(".localhost")
+    )
+    assert policy.allows(header) is ours
 
 
 def test_host_policy_admits_our_names_and_ip_literals_only() -> None:

@@ -26,11 +26,19 @@ FORGET_AFTER_S = 300.0
 LOG_INTERVAL_S = 60.0
 #: Addresses remembered at once (the oldest is forgotten first).
 MAX_PEERS = 4096
+#: Attempts from one address that may wait their turn; more are refused at once (`Throttled`), so a
+#: flood of wrong tokens holds neither memory nor the place of a good one for hours.
+MAX_WAITING_PER_PEER = 16
+
+
+class Throttled(Exception):
+    """Too many token attempts from one address are already waiting."""
 
 
 @dataclass
 class _Peer:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    waiting: int = 0
     failures: int = 0
     last_failure: float = 0.0
     unlogged: int = 0
@@ -52,17 +60,37 @@ class AuthGuard:
         return min(MAX_DELAY_S, FIRST_DELAY_S * 2.0 ** (peer.failures - 1))
 
     async def attempt(self, address: str, check: Callable[[], bool]) -> bool:
-        """Run one token `check` for `address` after its delay, one at a time per address; its outcome."""
+        """Run one token `check` for `address` after its delay, one at a time per address; its outcome.
+
+        Raises `Throttled` at once when `MAX_WAITING_PER_PEER` attempts from `address` already wait.
+        """
         peer = self._peer(address)
-        async with peer.lock:
-            delay = self.delay_for(address)
-            if delay:
-                await asyncio.sleep(delay)
-            if check():
-                peer.failures = 0
-                return True
-            self._failed(address, peer)
-            return False
+        if peer.waiting >= MAX_WAITING_PER_PEER:
+            raise Throttled(f"more than {MAX_WAITING_PER_PEER} token attempts from {address} are waiting")
+        peer.waiting += 1
+        try:
+            async with peer.lock:
+                delay = self.delay_for(address)
+                if delay:
+                    await asyncio.sleep(delay)
+                return self._checked(address, peer, check)
+        finally:
+            peer.waiting -= 1
+
+    def check_now(self, address: str, check: Callable[[], bool]) -> bool:
+        """Run one token `check` at once, behind no queue or delay: for an emergency stop only.
+
+        A failure still counts toward `address`'s delay for its other attempts. Tokens are long
+        random strings (see `gateway.credentials`), so guessing through estop gains nothing.
+        """
+        return self._checked(address, self._peer(address), check)
+
+    def _checked(self, address: str, peer: _Peer, check: Callable[[], bool]) -> bool:
+        if check():
+            peer.failures = 0
+            return True
+        self._failed(address, peer)
+        return False
 
     def _peer(self, address: str) -> _Peer:
         peer = self._peers.get(address)
@@ -70,7 +98,7 @@ class AuthGuard:
             peer = self._peers[address] = _Peer()
             while len(self._peers) > MAX_PEERS:
                 oldest = next(iter(self._peers))
-                if self._peers[oldest].lock.locked():
+                if self._peers[oldest].lock.locked() or self._peers[oldest].waiting:
                     break
                 del self._peers[oldest]
         else:

@@ -19,7 +19,8 @@ from typing import Any, Protocol
 from gateway.bus import Bus, Subscriber
 from gateway.commands import MIN_COMMAND_TIMEOUT_S, CommandRouter
 from gateway.config import ServerConfig
-from gateway.core.auth_guard import MAX_FAILURES_PER_CONNECTION, AuthGuard
+from gateway.core.admission import Admission
+from gateway.core.auth_guard import MAX_FAILURES_PER_CONNECTION, AuthGuard, Throttled
 from gateway.credentials import OPEN_ACCESS, Credential, find
 from gateway.errors import (
     ErrorCode,
@@ -75,26 +76,6 @@ class Hub:
     auth_guard: AuthGuard = field(default_factory=AuthGuard)
 
 
-class TokenBucket:
-    """Allows `rate` requests per second on average, and bursts of up to `burst`."""
-
-    def __init__(self, rate: float, burst: int) -> None:
-        self._rate = rate
-        self._burst = float(burst)
-        self._tokens = float(burst)
-        self._updated = time.monotonic()
-
-    def take(self) -> bool:
-        """Spend one token if there is one."""
-        now = time.monotonic()
-        self._tokens = min(self._burst, self._tokens + (now - self._updated) * self._rate)
-        self._updated = now
-        if self._tokens < 1.0:
-            return False
-        self._tokens -= 1.0
-        return True
-
-
 class Client:
     """One connected client of any face.
 
@@ -111,7 +92,8 @@ class Client:
         #: What the client's token grants (None until it authenticates; everything with no tokens set).
         self.credential: Credential | None = None if hub.credentials else OPEN_ACCESS
         self.connected_at = time.time()
-        self._bucket = TokenBucket(hub.server.max_requests_per_s, hub.server.request_burst)
+        #: Request rate, refusal budget and auth deadline: the same rules on every face.
+        self.admission = Admission(hub.server)
         self._commands: set[asyncio.Task[dict[str, Any]]] = set()
         self._joined = False
         self._attached = False
@@ -144,8 +126,7 @@ class Client:
 
     def admit(self) -> None:
         """Spend one request of the client's budget; raise `RateLimited` when it is spent."""
-        if not self._bucket.take():
-            raise RateLimited(f"more than {self.hub.server.max_requests_per_s:g} requests per second; slow down")
+        self.admission.admit()
 
     @property
     def auth_exhausted(self) -> bool:
@@ -157,10 +138,12 @@ class Client:
         """True once the client presented a valid token (always, with no tokens configured)."""
         return self.credential is not None
 
-    async def authenticate(self, token: str) -> None:
+    async def authenticate(self, token: str, urgent: bool = False) -> None:
         """Check `token` against the configured ones; raise `Unauthorized` when wrong.
 
-        Digests are compared in constant time, and attempts are throttled per source address (`AuthGuard`).
+        Digests are compared in constant time, and attempts are throttled per source address
+        (`AuthGuard`); `RateLimited` when too many attempts from the address already wait. An
+        `urgent` check (an emergency stop's token) waits behind nothing.
         """
         credentials = self.hub.credentials
         if not credentials:
@@ -173,7 +156,12 @@ class Client:
                 found.append(match)
             return match is not None
 
-        if not await self.hub.auth_guard.attempt(self.peer, check):
+        guard = self.hub.auth_guard
+        try:
+            accepted = guard.check_now(self.peer, check) if urgent else await guard.attempt(self.peer, check)
+        except Throttled as throttled:
+            raise RateLimited(f"{throttled}; try again later") from None
+        if not accepted:
             self.auth_failures += 1
             raise Unauthorized("token refused")
         self.credential = found[0]
@@ -214,6 +202,18 @@ class Client:
                 }
             )
         return devices
+
+    def devices(self) -> list[DeviceHandle]:
+        """Every configured device's handle (its id, kind, status and lock holder), for faces to read.
+
+        Faces read devices here, never through the supervisor: what they may change goes through
+        `command`, `lock` and `unlock`.
+        """
+        return list(self.hub.supervisor.devices.values())
+
+    def device(self, device: str) -> DeviceHandle | None:
+        """One device's handle (None when there is no such device)."""
+        return self.hub.supervisor.devices.get(device)
 
     def topics(self) -> list[tuple[str, str]]:
         """Every known topic (published at least once) with the type of its latest sample."""

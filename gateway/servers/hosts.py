@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 import socket
 from collections.abc import Awaitable, Callable, Iterable
 
@@ -22,13 +23,50 @@ log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def split_host(host: str) -> str:
-    """The name or address of a Host header, without the port and the IPv6 brackets, lower case."""
+#: One label of a registered name (RFC 1123, and `_`, which some hostnames carry).
+_LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
+_MAX_NAME = 253
+
+
+def parse_host(host: str) -> str | None:
+    """The name or address a Host header names, lower case, without the port and the IPv6 brackets.
+
+    None when the header is not a well-formed `host[:port]` (RFC 9110 section 7.2): an IPv6 literal
+    in brackets with nothing but a port after it, an IPv4 address, or a name of dot-separated
+    labels; a port of 1-5 digits up to 65535. One trailing dot of a name is dropped. This is the
+    one parser of Host headers: every listener's guard decides on what it returns.
+    """
     host = host.strip().lower()
     if host.startswith("["):
-        return host[1 : host.find("]")] if "]" in host else host
-    name, _, port = host.rpartition(":")
-    return name if name and port.isdigit() else host
+        end = host.find("]")
+        if end < 0 or not _port_ok(host[end + 1 :]):
+            return None
+        literal = host[1:end]
+        try:
+            ipaddress.IPv6Address(literal)
+        except ValueError:
+            return None
+        return literal
+    name, colon, port = host.partition(":")
+    if colon and not _port_ok(":" + port):
+        return None
+    name = name[:-1] if name.endswith(".") else name
+    if not name or len(name) > _MAX_NAME or not all(_LABEL.fullmatch(label) for label in name.split(".")):
+        return None
+    return name
+
+
+def _port_ok(rest: str) -> bool:
+    """`rest` (what follows the host) is empty or `:` and a port number."""
+    if not rest:
+        return True
+    digits = rest[1:]
+    return rest[0] == ":" and 0 < len(digits) <= 5 and digits.isascii() and digits.isdigit() and int(digits) <= 65535
+
+
+def split_host(host: str) -> str:
+    """`parse_host(host)`, or the header as it is (lower case, trimmed) when malformed: for messages."""
+    return parse_host(host) or host.strip().lower()
 
 
 def _is_ip_literal(name: str) -> bool:
@@ -52,7 +90,8 @@ class HostPolicy:
     """Decides whether a Host header names this gateway; `*` in `allowed` lets every name in."""
 
     def __init__(self, allowed: Iterable[str], names: Iterable[str] | None = None) -> None:
-        self._allowed = {split_host(name) for name in allowed}
+        # Configured names may carry a port, and `.suffix` or `*`: not Host headers, so not parsed as one.
+        self._allowed = {_configured(name) for name in allowed}
         self._any = "*" in self._allowed
         self._names = {*(own_names() if names is None else names), "localhost"}
 
@@ -62,7 +101,9 @@ class HostPolicy:
             return True
         if not host:
             return False  # HTTP/1.1 requires Host; browsers always send it
-        name = split_host(host)
+        name = parse_host(host)
+        if name is None:
+            return False  # malformed: no browser sends it, and no rule below may read it loosely
         return (
             _is_ip_literal(name)
             or name in self._names
@@ -70,6 +111,15 @@ class HostPolicy:
             or name.endswith(".localhost")
             or any(allowed.startswith(".") and name.endswith(allowed) for allowed in self._allowed)
         )
+
+
+def _configured(name: str) -> str:
+    """A `server.allowed_hosts` entry, lower case, without a port."""
+    name = name.strip().lower()
+    parsed = parse_host(name.lstrip("."))
+    if parsed is None:
+        return name
+    return "." + parsed if name.startswith(".") else parsed
 
 
 def host_guard(policy: HostPolicy) -> Middleware:

@@ -9,35 +9,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
-from aiohttp import WSCloseCode, WSMsgType, web
+from aiohttp import WSMessage, WSMsgType, web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from gateway.core.client import Hub
-from gateway.errors import ErrorCode
 from gateway.faces.native.session import Session
 from gateway.servers.hosts import HostPolicy, host_guard
-from gateway.servers.http_guard import GuardedHttpProtocol, close_on_read_timeout, reserve_refusal
-from gateway.servers.socket_transport import CLOSE_DRAIN_S, SocketTransport
-from gateway.wire import Encoding
+from gateway.servers.http_guard import GuardedHttpProtocol
+from gateway.servers.upgrade import WebSocketTransport, accept, receive_messages, vet_upgrade
 
 log = logging.getLogger(__name__)
-
-#: The `close` reason of a client that did not authenticate in time ({} is server.auth_timeout_s).
-AUTH_TIMEOUT_REASON = "not authenticated within {:g} s (server.auth_timeout_s)"
-
-_CLOSE_CODES = {
-    ErrorCode.GOING_AWAY: WSCloseCode.GOING_AWAY,
-    ErrorCode.TOO_LARGE: WSCloseCode.MESSAGE_TOO_BIG,
-    ErrorCode.BAD_REQUEST: WSCloseCode.UNSUPPORTED_DATA,
-    ErrorCode.UNAVAILABLE: WSCloseCode.TRY_AGAIN_LATER,
-}
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -52,42 +38,6 @@ _STATIC_TYPES = {
 _STATIC_HEADERS = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
 # A Host header that can go into the CSP as it is; anything else gets only 'self'.
 _PLAIN_HOST = re.compile(r"[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?")
-
-
-class WebSocketTransport(SocketTransport):
-    """WebSocket text frames, framed once per message in `gateway.wire`, written to the socket as they are.
-
-    Writing the shared frame bytes directly (aiohttp's own writer would frame them again for each
-    client) is what makes the fan-out as cheap as a bare broadcast; aiohttp still reads, answers
-    pings and sends the close frame.
-    """
-
-    encoding: Encoding = "json"
-
-    def __init__(self, ws: web.WebSocketResponse, transport: asyncio.WriteTransport, send_buffer_bytes: int) -> None:
-        super().__init__(transport, send_buffer_bytes)
-        self._ws = ws
-
-    async def close(self, code: ErrorCode, reason: str) -> None:
-        """Close with the matching WebSocket close code and the reason; abort if that does not finish in time.
-
-        aiohttp waits for the client's close frame, and for room to send its own: a client that
-        does not read would hold the connection open.
-        """
-        try:
-            async with asyncio.timeout(CLOSE_DRAIN_S):
-                await self._ws.close(
-                    code=_CLOSE_CODES.get(code, WSCloseCode.POLICY_VIOLATION), message=reason.encode()[:120]
-                )
-        except (ConnectionError, TimeoutError):
-            self.abort()
-
-
-def _origin_allowed(request: web.Request, allowed: tuple[str, ...]) -> bool:
-    origin = request.headers.get("Origin")
-    if origin is None or origin in allowed or "*" in allowed:
-        return True  # not a browser, or explicitly allowed
-    return urlsplit(origin).netloc == request.host  # the page was served by this gateway
 
 
 def build_app(
@@ -117,58 +67,23 @@ def build_app(
 
     async def websocket(request: web.Request) -> web.StreamResponse:
         guard = connection_guards.get(request.transport) if request.transport is not None else None
-        refusal = reserve_refusal(guard)  # past the cap: the reserve is for /healthz only
-        if refusal is not None:
-            return refusal
-        if not _origin_allowed(request, server.allowed_origins):
-            log.warning("refused a WebSocket from origin %s", request.headers.get("Origin"))
-            raise web.HTTPForbidden(text="origin not allowed; add it to server.allowed_origins\n")
-        ws = web.WebSocketResponse(
-            compress=False,  # permessage-deflate costs +60 % CPU for small frames
-            max_msg_size=server.max_frame_bytes + 1,  # aiohttp refuses frames >= its limit; ours are > max
-            heartbeat=server.heartbeat_s or None,
-        )
-        try:
-            await ws.prepare(request)
-        except ConnectionError:
+        ws = vet_upgrade(request, guard, server, "WebSocket", server.max_frame_bytes)
+        if not isinstance(ws, web.WebSocketResponse):
             return ws
-        if request.transport is None:  # the client left during the handshake
+        transport = await accept(ws, request)
+        if transport is None:  # the client left during the handshake
             return ws
-        transport = WebSocketTransport(ws, request.transport, server.send_buffer_bytes)
-        session = Session(hub, transport, str(request.remote))
+        session = Session(hub, WebSocketTransport(ws, transport, server.send_buffer_bytes), str(request.remote))
         session.start()
-        close_on_read_timeout(guard, server.max_frame_bytes, session.close)
-        auth_deadline = time.monotonic() + server.auth_timeout_s
+
+        async def handle(message: WSMessage) -> None:
+            if message.type == WSMsgType.TEXT:
+                await _receive_text(session, message.data, server.max_request_bytes)
+            else:
+                await session.reject("binary frames are not accepted on /ws: send JSON text frames")
+
         try:
-            while True:
-                waiting = None
-                if server.auth_timeout_s and not session.client.authenticated:
-                    waiting = max(auth_deadline - time.monotonic(), 0.0)
-                try:
-                    message = await ws.receive(waiting)
-                except TimeoutError:
-                    await session.close(ErrorCode.TIMEOUT, AUTH_TIMEOUT_REASON.format(server.auth_timeout_s))
-                    break
-                if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
-                    break
-                if session.closing:  # what the client sent after its last answer is not handled
-                    await session.wait_finished()
-                    break
-                if guard is not None and message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
-                    guard.message_taken()
-                # A client that is not reading its answers is not read either, but its auth deadline holds.
-                left = None if waiting is None else max(auth_deadline - time.monotonic(), 0.0)
-                try:
-                    async with asyncio.timeout(left):
-                        if message.type == WSMsgType.TEXT:
-                            await _receive_text(session, message.data, server.max_request_bytes)
-                        elif message.type == WSMsgType.BINARY:
-                            await session.reject("binary frames are not accepted on /ws: send JSON text frames")
-                except TimeoutError:
-                    await session.close(ErrorCode.TIMEOUT, AUTH_TIMEOUT_REASON.format(server.auth_timeout_s))
-                    break
-        except ConnectionError:  # the peer vanished while we said goodbye
-            pass
+            await receive_messages(ws, guard, session, server.max_frame_bytes, handle)
         finally:
             session.finish()
         return ws

@@ -6,20 +6,18 @@ import asyncio
 import contextlib
 import errno
 import logging
-import math
 import os
 import socket
 import ssl
 import stat
-import time
 from pathlib import Path
 
 from gateway.core.client import Hub
 from gateway.errors import ErrorCode
 from gateway.faces.native.session import Session
-from gateway.servers.http import AUTH_TIMEOUT_REASON
-from gateway.servers.limits import ConnectionLimits, RateLimitedLog, Refused, Ticket
+from gateway.servers.limits import ConnectionLimits, Refused, Ticket
 from gateway.servers.socket_transport import CLOSE_DRAIN_S, SocketTransport, close_or_abort
+from gateway.servers.stream_listener import read_stream
 from gateway.wire import Encoding, encode
 from protocols.errors import ProtocolError
 from protocols.msgpack_stream import MessageTooLarge, MsgpackStreamReader
@@ -29,10 +27,6 @@ log = logging.getLogger(__name__)
 READ_SIZE = 65536
 #: Requests handled from one read before the reader lets the event loop run other connections.
 YIELD_EVERY = 32
-_PARTIAL_REASON = "a request begun {:g} s ago is still unfinished (server.read_timeout_s)"
-_IDLE_REASON = "nothing received for {:g} s (server.idle_timeout_s; send ping to stay connected)"
-_TIMEOUTS = RateLimitedLog("msgpack clients timed out", 10.0, logging.INFO)
-_BUDGET_REASON = "too many unfinished requests on the gateway (server.max_partial_bytes); try again later"
 BIN_KEYS = "request keys must be msgpack str, not bin (pack text as str: use_bin_type=True with str keys)"
 
 
@@ -94,6 +88,8 @@ def _same_file(path: Path, identity: tuple[int, int] | None) -> bool:
 class MsgpackServer:
     """Serves sessions on TCP and/or a Unix socket, within the shared connection limits."""
 
+    name = "msgpack"
+
     def __init__(self, hub: Hub, limits: ConnectionLimits) -> None:
         self._hub = hub
         self._limits = limits
@@ -101,9 +97,16 @@ class MsgpackServer:
         self._handlers: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
         self._unix_path: Path | None = None
         self._unix_identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the socket file bound
+        self._scheme = "tcp"
         self.tcp_port: int | None = None
 
-    async def start(self, host: str, port: int, unix_path: str, tls: ssl.SSLContext | None = None) -> None:
+    async def start(self, tls: ssl.SSLContext | None = None) -> None:
+        """Listen on `server.host`:`server.msgpack_port` (-1: not at all; `tls`: with TLS) and `server.unix_socket`."""
+        server = self._hub.server
+        self._scheme = "tls" if tls else "tcp"
+        await self.listen(server.host, server.msgpack_port, server.unix_socket, tls)
+
+    async def listen(self, host: str, port: int, unix_path: str, tls: ssl.SSLContext | None = None) -> None:
         """Listen on `host:port` (port -1: not at all; `tls`: with TLS) and on `unix_path` (empty: not at all)."""
         if port >= 0:
             try:
@@ -141,6 +144,20 @@ class MsgpackServer:
         if self._unix_path is not None and _same_file(self._unix_path, self._unix_identity):
             with contextlib.suppress(OSError):
                 self._unix_path.unlink()
+
+    def listeners(self) -> dict[str, str | None]:
+        """The TCP address and the Unix socket's path."""
+        tcp = f"{self._scheme}://{self._hub.server.host}:{self.tcp_port}" if self.tcp_port else None
+        return {"msgpack": tcp, "unix": str(self._unix_path) if self._unix_path is not None else None}
+
+    def abort_connections(self) -> None:
+        """Drop every connection at once."""
+        for writer in self._handlers.values():
+            writer.transport.abort()
+
+    async def cleanup(self) -> None:
+        """Abort what is still open and wait (bounded) for the handlers to end."""
+        await self.end_connections()
 
     async def end_connections(self, timeout_s: float = 1.0) -> None:
         """Abort every connection still open and wait (at most `timeout_s`) for their handlers to end."""
@@ -199,63 +216,33 @@ class MsgpackServer:
         self, reader: asyncio.StreamReader, decoder: MsgpackStreamReader, session: Session, ticket: Ticket
     ) -> None:
         """Feed requests to `session` until the peer leaves or a deadline passes (then close it)."""
+
+        async def handle() -> bool:
+            handled = 0
+            while (message := decoder.next_message()) is not None:
+                if session.closing:  # the rest of a flood is not even decoded
+                    await session.wait_finished()
+                    return False
+                handled += 1
+                if handled % YIELD_EVERY == 0:
+                    await asyncio.sleep(0)  # one read may hold thousands of requests: let others run
+                value, size = message
+                if isinstance(value, dict) and not all(isinstance(key, str) for key in value):
+                    # Else a map packed with bin keys would read as one without an "id".
+                    await session.reject(BIN_KEYS)
+                    continue
+                await session.receive(value, size)
+            return True
+
         server = self._hub.server
-        now = time.monotonic()
-        auth_deadline = now + server.auth_timeout_s if server.auth_timeout_s else math.inf
-        last_read = now
-        partial_since = math.inf
-        while True:
-            deadlines = [(math.inf, "")]
-            if not session.client.authenticated:
-                deadlines.append((auth_deadline, AUTH_TIMEOUT_REASON.format(server.auth_timeout_s)))
-            if server.read_timeout_s:
-                deadlines.append((partial_since + server.read_timeout_s, _PARTIAL_REASON.format(server.read_timeout_s)))
-            if server.idle_timeout_s:
-                deadlines.append((last_read + server.idle_timeout_s, _IDLE_REASON.format(server.idle_timeout_s)))
-            deadline, reason = min(deadlines)
-            try:
-                async with asyncio.timeout_at(None if deadline == math.inf else _loop_time(deadline)):
-                    data = await reader.read(READ_SIZE)
-            except TimeoutError:
-                _TIMEOUTS.log("closing msgpack client %s: %s", session.id, reason)
-                await session.close(ErrorCode.TIMEOUT, reason)
-                return
-            if not data:
-                return
-            last_read = time.monotonic()
-            decoder.receive_data(data)
-            if not ticket.hold_partial(decoder.partial_bytes):
-                await session.close(ErrorCode.UNAVAILABLE, _BUDGET_REASON)
-                return
-            # A client that is not reading its answers is not read either, but its auth deadline holds.
-            waiting_for_auth = not session.client.authenticated and auth_deadline != math.inf
-            try:
-                async with asyncio.timeout_at(_loop_time(auth_deadline) if waiting_for_auth else None):
-                    handled = 0
-                    while (message := decoder.next_message()) is not None:
-                        if session.closing:  # the rest of a flood is not even decoded
-                            await session.wait_finished()
-                            return
-                        handled += 1
-                        if handled % YIELD_EVERY == 0:
-                            await asyncio.sleep(0)  # one read may hold thousands of requests: let others run
-                        value, size = message
-                        if isinstance(value, dict) and not all(isinstance(key, str) for key in value):
-                            # Else a map packed with bin keys would read as one without an "id".
-                            await session.reject(BIN_KEYS)
-                            continue
-                        await session.receive(value, size)
-            except TimeoutError:
-                await session.close(ErrorCode.TIMEOUT, AUTH_TIMEOUT_REASON.format(server.auth_timeout_s))
-                return
-            # Time spent waiting for a client to read its answers is not time it was idle.
-            last_read = time.monotonic()
-            if not decoder.partial_bytes:
-                partial_since = math.inf
-            elif partial_since == math.inf:
-                partial_since = last_read
-
-
-def _loop_time(monotonic_deadline: float) -> float:
-    """`time.monotonic()` deadline to the event loop's clock."""
-    return asyncio.get_running_loop().time() + monotonic_deadline - time.monotonic()
+        await read_stream(
+            reader,
+            session,
+            ticket,
+            server,
+            decoder.receive_data,
+            lambda: decoder.partial_bytes,
+            handle,
+            READ_SIZE,
+            server.idle_timeout_s,
+        )

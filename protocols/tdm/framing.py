@@ -23,6 +23,11 @@ class FrameReader:
         self._buffer = bytearray()
         self._max_bytes = max_bytes
 
+    @property
+    def partial_bytes(self) -> int:
+        """Bytes held of a message not yet complete."""
+        return len(self._buffer)
+
     def feed(self, data: bytes) -> list[bytes]:
         """Add received bytes; return the messages now complete, in order."""
         self._buffer += data

@@ -14,7 +14,7 @@ import ssl
 import time
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import WSMessage, WSMsgType, web
 
 from gateway import __version__
 from gateway.core.client import Hub
@@ -23,15 +23,9 @@ from gateway.faces.foxglove import wire
 from gateway.faces.foxglove.catalog import Catalog
 from gateway.faces.foxglove.session import CAPABILITIES, FoxgloveSession
 from gateway.servers.hosts import HostPolicy, host_guard
-from gateway.servers.http import WebSocketTransport, _origin_allowed
-from gateway.servers.http_guard import (
-    GuardedHttpProtocol,
-    close_on_read_timeout,
-    guarded_factory,
-    reserve_refusal,
-    serve_guarded,
-)
+from gateway.servers.http_guard import GuardedHttpProtocol, guarded_factory, serve_guarded
 from gateway.servers.limits import ConnectionLimits
+from gateway.servers.upgrade import WebSocketTransport, accept, offered_subprotocols, receive_messages, vet_upgrade
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +37,13 @@ class FoxgloveServer:
     header deadline and the WebSocket read limits.
     """
 
-    def __init__(self, hub: Hub, limits: ConnectionLimits) -> None:
+    name = "foxglove"
+
+    def __init__(self, hub: Hub, limits: ConnectionLimits, port: int) -> None:
         self.hub = hub
         self._limits = limits
+        self._wanted_port = port
+        self._scheme = "ws"
         self._guards: dict[asyncio.BaseTransport, GuardedHttpProtocol] = {}
         self.catalog = Catalog()
         #: Milliseconds since the epoch at start, as foxglove-sdk makes it: the same for every
@@ -70,9 +68,11 @@ class FoxgloveServer:
             "sessionId": self.session_id,
         }
 
-    async def start(self, host: str, port: int, tls: ssl.SSLContext | None = None) -> None:
-        """Listen on `host`:`port` (TLS with `tls`); raise `OSError` naming the listener when it cannot bind."""
+    async def start(self, tls: ssl.SSLContext | None = None) -> None:
+        """Listen on `server.host` and the configured port (TLS with `tls`); `OSError` naming it when it cannot bind."""
         server = self.hub.server
+        host, port = server.host, self._wanted_port
+        self._scheme = "wss" if tls else "ws"
         self._runner = web.AppRunner(
             self._app,
             handle_signals=False,
@@ -105,6 +105,10 @@ class FoxgloveServer:
         if self._server is not None:
             self._server.close()
 
+    def listeners(self) -> dict[str, str | None]:
+        """The Foxglove port's URL."""
+        return {"foxglove": f"{self._scheme}://{self.hub.server.host}:{self.port}/" if self.port else None}
+
     def abort_connections(self) -> None:
         """Drop every connection of this port at once (the end of a shutdown that ran out of time)."""
         for transport in list(self._guards):
@@ -122,24 +126,14 @@ class FoxgloveServer:
 
     async def _serve(self, request: web.Request, guard: GuardedHttpProtocol | None) -> web.StreamResponse:
         server = self.hub.server
-        refusal = reserve_refusal(guard)  # past the cap: the reserve is for /healthz only
-        if refusal is not None:
-            return refusal
-        if not _origin_allowed(request, server.allowed_origins):
-            log.warning("refused a Foxglove WebSocket from origin %s", request.headers.get("Origin"))
-            raise web.HTTPForbidden(text="origin not allowed; add it to server.allowed_origins\n")
-        offered = [p for header in request.headers.getall("Sec-WebSocket-Protocol", []) for p in header.split(",")]
-        subprotocol = wire.choose_subprotocol(offered)
+        subprotocol = wire.choose_subprotocol(offered_subprotocols(request))
+        ws = vet_upgrade(request, guard, server, "Foxglove WebSocket", server.max_frame_bytes, subprotocol)
+        if not isinstance(ws, web.WebSocketResponse):
+            return ws
         if subprotocol is None:
             raise web.HTTPBadRequest(
                 text=f"offer one of the WebSocket subprotocols {', '.join(wire.SUBPROTOCOLS)} (Foxglove WebSocket)\n"
             )
-        ws = web.WebSocketResponse(
-            protocols=(subprotocol,),
-            compress=False,  # permessage-deflate costs +60 % CPU for small frames
-            max_msg_size=server.max_frame_bytes + 1,  # aiohttp refuses frames >= its limit; ours are > max
-            heartbeat=server.heartbeat_s or None,
-        )
         if request.transport is None:  # the client already left
             raise web.HTTPBadRequest()
         transport = WebSocketTransport(ws, request.transport, server.send_buffer_bytes)
@@ -152,24 +146,22 @@ class FoxgloveServer:
                 await session.client.authenticate(token)
             except Unauthorized:
                 raise web.HTTPUnauthorized(text="token refused\n") from None
-        try:
-            await ws.prepare(request)
-        except ConnectionError:
+        if await accept(ws, request) is None:
             return ws
         session.start()
         if not session.client.authenticated:
             session.refuse("this gateway needs a token: connect to ws://<host>:<port>/?token=<token>")
             await session.close(ErrorCode.UNAUTHORIZED, "token required")
             return ws
-        close_on_read_timeout(guard, server.max_frame_bytes, session.close)
+
+        async def handle(message: WSMessage) -> None:
+            if message.type == WSMsgType.TEXT:
+                await session.receive_text(message.data)
+            else:
+                await session.receive_binary(message.data)
+
         try:
-            async for message in ws:
-                if guard is not None and message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
-                    guard.message_taken()
-                if message.type == WSMsgType.TEXT:
-                    await session.receive_text(message.data)
-                elif message.type == WSMsgType.BINARY:
-                    await session.receive_binary(message.data)
+            await receive_messages(ws, guard, session, server.max_frame_bytes, handle)
         finally:
             session.finish()
         return ws

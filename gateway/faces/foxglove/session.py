@@ -29,11 +29,14 @@ from gateway.faces.foxglove.catalog import (
     command_topic,
     schema_advertisement,
 )
-from gateway.faces.outbox import Outbox, Transport
+from gateway.faces.outbox import CLOSE_TIMEOUT_S, Outbox, Transport
 from gateway.servers.limits import CONNECTION_LINES
+from gateway.servers.socket_transport import CLOSE_DRAIN_S
 
 log = logging.getLogger(__name__)
 
+#: Seconds a reader waits for a close begun elsewhere: the outbox's flush, then the socket's drain.
+FINISH_WAIT_S = CLOSE_TIMEOUT_S + CLOSE_DRAIN_S + 0.5
 #: What we implement, as serverInfo names it.
 CAPABILITIES = ("clientPublish", "services", "parameters")
 #: Channels one client may advertise for publishing (each names one device's command type).
@@ -107,6 +110,7 @@ class FoxgloveSession:
         self._client_channels: dict[int, tuple[str, str, str]] = {}
         self._catalog_version = -1
         self._poller: asyncio.Task[None] | None = None
+        self._finished = asyncio.Event()
         self._ops: dict[str, Callable[[Mapping[str, Any]], None]] = {
             "subscribe": self._subscribe,
             "unsubscribe": self._unsubscribe,
@@ -143,6 +147,22 @@ class FoxgloveSession:
         """Queue a `status` error (sent before the connection closes)."""
         self._outbox.push(wire.status_frame(wire.ERROR, message))
 
+    @property
+    def admitted(self) -> bool:
+        """True once authenticated: Foxglove has no auth message, so a client without it is closed at once."""
+        return self.client.authenticated
+
+    @property
+    def closing(self) -> bool:
+        """True once the session is closing: what the client sends is no longer handled."""
+        return self._outbox.closing or self.client.admission.refused_out
+
+    async def wait_finished(self) -> None:
+        """Return once the session is over, or after the outbox's close timeout and the socket's drain."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(FINISH_WAIT_S):
+                await self._finished.wait()
+
     async def close(self, code: ErrorCode, reason: str) -> None:
         """Send a `status` with the reason after what is queued, then close the connection."""
         if self._outbox.closing:
@@ -158,6 +178,7 @@ class FoxgloveSession:
 
     def finish(self) -> None:
         """Forget the client: stop its writer, drop its subscriptions, end its leases."""
+        self._finished.set()
         if self not in self.hub.sessions:
             return
         self.hub.sessions.discard(self)
@@ -269,7 +290,12 @@ class FoxgloveSession:
     # -- requests ----------------------------------------------------------------------------
 
     async def receive_text(self, text: str) -> None:
-        """Handle one JSON message from the client; bad input is answered with a `status` error."""
+        """Handle one JSON message from the client; bad input is answered with a `status` error.
+
+        Each refusal spends the client's refusal budget first (`Admission`); past it the client is closed.
+        """
+        if self.closing:
+            return
         await self._outbox.room()
         size = len(text) if len(text) * 4 <= self.hub.server.max_request_bytes else len(text.encode())
         try:
@@ -291,13 +317,15 @@ class FoxgloveSession:
                 raise FoxgloveError(f"unknown op {op!r} (ops: {', '.join(sorted(self._ops))})")
             handler(request)
         except GatewayError as error:
-            self._status_error(error.message if isinstance(error, FoxgloveError) else _message_text(error))
+            await self._refused(error)
         except Exception:
             log.exception("foxglove client %s: request failed", self.id)
             self._status_error("internal error; see the gateway's log")
 
     async def receive_binary(self, data: bytes) -> None:
         """Handle one binary message: client message data (a command) or a service call."""
+        if self.closing:
+            return
         await self._outbox.room()
         try:
             if len(data) > self.hub.server.max_request_bytes:
@@ -313,10 +341,15 @@ class FoxgloveSession:
             else:
                 self._publish(message)
         except GatewayError as error:
-            self._status_error(error.message if isinstance(error, FoxgloveError) else _message_text(error))
+            await self._refused(error)
         except Exception:
             log.exception("foxglove client %s: binary message failed", self.id)
             self._status_error("internal error; see the gateway's log")
+
+    async def _refused(self, error: GatewayError) -> None:
+        """A `status` error for refused input, within the client's refusal budget (then the close)."""
+        text = error.message if isinstance(error, FoxgloveError) else _message_text(error)
+        await self.client.admission.refused(self.id, text, lambda: self._status_error(text), self.close)
 
     def _subscribe(self, request: Mapping[str, Any]) -> None:
         errors = []

@@ -54,6 +54,11 @@ TOKEN_PROPERTY = "token"
 #: The address AuthGuard counts MQTT token failures under (the broker hides the publisher).
 AUTH_PEER = "mqtt"
 MAX_TOKEN_LENGTH = 4096
+#: Requests (commands and releases) handled at once, and the payload bytes they hold: more are
+#: answered `rate_limited` at once, so a flood (of wrong tokens, say) holds bounded memory. Estop is
+#: never counted nor refused.
+MAX_PENDING = 256
+MAX_PENDING_BYTES = 4 * 1024 * 1024
 _COMMAND_FIELDS = frozenset({"type", "data", "timeout_s", "transaction", "peer", "client", "token"})
 
 
@@ -95,6 +100,8 @@ class CommandService:
         #: Refused requests by error code (shown in /metrics).
         self.rejected: Counter[str] = Counter()
         self.accepted = 0
+        self._pending = 0
+        self._pending_bytes = 0
 
     @property
     def peers(self) -> int:
@@ -103,8 +110,11 @@ class CommandService:
 
     # -- peers -------------------------------------------------------------------------------
 
-    async def _client(self, peer: str, client: str, token: object) -> Client:
-        """The core client of `peer`'s `client` holding `token` (no token needed when auth is off)."""
+    async def _client(self, peer: str, client: str, token: object, urgent: bool = False) -> Client:
+        """The core client of `peer`'s `client` holding `token` (no token needed when auth is off).
+
+        An `urgent` request (estop) has its token checked behind no queue or delay.
+        """
         if not self._hub.credentials:
             key = (peer, client, b"")
         elif not isinstance(token, str) or not 0 < len(token) <= MAX_TOKEN_LENGTH:
@@ -118,7 +128,7 @@ class CommandService:
             found = Client(self._hub, AUTH_PEER, "json")
             if self._hub.credentials:
                 assert isinstance(token, str)
-                await found.authenticate(token)  # raises Unauthorized; throttled by the AuthGuard
+                await found.authenticate(token, urgent)  # raises Unauthorized; throttled by the AuthGuard
             found.join()
             self._peers[key] = found
         return found
@@ -140,8 +150,22 @@ class CommandService:
     # -- requests ----------------------------------------------------------------------------
 
     def command(self, device: str, request: Request) -> None:
-        """Start a command for `device` (`<device>/set`); its answer goes out when it completes."""
-        self._spawn(self._command(device, request))
+        """Start a command for `device` (`<device>/set`); its answer goes out when it completes.
+
+        Past `MAX_PENDING` requests or `MAX_PENDING_BYTES` in hand, it is answered `rate_limited` at once.
+        """
+        if self._admit(request):
+            self._spawn(self._command(device, request), len(request.payload))
+        else:
+            self._answer(request, None, device, error=self._busy())
+
+    def _admit(self, request: Request) -> bool:
+        return self._pending < MAX_PENDING and self._pending_bytes + len(request.payload) <= MAX_PENDING_BYTES
+
+    def _busy(self) -> RateLimited:
+        return RateLimited(
+            f"more than {MAX_PENDING} MQTT requests or {MAX_PENDING_BYTES} bytes are being handled; try again later"
+        )
 
     async def _command(self, device: str, request: Request) -> None:
         transaction: object = None
@@ -175,6 +199,7 @@ class CommandService:
         """Stop every local device (`estop`); answered with each device's outcome where asked.
 
         With auth on, any accepted token may stop (as on every face); without one it is refused.
+        It waits behind nothing: not the requests in hand, not other requesters' wrong tokens.
         """
 
         async def run() -> None:
@@ -187,12 +212,12 @@ class CommandService:
                 body = {}  # an emergency stop goes ahead even when its payload is unreadable
             transaction = body.get("transaction")
             try:
-                runner = await self._requester(request, body)
+                runner = await self._requester(request, body, urgent=True)
             except Unauthorized as error:
                 self._answer(request, transaction, None, error=error)
                 return
             except GatewayError:
-                runner = await self._client("mqtt", "", self._token(request, body))
+                runner = await self._client("mqtt", "", self._token(request, body), urgent=True)
             outcome = await runner.estop()
             self._answer(request, transaction, None, data={"devices": outcome})
 
@@ -213,7 +238,10 @@ class CommandService:
                 return
             self.peer_gone(peer, client)
 
-        self._spawn(run())
+        if self._admit(request):
+            self._spawn(run(), len(request.payload))
+        else:
+            self.rejected[self._busy().code.value] += 1
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -234,11 +262,11 @@ class CommandService:
     def _token(request: Request, body: Mapping[str, Any]) -> object:
         return request.user.get(TOKEN_PROPERTY) or body.get("token")
 
-    async def _requester(self, request: Request, body: Mapping[str, Any]) -> Client:
+    async def _requester(self, request: Request, body: Mapping[str, Any], urgent: bool = False) -> Client:
         peer = request.user.get(PEER_PROPERTY) or body.get("peer") or "mqtt"
         client = request.user.get(CLIENT_PROPERTY) or body.get("client") or ""
         return await self._client(
-            _name(peer, "peer"), _name(client, "client") if client else "", self._token(request, body)
+            _name(peer, "peer"), _name(client, "client") if client else "", self._token(request, body), urgent
         )
 
     def _answer(
@@ -278,12 +306,21 @@ class CommandService:
             return  # a response topic must be a topic name, not a filter
         self._spawn(self._link.publish(topic, orjson.dumps(result), qos=1, properties=properties))
 
-    def _spawn(self, coroutine: Any) -> None:
+    def _spawn(self, coroutine: Any, pending_bytes: int | None = None) -> None:
+        """Run `coroutine`; with `pending_bytes`, it counts as a request in hand (`MAX_PENDING`) until it ends."""
+        if pending_bytes is not None:
+            self._pending += 1
+            self._pending_bytes += pending_bytes
+
         async def guarded() -> None:
             try:
                 await coroutine
             except Exception as error:  # the broker went away: the requester's answer is lost, nothing else
                 log.warning("MQTT answer not sent: %s", error)
+            finally:
+                if pending_bytes is not None:
+                    self._pending -= 1
+                    self._pending_bytes -= pending_bytes
 
         task = asyncio.create_task(guarded())
         self._answers.add(task)

@@ -23,7 +23,6 @@ from gateway.core.client import (
     MIN_RATE_HZ,
     Client,
     Hub,
-    TokenBucket,
 )
 from gateway.errors import (
     BadRequest,
@@ -37,12 +36,11 @@ from gateway.errors import (
 )
 from gateway.faces.outbox import CLOSE_TIMEOUT_S, Outbox
 from gateway.faces.outbox import Transport as FrameTransport
-from gateway.servers.limits import CONNECTION_LINES, RateLimitedLog
+from gateway.servers.limits import CONNECTION_LINES
 from gateway.servers.socket_transport import CLOSE_DRAIN_S
 from gateway.wire import Encoding, encode, pack_messages
 
 log = logging.getLogger(__name__)
-_REFUSALS_LOG = RateLimitedLog("clients closed for refused requests", 10.0, logging.INFO)
 
 CAPABILITIES = (
     "auth",
@@ -114,10 +112,6 @@ class Session:
         self._finished = asyncio.Event()
         self._multi_state = False
         self._multi_frame_bytes = hub.server.max_frame_bytes
-        # Refused requests (bad frames, over the rate...) cost an answer each: past this budget a
-        # client that keeps sending them is closed rather than answered thousands of times a second.
-        self._refusals = TokenBucket(hub.server.max_requests_per_s, hub.server.refusal_burst)
-        self._refused_out = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -148,9 +142,14 @@ class Session:
         )
 
     @property
+    def admitted(self) -> bool:
+        """True once the client authenticated (at once with no tokens): its auth deadline no longer holds."""
+        return self.client.authenticated
+
+    @property
     def closing(self) -> bool:
         """True once the session is closing or closed: its reader stops handing it requests."""
-        return self._outbox.closing or self._refused_out
+        return self._outbox.closing or self.client.admission.refused_out
 
     async def wait_finished(self) -> None:
         """Return once the session is over, or after `FINISH_WAIT_S` (a close under way elsewhere is bounded)."""
@@ -188,7 +187,7 @@ class Session:
 
         An `estop` never waits: it goes ahead of a full result queue.
         """
-        if self._refused_out:
+        if self.client.admission.refused_out:
             return
         if not (isinstance(request, Mapping) and request.get("op") == "estop"):
             await self._outbox.room()
@@ -233,23 +232,15 @@ class Session:
 
         Like any request, it waits while the client does not read its answers.
         """
-        if self._refused_out:
+        if self.client.admission.refused_out:
             return
         await self._outbox.room()
         await self._refuse(None, BadRequest(message))
 
     async def _refuse(self, request_id: RequestId, error: GatewayError) -> None:
         """Answer a refused request, or close the client once it has spent its budget of refusals."""
-        if self._refusals.take():
-            self._reply_error(request_id, error)
-            return
-        self._refused_out = True
-        server = self.hub.server
-        _REFUSALS_LOG.log("closing client %s: it keeps sending requests that are refused", self.id)
-        await self.close(
-            ErrorCode.RATE_LIMITED,
-            f"more than {server.refusal_burst} refused requests, then {server.max_requests_per_s:g} a second "
-            "(server.refusal_burst, server.max_requests_per_s); last: " + error.message[:200],
+        await self.client.admission.refused(
+            self.id, error.message, lambda: self._reply_error(request_id, error), self.close
         )
 
     async def _auth(self, request: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ everything that goes wrong, carrying the request's id. What the ops mean lives i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -31,10 +32,11 @@ from gateway.errors import (
     UnknownCommand,
     UnknownOp,
 )
-from gateway.faces.outbox import Outbox, Transport
+from gateway.faces.outbox import CLOSE_TIMEOUT_S, Outbox, Transport
 from gateway.faces.rosbridge import cbor, rosapi
 from gateway.faces.rosbridge import names as ros
 from gateway.servers.limits import CONNECTION_LINES
+from gateway.servers.socket_transport import CLOSE_DRAIN_S
 from gateway.wire import websocket_binary_frame, websocket_text_frame
 
 log = logging.getLogger(__name__)
@@ -58,8 +60,15 @@ SUPPORTED_OPS = (
     "set_level",
 )
 
+#: Seconds a reader waits for a close begun elsewhere: the outbox's flush, then the socket's drain.
+FINISH_WAIT_S = CLOSE_TIMEOUT_S + CLOSE_DRAIN_S + 0.5
 RequestId = str | int | None
 _generated_ids = itertools.count(1)
+#: The integer ids a reply can echo (JSON readers and orjson hold 64 bits); others are answered without one.
+MIN_INT_ID = -(1 << 63)
+MAX_INT_ID = (1 << 64) - 1
+#: Publishers (advertise ids) one client may hold in all its topics: each costs memory until it leaves.
+MAX_PUBLISHERS = 256
 
 
 @dataclass(slots=True)
@@ -152,6 +161,7 @@ class RosbridgeSession:
         self._routes: dict[str, tuple[str, SubscribedTopic] | None] = {}
         self._advertised: dict[str, set[RequestId]] = {}
         self._closing_task: asyncio.Task[None] | None = None
+        self._finished = asyncio.Event()
         self._ops: dict[str, Callable[[RequestId, Mapping[str, Any]], Awaitable[None]]] = {
             "auth": self._auth,
             "subscribe": self._subscribe,
@@ -172,6 +182,22 @@ class RosbridgeSession:
         self._outbox.start()
         CONNECTION_LINES.log(log, "rosbridge client %s connected from %s", self.id, self.client.peer)
 
+    @property
+    def admitted(self) -> bool:
+        """True once the client authenticated (at once with no tokens, or with `?token=`)."""
+        return self.client.authenticated
+
+    @property
+    def closing(self) -> bool:
+        """True once the session is closing: what the client sends is no longer handled."""
+        return self._outbox.closing or self.client.admission.refused_out
+
+    async def wait_finished(self) -> None:
+        """Return once the session is over, or after the outbox's close timeout and the socket's drain."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(FINISH_WAIT_S):
+                await self._finished.wait()
+
     async def close(self, code: ErrorCode, reason: str) -> None:
         """Send what is queued, then close the WebSocket (rosbridge has no goodbye message)."""
         if self._outbox.closing:
@@ -186,6 +212,7 @@ class RosbridgeSession:
 
     def finish(self) -> None:
         """Forget the client: its subscriptions and publishers, and its leases (neither library unsubscribes)."""
+        self._finished.set()
         if self not in self.hub.sessions:
             return
         self.hub.sessions.discard(self)
@@ -199,7 +226,13 @@ class RosbridgeSession:
     # -- requests ----------------------------------------------------------------------------
 
     async def receive(self, request: object, size: int) -> None:
-        """Handle one decoded request of `size` bytes; every failure becomes a `status` with its id."""
+        """Handle one decoded request of `size` bytes; every failure becomes a `status` with its id.
+
+        A refused request spends the client's refusal budget first (`Admission`): past it, the
+        client is closed rather than answered.
+        """
+        if self.closing:
+            return
         await self._outbox.room()
         request_id: RequestId = None
         op = "request"
@@ -221,7 +254,10 @@ class RosbridgeSession:
                 raise Unauthorized(f"{op}: authenticate first (?token= on the URL, or the auth op)")
             await handler(request_id, request)
         except GatewayError as error:
-            self._failed(op, request, request_id, _message_of(error))
+            message = _message_of(error)
+            await self.client.admission.refused(
+                self.id, message, lambda: self._failed(op, request, request_id, message), self.close
+            )
         except Exception:
             log.exception("rosbridge client %s: %s failed", self.id, op)
             self._failed(op, request, request_id, f"{InternalError.code.value}: see the gateway's log")
@@ -233,9 +269,12 @@ class RosbridgeSession:
         else:
             self._status("error", f"{op}: {message}", request_id)
 
-    def reject(self, message: str) -> None:
-        """Answer an undecodable frame with a `status` error; the connection goes on."""
-        self._status("error", message, None)
+    async def reject(self, message: str) -> None:
+        """Answer an undecodable frame with a `status` error, within the refusal budget (then close)."""
+        if self.closing:
+            return
+        await self._outbox.room()
+        await self.client.admission.refused(self.id, message, lambda: self._status("error", message, None), self.close)
 
     async def _auth(self, request_id: RequestId, request: Mapping[str, Any]) -> None:
         # rosbridge's auth op (roslib / roslibpy `authenticate(mac, ...)`): `mac` carries the token.
@@ -382,6 +421,13 @@ class RosbridgeSession:
     async def _advertise(self, request_id: RequestId, request: Mapping[str, Any]) -> None:
         name = _name(request, "advertise", "topic")
         self._command_topic("advertise", name, _field(request, "advertise", "type", str, ""))
+        publishers = self._advertised.get(name)
+        if publishers is not None and request_id in publishers:
+            return
+        if sum(map(len, self._advertised.values())) >= MAX_PUBLISHERS:
+            raise InvalidArgument(
+                f"advertise {name}: a client may hold at most {MAX_PUBLISHERS} publishers; unadvertise some first"
+            )
         self._advertised.setdefault(name, set()).add(request_id)
 
     async def _unadvertise(self, request_id: RequestId, request: Mapping[str, Any]) -> None:
@@ -489,7 +535,14 @@ class RosbridgeSession:
         self._push(status)
 
     def _push(self, message: dict[str, Any]) -> None:
-        self._outbox.push(websocket_text_frame(orjson.dumps(message)))
+        try:
+            encoded = orjson.dumps(message)
+        except orjson.JSONEncodeError as error:  # a value no JSON reader could take: say so, never crash
+            log.debug("rosbridge client %s: reply not encodable: %s", self.id, error)
+            encoded = orjson.dumps(
+                {"op": "status", "level": "error", "msg": f"the reply to {message.get('op')!s:.64} is not encodable"}
+            )
+        self._outbox.push(websocket_text_frame(encoded))
 
 
 def _request_id(value: object) -> RequestId:
@@ -498,6 +551,8 @@ def _request_id(value: object) -> RequestId:
         return None
     if isinstance(value, str) and len(value) > MAX_ID_LENGTH:
         return None
+    if isinstance(value, int) and not MIN_INT_ID <= value <= MAX_INT_ID:
+        return None  # a CBOR bignum: no JSON reply could carry it back
     return value
 
 

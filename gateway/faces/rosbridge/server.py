@@ -13,7 +13,7 @@ import ssl
 from collections.abc import Awaitable, Callable
 
 import orjson
-from aiohttp import WSMsgType, web
+from aiohttp import WSMessage, WSMsgType, web
 
 from gateway.core.client import Hub
 from gateway.errors import Unauthorized
@@ -21,15 +21,9 @@ from gateway.faces.rosbridge import cbor
 from gateway.faces.rosbridge.names import RosNames
 from gateway.faces.rosbridge.ops import RosbridgeSession
 from gateway.servers.hosts import HostPolicy, host_guard
-from gateway.servers.http import WebSocketTransport, _origin_allowed
-from gateway.servers.http_guard import (
-    GuardedHttpProtocol,
-    close_on_read_timeout,
-    listen_guarded,
-    reserve_refusal,
-    serve_guarded,
-)
+from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded, serve_guarded
 from gateway.servers.limits import ConnectionLimits
+from gateway.servers.upgrade import WebSocketTransport, accept, receive_messages, vet_upgrade
 
 log = logging.getLogger(__name__)
 
@@ -42,38 +36,32 @@ def handler(hub: Hub, names: RosNames) -> Callable[[web.Request], Awaitable[web.
         return await serve_guarded(request, serve)
 
     async def serve(request: web.Request, guard: GuardedHttpProtocol | None) -> web.StreamResponse:
-        refusal = reserve_refusal(guard)
-        if refusal is not None:
-            return refusal
-        if not _origin_allowed(request, server.allowed_origins):
-            log.warning("refused a rosbridge WebSocket from origin %s", request.headers.get("Origin"))
-            raise web.HTTPForbidden(text="origin not allowed; add it to server.allowed_origins\n")
-        token = request.query.get("token")
-        ws = web.WebSocketResponse(
-            compress=False,  # permessage-deflate costs +60 % CPU for small frames
-            max_msg_size=server.max_frame_bytes + 1,  # aiohttp refuses frames >= its limit; ours are > max
-            heartbeat=server.heartbeat_s or None,
-        )
+        ws = vet_upgrade(request, guard, server, "rosbridge WebSocket", server.max_frame_bytes)
+        if not isinstance(ws, web.WebSocketResponse):
+            return ws
         if request.transport is None:  # the client already left
             raise web.HTTPBadRequest()
-        transport = WebSocketTransport(ws, request.transport, server.send_buffer_bytes)
-        session = RosbridgeSession(hub, names, transport, str(request.remote))
+        session = RosbridgeSession(
+            hub, names, WebSocketTransport(ws, request.transport, server.send_buffer_bytes), str(request.remote)
+        )
+        token = request.query.get("token")
         if token is not None:
             try:
                 await session.client.authenticate(token)
             except Unauthorized:
                 raise web.HTTPUnauthorized(text="token refused\n") from None
-        await ws.prepare(request)
+        if await accept(ws, request) is None:
+            return ws
         session.start()
-        close_on_read_timeout(guard, server.max_frame_bytes, session.close)
+
+        async def handle(message: WSMessage) -> None:
+            if message.type == WSMsgType.TEXT:
+                await _receive_text(session, message.data, server.max_request_bytes)
+            else:
+                await _receive_binary(session, message.data)
+
         try:
-            async for message in ws:
-                if guard is not None and message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
-                    guard.message_taken()
-                if message.type == WSMsgType.TEXT:
-                    await _receive_text(session, message.data, server.max_request_bytes)
-                elif message.type == WSMsgType.BINARY:
-                    await _receive_binary(session, message.data)
+            await receive_messages(ws, guard, session, server.max_frame_bytes, handle)
         finally:
             session.finish()
         return ws
@@ -86,7 +74,7 @@ async def _receive_text(session: RosbridgeSession, text: str, max_request_bytes:
     try:
         request = orjson.loads(text)
     except orjson.JSONDecodeError as error:
-        session.reject(f"not valid JSON: {error}")
+        await session.reject(f"not valid JSON: {error}")
         return
     await session.receive(request, size)
 
@@ -95,47 +83,65 @@ async def _receive_binary(session: RosbridgeSession, data: bytes) -> None:
     try:
         request = cbor.decode(data)
     except cbor.CborError as error:
-        session.reject(str(error))
+        await session.reject(str(error))
         return
     await session.receive(request, len(data))
 
 
 class RosbridgeServer:
-    """The dedicated rosbridge port: its own aiohttp runner in the gateway's event loop."""
+    """The dedicated rosbridge port: its own aiohttp runner in the gateway's event loop (a `Face`).
 
-    def __init__(self, hub: Hub, names: RosNames) -> None:
+    Its connections share the HTTP port's `registry` of guarded connections (the app aborts them).
+    """
+
+    name = "rosbridge"
+
+    def __init__(
+        self,
+        hub: Hub,
+        names: RosNames,
+        port: int,
+        limits: ConnectionLimits,
+        registry: dict[asyncio.BaseTransport, GuardedHttpProtocol],
+    ) -> None:
         self._app = web.Application(
             client_max_size=hub.server.max_frame_bytes, middlewares=[host_guard(HostPolicy(hub.server.allowed_hosts))]
         )
         self._app.router.add_get("/", handler(hub, names))
         self._server = hub.server
+        self._wanted_port = port
+        self._limits = limits
+        self._registry = registry
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.Server | None = None
+        self._scheme = "ws"
         self.port: int | None = None
 
-    async def start(
-        self,
-        host: str,
-        port: int,
-        tls: ssl.SSLContext | None,
-        limits: ConnectionLimits,
-        registry: dict[asyncio.BaseTransport, GuardedHttpProtocol],
-    ) -> None:
-        """Listen on `host`:`port` (TLS with `tls`) under the gateway's connection `limits`.
+    async def start(self, tls: ssl.SSLContext | None) -> None:
+        """Listen on `server.host` and the configured port (TLS with `tls`) under the gateway's connection limits.
 
         Raises `OSError` naming the listener when it cannot bind.
         """
         self._runner, self._listener = await listen_guarded(
-            self._app, "rosbridge", host, port, tls, self._server, limits, registry
-        )
+            self._app, "rosbridge", self._server.host, self._wanted_port, tls, self._server, self._limits,
+            self._registry,
+        )  # fmt: skip
+        self._scheme = "wss" if tls else "ws"
         self.port = self._listener.sockets[0].getsockname()[1]
 
-    async def stop_listening(self) -> None:
+    def stop_listening(self) -> None:
         """Accept no new connections."""
         if self._listener is not None:
             self._listener.close()
+
+    def abort_connections(self) -> None:
+        """Nothing of its own: its connections are in the HTTP port's registry, which the app aborts."""
 
     async def cleanup(self) -> None:
         """Release the runner (after the sessions were closed)."""
         if self._runner is not None:
             await self._runner.cleanup()
+
+    def listeners(self) -> dict[str, str | None]:
+        """The rosbridge port's URL."""
+        return {"rosbridge": f"{self._scheme}://{self._server.host}:{self.port}/" if self.port else None}

@@ -9,26 +9,22 @@ a WebSocket past them gets HTTP 503 with the reason, a TCP connection one `Error
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import ssl
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import WSMessage, WSMsgType, web
 
 from gateway.config import TdmConfig
 from gateway.core.client import Hub
 from gateway.errors import ErrorCode
 from gateway.faces.tdm.session import TdmSession
 from gateway.servers.hosts import HostPolicy, host_guard
-from gateway.servers.http_guard import (
-    GuardedHttpProtocol,
-    close_on_read_timeout,
-    listen_guarded,
-    reserve_refusal,
-    serve_guarded,
-)
-from gateway.servers.limits import ConnectionLimits, Refused
-from gateway.servers.socket_transport import SocketTransport, close_or_abort
+from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded, serve_guarded
+from gateway.servers.limits import ConnectionLimits, Refused, Ticket
+from gateway.servers.socket_transport import CLOSE_DRAIN_S, SocketTransport, close_or_abort
+from gateway.servers.stream_listener import read_stream
+from gateway.servers.upgrade import accept, close_websocket, receive_messages, vet_upgrade
 from protocols.errors import ProtocolError
 from protocols.tdm import codec
 from protocols.tdm.framing import MAX_MESSAGE_BYTES, FrameReader, frame
@@ -55,10 +51,15 @@ class TcpTransport(SocketTransport):
         return frame(message)
 
     async def close(self, code: ErrorCode, reason: str) -> None:
-        """Close the socket."""
+        """Close the socket; abort it when what is buffered does not drain in `CLOSE_DRAIN_S` (a peer not reading)."""
         self._writer.close()
-        with contextlib.suppress(ConnectionError, OSError):
-            await self._writer.wait_closed()
+        try:
+            async with asyncio.timeout(CLOSE_DRAIN_S):
+                await self._writer.wait_closed()
+        except TimeoutError:
+            self.abort()
+        except (ConnectionError, OSError):
+            pass
 
 
 class WebSocketTransport:
@@ -97,13 +98,14 @@ class WebSocketTransport:
             self._transport.abort()
 
     async def close(self, code: ErrorCode, reason: str) -> None:
-        """Close the WebSocket with a reason."""
-        with contextlib.suppress(ConnectionError):
-            await self._ws.close(message=reason.encode()[:120])
+        """Close the WebSocket with `code`'s close code and a reason (aborted when it does not end in time)."""
+        await close_websocket(self._ws, code, reason, self.abort)
 
 
 class TdmServer:
     """Both listeners of the TDM face; `tcp_port` / `ws_port` are the bound ports once started."""
+
+    name = "tdm"
 
     def __init__(self, hub: Hub, config: TdmConfig, limits: ConnectionLimits) -> None:
         self.hub = hub
@@ -116,8 +118,8 @@ class TdmServer:
         self._runner: web.AppRunner | None = None
         self._ws_listener: asyncio.Server | None = None
 
-    async def start(self) -> None:
-        """Listen on both ports; `OSError` (naming the address) when one cannot be bound."""
+    async def start(self, tls: ssl.SSLContext | None = None) -> None:
+        """Listen on both ports (no TLS: Thymio Suite and tdmclient speak none); `OSError` naming one it cannot bind."""
         config = self.config
         app = web.Application(middlewares=[host_guard(HostPolicy(self.hub.server.allowed_hosts))])
         app.router.add_get("/{tail:.*}", self._websocket)
@@ -132,20 +134,31 @@ class TdmServer:
         self.tcp_port = self._tcp.sockets[0].getsockname()[1]
         log.info("tdm face listening", extra={"tcp": self.tcp_port, "websocket": self.ws_port, "host": config.host})
 
-    async def stop(self) -> None:
+    def stop_listening(self) -> None:
         """Stop listening (the gateway closes the sessions with every other face's)."""
         if self._tcp is not None:
             self._tcp.close()
         if self._ws_listener is not None:
             self._ws_listener.close()
 
-    async def cleanup(self) -> None:
-        """Release the WebSocket application once the sessions are closed (aborting what is left)."""
+    def abort_connections(self) -> None:
+        """Drop the WebSocket listener's connections at once (TCP sessions are aborted through the hub)."""
         for transport in list(self._guards):
             if isinstance(transport, asyncio.WriteTransport):
                 transport.abort()
+
+    async def cleanup(self) -> None:
+        """Release the WebSocket application once the sessions are closed (aborting what is left)."""
+        self.abort_connections()
         if self._runner is not None:
             await self._runner.cleanup()
+
+    def listeners(self) -> dict[str, str | None]:
+        """Both ports' addresses."""
+        if self.tcp_port is None:
+            return {"tdm": None}
+        host = self.config.host
+        return {"tdm": f"tcp://{host}:{self.tcp_port} and ws://{host}:{self.ws_port}"}
 
     async def _serve_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
@@ -156,57 +169,64 @@ class TdmServer:
             close_or_abort(writer.transport)
             return
         try:
-            await self._serve_admitted(reader, writer, peer)
+            await self._serve_admitted(reader, writer, peer, ticket)
         finally:
             ticket.release()
 
-    async def _serve_admitted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: Any) -> None:
+    async def _serve_admitted(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: Any, ticket: Ticket
+    ) -> None:
         transport = TcpTransport(writer, self.hub.server.send_buffer_bytes)
         session = TdmSession(self.hub, transport, str(peer[0]) if peer else "unknown", self.ws_port or 0)
         session.start()
         frames = FrameReader(MAX_MESSAGE_BYTES)
+        pending: list[bytes] = []
+
+        async def handle() -> bool:
+            while pending:
+                if session.closing:
+                    await session.wait_finished()
+                    return False
+                await session.receive(pending.pop(0))
+            return True
+
         try:
-            while True:
-                data = await reader.read(_READ_BYTES)
-                if not data:
-                    break
-                try:
-                    messages = frames.feed(data)
-                except ProtocolError as error:
-                    log.info("tdm client %s: %s", session.id, error)
-                    await session.close(ErrorCode.TOO_LARGE, str(error))
-                    break
-                for message in messages:
-                    await session.receive(message)
+            # The handshake (and its password) within auth_timeout_s, and a frame begun within read_timeout_s.
+            await read_stream(
+                reader, session, ticket, self.hub.server, lambda data: pending.extend(frames.feed(data)),
+                lambda: frames.partial_bytes, handle, _READ_BYTES,
+            )  # fmt: skip
+        except ProtocolError as error:
+            await session.close(ErrorCode.TOO_LARGE, str(error))
         except (ConnectionError, OSError):
             pass
         finally:
             session.finish()
-            writer.close()
+            close_or_abort(writer.transport)
 
     async def _websocket(self, request: web.Request) -> web.StreamResponse:
         return await serve_guarded(request, self._serve_websocket)
 
     async def _serve_websocket(self, request: web.Request, guard: GuardedHttpProtocol | None) -> web.StreamResponse:
-        refusal = reserve_refusal(guard)  # past the cap: the reserve is for /healthz only
-        if refusal is not None:
-            return refusal
-        ws = web.WebSocketResponse(compress=False, max_msg_size=MAX_MESSAGE_BYTES + 1, heartbeat=None)
-        await ws.prepare(request)
-        session = TdmSession(
-            self.hub, WebSocketTransport(ws, request.transport), str(request.remote), self.ws_port or 0
-        )
+        # The same upgrade as every WebSocket face: the Origin guard (a web page may not drive a
+        # robot through the TDM), the reserve's 503, the heartbeat.
+        ws = vet_upgrade(request, guard, self.hub.server, "TDM WebSocket", MAX_MESSAGE_BYTES)
+        if not isinstance(ws, web.WebSocketResponse):
+            return ws
+        transport = await accept(ws, request)
+        if transport is None:
+            return ws
+        session = TdmSession(self.hub, WebSocketTransport(ws, transport), str(request.remote), self.ws_port or 0)
         session.start()
-        close_on_read_timeout(guard, MAX_MESSAGE_BYTES, session.close)
+
+        async def handle(message: WSMessage) -> None:
+            if message.type == WSMsgType.BINARY:
+                await session.receive(message.data)
+            else:
+                await session.close(ErrorCode.BAD_REQUEST, "the TDM protocol sends binary messages")
+
         try:
-            async for message in ws:
-                if guard is not None and message.type in (WSMsgType.TEXT, WSMsgType.BINARY):
-                    guard.message_taken()
-                if message.type == WSMsgType.BINARY:
-                    await session.receive(message.data)
-                elif message.type == WSMsgType.TEXT:
-                    await session.close(ErrorCode.BAD_REQUEST, "the TDM protocol sends binary messages")
-                    break
+            await receive_messages(ws, guard, session, MAX_MESSAGE_BYTES, handle)
         finally:
             session.finish()
         return ws

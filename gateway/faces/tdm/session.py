@@ -10,25 +10,28 @@ watched variables are read with `hwgateway/AsebaVariables` every `VARIABLES_PERI
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import Any, Protocol
 
 from gateway.bus import DeviceEvent, Outgoing, Sample
+from gateway.core.admission import REFUSALS_LOG
 from gateway.core.client import Client, Hub
+from gateway.core.session_state import SessionState
 from gateway.errors import (
     DeviceUnavailable,
     ErrorCode,
     GatewayError,
     Locked,
-    RateLimited,
     Unauthorized,
     UnknownDevice,
 )
-from gateway.faces.outbox import Outbox
+from gateway.faces.outbox import CLOSE_TIMEOUT_S, Outbox
 from gateway.faces.outbox import Transport as FrameTransport
 from gateway.faces.tdm import nodes
 from gateway.servers.limits import CONNECTION_LINES
+from gateway.servers.socket_transport import CLOSE_DRAIN_S
 from protocols.errors import ProtocolError
 from protocols.tdm import codec
 from protocols.tdm.framing import MAX_MESSAGE_BYTES
@@ -63,6 +66,8 @@ from protocols.tdm.messages import (
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
+#: Seconds a reader waits for a close begun elsewhere: the outbox's flush, then the socket's drain.
+FINISH_WAIT_S = CLOSE_TIMEOUT_S + CLOSE_DRAIN_S + 0.5
 #: Seconds between two Pings (the real TDM's period; tdmclient's reader needs them to stop).
 PING_PERIOD_S = 2.5
 #: Seconds between two reads of a watched node's variables.
@@ -111,14 +116,14 @@ class TdmSession:
         self.id = self.client.id
         self._ws_port = ws_port
         self._outbox = Outbox(self.id, self.client.subscriber, transport, self._render)
-        self._handshaken = False
-        self._closed = False
+        self.state = SessionState.OPENING
         self._tasks: set[asyncio.Task[None]] = set()
         self._watch: dict[str, int] = {}
         self._pollers: dict[str, asyncio.Task[None]] = {}
         self._events: dict[str, tuple[EventDefinition, ...]] = {}
         self._vm_state: dict[str, VMExecutionState] = {}
         self._shown: set[str] = set()
+        self._finished = asyncio.Event()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -128,11 +133,29 @@ class TdmSession:
         self._outbox.start()
         CONNECTION_LINES.log(log, "tdm client %s connected from %s", self.id, self.client.peer)
 
+    @property
+    def admitted(self) -> bool:
+        """True once the client's handshake (with the token as its password, when tokens are set) passed."""
+        return self.state is SessionState.OPEN
+
+    @property
+    def closing(self) -> bool:
+        """True once the session is closing: what the client sends is no longer handled."""
+        return self._outbox.closing or self.client.admission.refused_out
+
+    async def wait_finished(self) -> None:
+        """Return once the session is over, or after the outbox's close timeout and the socket's drain."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(FINISH_WAIT_S):
+                await self._finished.wait()
+
     async def close(self, code: ErrorCode, reason: str) -> None:
         """Send what is queued, then close (the TDM protocol has no goodbye message)."""
         if self._outbox.closing:
             return
-        log.info("tdm client %s: closing: %s", self.id, reason)
+        if self.state is not SessionState.CLOSED:
+            self.state = SessionState.CLOSING
+        CONNECTION_LINES.log(log, "tdm client %s: closing: %s", self.id, reason)
         await self._outbox.flush_and_close(code, reason, None)
         self.finish()
 
@@ -143,9 +166,10 @@ class TdmSession:
 
     def finish(self) -> None:
         """Forget the client: stop its tasks, drop its subscriptions, release its locks and leases."""
-        if self._closed:
+        self._finished.set()
+        if self.state is SessionState.CLOSED:
             return
-        self._closed = True
+        self.state = SessionState.CLOSED
         self.hub.sessions.discard(self)
         for task in [*self._tasks, *self._pollers.values()]:
             task.cancel()
@@ -167,18 +191,23 @@ class TdmSession:
     # -- input -------------------------------------------------------------------------------
 
     async def receive(self, data: bytes) -> None:
-        """Handle one message (one flatbuffer); bad input gets an `Error` reply, the session goes on."""
+        """Handle one message (one flatbuffer); bad input gets an `Error` reply, the session goes on.
+
+        Each refusal spends the client's refusal budget first (`Admission`): past it, the client is
+        closed; refusals are logged at most once per interval (`REFUSALS_LOG`).
+        """
+        if self.closing:
+            return
         await self._outbox.room()
         try:
             request = codec.decode(data)
         except ProtocolError as error:
-            log.info("tdm client %s: bad message: %s", self.id, error)
-            if not self._handshaken:
+            if self.state is SessionState.OPENING:
                 await self.close(ErrorCode.BAD_REQUEST, f"the first message must be a handshake ({error})")
                 return
-            self._push(codec.error(0, ErrorType.UNKNOWN_ERROR))
+            await self._refused(0, ErrorType.UNKNOWN_ERROR, f"bad message: {error}")
             return
-        if not self._handshaken:
+        if self.state is SessionState.OPENING:
             await self._handshake(request)
             return
         request_id = getattr(request, "request_id", 0)
@@ -186,17 +215,19 @@ class TdmSession:
             self.client.admit()
             await self._dispatch(request)
         except TdmError as error:
-            log.info("tdm client %s: request %d refused: %s", self.id, request_id, error)
-            self._push(codec.error(request_id, error.code))
-        except RateLimited as error:
-            log.info("tdm client %s: %s", self.id, error)
-            self._push(codec.error(request_id, ErrorType.UNKNOWN_ERROR))
+            await self._refused(request_id, error.code, str(error))
         except GatewayError as error:
-            log.info("tdm client %s: request %d failed: %s", self.id, request_id, error)
-            self._push(codec.error(request_id, _error_code(error)))
+            await self._refused(request_id, _error_code(error), error.message)
         except Exception:
             log.exception("tdm client %s: request %d failed", self.id, request_id)
             self._push(codec.error(request_id, ErrorType.UNKNOWN_ERROR))
+
+    async def _refused(self, request_id: int, code: ErrorType, message: str) -> None:
+        """Answer a refused request with `Error`, within the refusal budget (then close)."""
+        REFUSALS_LOG.log("tdm client %s: request %d refused: %s", self.id, request_id, message[:200])
+        await self.client.admission.refused(
+            self.id, message, lambda: self._push(codec.error(request_id, code)), self.close
+        )
 
     async def reject_oversize(self, size: int) -> None:
         """A frame longer than the TDM's limit: the stream cannot be resynchronised, so close."""
@@ -216,9 +247,9 @@ class TdmSession:
             except Unauthorized:
                 await self.close(ErrorCode.UNAUTHORIZED, "wrong or missing password (the gateway's token)")
                 return
-        self._handshaken = True
+        self.state = SessionState.OPEN
         self._push(codec.handshake(PROTOCOL_VERSION, MAX_MESSAGE_BYTES, self._local, self._ws_port))
-        devices = [h.id for h in self.hub.supervisor.devices.values() if nodes.is_node(h)]
+        devices = [h.id for h in self._node_handles()]
         if devices:
             self.client.subscribe([f"{device}/node/*/events/*" for device in devices], None)
         self.client.join()  # every device's availability follows: NodesChanged for the TDM nodes
@@ -253,7 +284,7 @@ class TdmSession:
     # -- requests ----------------------------------------------------------------------------
 
     def _node_handles(self) -> list[Any]:
-        return [h for h in self.hub.supervisor.devices.values() if nodes.is_node(h)]
+        return [h for h in self.client.devices() if nodes.is_node(h)]
 
     def _device(self, node_or_group: bytes) -> str:
         """The device a node or group id names; `Error unknown_node` when none."""
@@ -267,7 +298,8 @@ class TdmSession:
     def _locked_device(self, node_or_group: bytes) -> str:
         """Like `_device`, for requests that need this client's lock (as the real TDM does)."""
         device = self._device(node_or_group)
-        holder = self.hub.supervisor.devices[device].locked_by
+        handle = self.client.device(device)
+        holder = handle.locked_by if handle is not None else None
         if holder != self.client.id:
             code = ErrorType.UNKNOWN_NODE if holder is None else ErrorType.NODE_BUSY
             raise TdmError(code, f"node {device} is not locked by this client (lock it first)")
@@ -424,7 +456,7 @@ class TdmSession:
         return None
 
     def _render_device(self, event: DeviceEvent) -> bytes | None:
-        handle = self.hub.supervisor.devices.get(event.device)
+        handle = self.client.device(event.device)
         if handle is None or not nodes.is_node(handle):
             return None
         # Rendering must give the same bytes each time: an item the socket could not take is rendered again.
