@@ -492,6 +492,15 @@ class FoxgloveSession:
 
     def _call_failed(self, call: wire.ServiceCallRequest, error: GatewayError) -> None:
         message = error.message if isinstance(error, FoxgloveError) else _message_text(error)
+        if self.subprotocol == wire.LEGACY_V1:
+            # The apps that speak the legacy subprotocol (Lichtblick, Foxglove Studio 1.x) wait for a
+            # `serviceCallResponse` with the call id and ignore `serviceCallFailure`: without a
+            # response their service panel shows "Calling…" for ever. So the call is answered with
+            # a response holding the error (shown as the result), and a `status` error (shown in
+            # the problems list) names it; `serviceCallFailure` follows for clients that handle it.
+            payload = orjson.dumps({"error": error.to_dict()})
+            self._outbox.push(wire.service_call_response_frame(call.service, call.call, "json", payload))
+            self._status_error(f"service call {call.call} failed: {message}")
         self._outbox.push(
             wire.json_frame(
                 {"op": "serviceCallFailure", "serviceId": call.service, "callId": call.call, "message": message}
