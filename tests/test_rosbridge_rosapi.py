@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.harness import RunningGateway
 from tests.rosbridge_rig import rosbridge_url
 from tests.test_rosbridge_clients import ROSLIB_DIR, demo, node, run_program
@@ -21,11 +23,21 @@ TOPIC = "/wiimote/state"
 TYPE = "wiimote/State"
 SERVICE = "/thymio/aseba/get_variable"
 SERVICE_TYPE = "asebaros_msgs/GetVariable"
+#: Read as the apps read messages (`cbor-raw`): a rich type with nested messages, fixed arrays and
+#: constants, and one whose field is an array of arrays (sent flattened).
+RAW_TOPICS = (TOPIC, "/sim_lamp/outputs")
 
 
 async def test_rosapi_as_lichtblick_and_roslib_call_it(demo: RunningGateway) -> None:
     code, out, err = await run_program(
-        node(), str(ROSLIB_DIR / "rosapi_client.mjs"), rosbridge_url(demo), TOPIC, SERVICE, TYPE, SERVICE_TYPE
+        node(),
+        str(ROSLIB_DIR / "rosapi_client.mjs"),
+        rosbridge_url(demo),
+        TOPIC,
+        SERVICE,
+        TYPE,
+        SERVICE_TYPE,
+        *RAW_TOPICS,
     )
     assert code == 0, f"{out}\n{err}"
     report = json.loads(out.strip().splitlines()[-1])
@@ -76,3 +88,17 @@ async def test_rosapi_as_lichtblick_and_roslib_call_it(demo: RunningGateway) -> 
     assert all(first[name] == second[name] for name in set(first) & set(second))
     assert roslib["messageDetails"][0]["type"] == TYPE
     assert roslib["publishers"] == ["/hwgateway"]
+
+    # Messages as the apps read them: ROS 1 bytes that their reader takes whole, same as the JSON.
+    for name in RAW_TOPICS:
+        raw = lichtblick["raw"][name]
+        assert raw["byteLength"] > 0
+        assert raw["secs"] > 1_600_000_000
+        assert set(raw["message"]) == set(roslib["json"][name])
+    wiimote = lichtblick["raw"][TOPIC]["message"]
+    assert len(wiimote["angular_velocity_covariance"]) == 9
+    assert isinstance(wiimote["header"]["frame_id"], str)
+    lamp, lamp_json = lichtblick["raw"]["/sim_lamp/outputs"]["message"], roslib["json"]["/sim_lamp/outputs"]
+    assert lamp["leds"] == pytest.approx([value for led in lamp_json["leds"] for value in led])
+    assert lamp["leds"]
+    assert lamp["commands_received"] == lamp_json["commands_received"]

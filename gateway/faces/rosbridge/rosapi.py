@@ -200,6 +200,8 @@ def _field_type(spec: Spec) -> tuple[str, int, type[Any] | None]:
     """(ROS field type, array length: -1 none / 0 unbounded / n, nested class) of one field spec."""
     if isinstance(spec, Array):
         item_type, _, nested = _field_type(spec.item)
+        if isinstance(spec.item, Array):  # ROS has no arrays of arrays: described (and sent raw) flattened
+            return item_type, 0, nested
         return item_type, spec.length if spec.length is not None else 0, nested
     if isinstance(spec, Int):
         return f"{'' if spec.signed else 'u'}int{spec.bits}", -1, None

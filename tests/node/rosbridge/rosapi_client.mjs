@@ -1,6 +1,6 @@
 // The rosapi calls of Lichtblick's (and Foxglove Studio's) Rosbridge source and of roslib's helpers,
 // made with the published clients unchanged, against the gateway's rosbridge endpoint.
-//   node rosapi_client.mjs <ws url> <topic> <service> <message type> <service type>
+//   node rosapi_client.mjs <ws url> <topic> <service> <message type> <service type> [raw topic...]
 // Prints one JSON report; tests/test_rosbridge_rosapi.py checks it.
 //
 // Lichtblick's RosbridgePlayer does, with @lichtblick/roslibjs: getTopicsAndRawTypes, then for each
@@ -17,7 +17,7 @@ import WebSocket from "ws";
 globalThis.WebSocket ??= WebSocket;
 const { default: lichtblickRoslib } = await import("@lichtblick/roslibjs");
 
-const [url, topic, service, messageType, serviceType] = process.argv.slice(2);
+const [url, topic, service, messageType, serviceType, ...rawTopics] = process.argv.slice(2);
 const TIMEOUT_MS = 8000;
 const report = { lichtblick: {}, roslib: {}, errors: [] };
 
@@ -71,7 +71,31 @@ async function asLichtblick() {
     );
   }
   await step(out, "serviceType", (resolve, reject) => ros.getServiceType(service, resolve, reject));
+  // Messages as the player reads them: `cbor-raw`, each `bytes` through the topic type's reader.
+  out.raw = {};
+  for (const name of rawTopics) {
+    const index = result?.topics.indexOf(name) ?? -1;
+    if (index < 0) {
+      report.errors.push(`raw: ${name} is not listed`);
+      continue;
+    }
+    const reader = new MessageReader(parse(result.typedefs_full_text[index], { ros2: false }));
+    await step(out.raw, name, (resolve) => {
+      const topic = new lichtblickRoslib.Topic({ ros, name, compression: "cbor-raw" });
+      topic.subscribe((message) => {
+        topic.unsubscribe();
+        const bytes = new Uint8Array(message.bytes);
+        resolve({ byteLength: bytes.byteLength, secs: message.secs, message: plain(reader.readMessage(bytes)) });
+      });
+    });
+  }
   ros.close();
+}
+
+/** A decoded message as JSON would carry it (typed arrays as arrays, bigints as numbers). */
+function plain(value) {
+  return JSON.parse(JSON.stringify(value, (_key, item) =>
+    typeof item === "bigint" ? Number(item) : ArrayBuffer.isView(item) ? Array.from(item) : item));
 }
 
 async function asRoslib() {
@@ -91,6 +115,17 @@ async function asRoslib() {
   await step(out, "messageDetails", (resolve, reject) => ros.getMessageDetails(messageType, resolve, reject));
   await step(out, "publishers", (resolve, reject) =>
     new ROSLIB.Topic({ ros, name: topic, messageType }).getPublishers(resolve, reject));
+  // The same topics as JSON, to compare with what the raw bytes read as.
+  out.json = {};
+  for (const name of rawTopics) {
+    await step(out.json, name, (resolve) => {
+      const subscription = new ROSLIB.Topic({ ros, name });
+      subscription.subscribe((message) => {
+        subscription.unsubscribe();
+        resolve(message);
+      });
+    });
+  }
   ros.close();
 }
 
