@@ -1,6 +1,6 @@
 """Home Assistant discovery of the demo's devices: each announced with what it really has.
 
-The Wii Remote's buttons once each (not again from its generic controller stream), the micro:bit's
+The Wii Remote's and the Thymio's buttons once each (not again from their generic controller streams), the micro:bit's
 two and the LEGO hub's one button, the battery with the precision Home Assistant shows, and a
 light whose state is read back where the device reports its LEDs.
 """
@@ -22,9 +22,16 @@ from tests.test_mqtt import check_discovery, mqtt_client, mqtt_section, retained
 
 __all__ = ["mosquitto"]
 
-DEVICES = ("wiimote-demo", "microbit-demo", "lego-demo", "sim-lamp")
+DEVICES = ("wiimote-demo", "microbit-demo", "lego-demo", "sim-lamp", "thymio-demo")
 #: The button streams whose first sample announces their buttons.
-BUTTON_TOPICS = ("wiimote-demo/state", "wiimote-demo/controller", "microbit-demo/buttons", "lego-demo/button")
+BUTTON_TOPICS = (
+    "wiimote-demo/state",
+    "wiimote-demo/controller",
+    "microbit-demo/buttons",
+    "lego-demo/button",
+    "thymio-demo/node/1/events/state",
+    "thymio-demo/node/1/buttons",
+)
 
 
 async def retained(broker: Broker, pattern: str) -> dict[str, bytes]:
@@ -75,6 +82,8 @@ async def test_demo_devices_are_announced_with_what_they_have(tmp_path: Path, mo
         assert buttons("wiimote-demo") == sorted(f"Button {b}" for b in ("A", "B", "1", "2", "+", "-", "Home"))
         assert buttons("microbit-demo") == ["Button A", "Button B"]
         assert buttons("lego-demo") == ["Button"]
+        thymio = ("backward", "left", "center", "forward", "right")
+        assert buttons("thymio-demo") == sorted(f"Button {name}" for name in thymio)
         (battery,) = [doc for component, doc in entities["wiimote-demo"] if doc["name"] == "Battery"]
         assert battery["suggested_display_precision"] == 0
         assert battery["device_class"] == "battery"

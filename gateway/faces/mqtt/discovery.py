@@ -61,11 +61,11 @@ BUTTONS: dict[str, tuple[_Button, ...]] = {
 }
 
 #: The generic controller state's buttons are as many as a sample has, named per device kind where the
-#: device names them (the order is the device's); a Wii Remote's are its `wiimote/State` buttons again,
-#: which are announced by name there, so they are not announced twice.
+#: device names them (the order is the device's). A Wii Remote's are its `wiimote/State` buttons again
+#: and a Thymio's its `hwgateway/ThymioState` ones, announced by name there: not announced twice.
 CONTROLLER = "creos_messages/ControllerState"
 CONTROLLER_BUTTON_NAMES: dict[str, tuple[str, ...]] = {"microbit": ("A", "B"), "lego_hub": ("",)}
-CONTROLLER_BUTTONS_ELSEWHERE = frozenset({"wiimote"})
+CONTROLLER_BUTTONS_ELSEWHERE = frozenset({"wiimote", "aseba"})
 
 
 def _controller_buttons(kind: str, count: int) -> tuple[_Button, ...]:
