@@ -27,6 +27,7 @@ LAMP_OUTPUTS = "/sim-lamp/outputs"
 PAD_OUTPUTS = "/sim-pad/outputs"
 MICROBIT_LEDS = "/microbit-demo/hwgateway/MicrobitLeds"
 LAMP_LED = "/sim-lamp/command/led"
+MICROBIT_LEDS_TOPIC = "/microbit-demo/command/hwgateway/MicrobitLeds"
 
 
 async def parse(requests: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -90,7 +91,11 @@ async def test_demo_channels_and_services_parse_and_their_messages_fit(tmp_path:
         plan = {
             "subscribe": [LAMP_OUTPUTS, PAD_OUTPUTS],
             "messages": 1,
-            "publish": [{"topic": LAMP_LED, "schemaName": "led", "data": {"index": 1, "rgb": [1, 0, 0]}}],
+            "publish": [
+                {"topic": LAMP_LED, "schemaName": "led", "data": {"index": 1, "rgb": [1, 0, 0]}},
+                # A published command in the Foxglove form too (a failure would be a status error).
+                {"topic": MICROBIT_LEDS_TOPIC, "schemaName": "hwgateway/MicrobitLeds", "data": {"rows": rows}},
+            ],
             "services": [{"name": MICROBIT_LEDS, "request": {"rows": rows}}],
             "timeoutMs": 15000,
         }
