@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped, unused-ignore]
 
+from gateway.faces.foxglove.wire import LEGACY_V1
 from tests.foxglove_rig import SUBPROTOCOLS, demo_config, foxglove_url, run_node_client, wait_connected
 from tests.harness import connect, start_gateway
 
@@ -100,6 +101,13 @@ async def test_npm_client_with_each_subprotocol(tmp_path: Path) -> None:
             jsonschema.validate(ok["data"], json.loads(service["response"]["schema"]))
             failure = next(f for f in report["serviceFailures"] if f["name"] == BAD_LED)
             assert failure["message"].startswith("invalid_argument: "), failure
+            failed_answers = [r for r in report["serviceResponses"] if r["name"] == BAD_LED]
+            if subprotocol == LEGACY_V1:  # the failure is also answered as the apps of that subprotocol need
+                assert [r["data"]["error"]["code"] for r in failed_answers] == ["invalid_argument"]
+                assert [s["level"] for s in report["statuses"]] == [2], report["statuses"]
+                report["statuses"] = []
+            else:
+                assert failed_answers == []
             # Parameters: read-only facts, the request id echoed.
             values_message = report["parameterValues"][0]
             assert values_message["id"] == "get-1"
@@ -127,5 +135,42 @@ async def test_set_parameters_is_a_clear_status_error(tmp_path: Path) -> None:
         unchanged = report["parameterValues"][0]
         assert unchanged["id"] == "set-1"
         assert unchanged["parameters"][0]["value"] != "9"
+    finally:
+        assert await gateway.stop() == 0
+
+
+async def test_a_failed_call_ends_in_an_app_that_waits_for_its_response(tmp_path: Path) -> None:
+    """Lichtblick (and Foxglove Studio 1.x) speak foxglove.websocket.v1 and settle a service call only on a
+    `serviceCallResponse` with its call id: a failed call must get one, or the app shows "Calling…" for ever.
+
+    The npm client is driven as that app drives it (calls by id, waits for the response); over the sdk
+    subprotocols the failure is `serviceCallFailure` alone, as their spec says.
+    """
+    gateway = await start_gateway(tmp_path, demo_config(tmp_path))
+    try:
+        await wait_connected(gateway, {"sim-lamp"})
+        call = {"services": [{"name": BAD_LED, "request": {"index": 99, "rgb": [0, 0, 0]}}], "timeoutMs": 15000}
+        for subprotocol in SUBPROTOCOLS:
+            report = await run_node_client(foxglove_url(gateway), subprotocol, {**call, "lingerMs": 500})
+            assert report["errors"] == [], report["errors"]
+            failures = [f for f in report["serviceFailures"] if f["name"] == BAD_LED]
+            assert [f["message"].split(":")[0] for f in failures] == ["invalid_argument"], report
+            responses = [r for r in report["serviceResponses"] if r["name"] == BAD_LED]
+            if subprotocol != LEGACY_V1:
+                assert responses == [], report
+                assert report["statuses"] == [], report
+                continue
+            # The app's pending call ends with a result that says what went wrong...
+            assert len(responses) == 1, report
+            assert responses[0]["callId"] == failures[0]["callId"]
+            assert responses[0]["encoding"] == "json"
+            error = responses[0]["data"]["error"]
+            assert error["code"] == "invalid_argument"
+            assert "99" in error["message"]
+            # ...and its problems list shows the failure as an error.
+            assert len(report["statuses"]) == 1
+            assert report["statuses"][0]["level"] == 2
+            expected = f"service call {failures[0]['callId']} failed: invalid_argument: "
+            assert expected in report["statuses"][0]["message"]
     finally:
         assert await gateway.stop() == 0

@@ -336,7 +336,8 @@ async def retained_documents(broker: Broker, pattern: str) -> dict[str, dict[str
 # binary_sensor.mqtt, light.mqtt "template schema", and the shared availability and device blocks).
 COMMON = {"name", "unique_id", "object_id", "device", "availability", "availability_mode", "qos"}
 FIELDS = {
-    "sensor": COMMON | {"state_topic", "value_template", "device_class", "unit_of_measurement", "state_class"},
+    "sensor": COMMON | {"state_topic", "value_template", "device_class", "unit_of_measurement", "state_class",
+                        "suggested_display_precision"},
     "binary_sensor": COMMON | {"state_topic", "value_template", "payload_on", "payload_off", "device_class"},
     "light": COMMON | {"schema", "command_topic", "command_on_template", "command_off_template", "optimistic",
                        "state_topic", "state_template", "red_template", "green_template", "blue_template"},

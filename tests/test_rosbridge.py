@@ -284,7 +284,7 @@ async def test_status_levels(ros: RawRosbridge) -> None:
     await ros.wait_for(is_publish("/sim_1/state"))  # png is served as none, silently at level error
     assert not [m for m in ros.kept if m.get("op") == "status"]
     await ros.send({"op": "set_level", "id": "lv", "level": "warning"})
-    await ros.send({"op": "subscribe", "id": "w2", "topic": "/sim_1/state", "compression": "cbor-raw"})
+    await ros.send({"op": "subscribe", "id": "w2", "topic": "/sim_1/state", "compression": "png"})
     status = await ros.status("w2")
     assert status["level"] == "warning"
     assert "served as 'none'" in status["msg"]

@@ -16,13 +16,14 @@ import orjson
 
 from gateway.core.client import Client
 from gateway.errors import GatewayError
+from gateway.faces.foxglove import shapes
 
 #: Seconds between two looks for new topics (a new topic is advertised within this time).
 REFRESH_S = 0.25
 COMMAND_SEGMENT = "/command/"
 #: The schema of a command's result data, for commands that are not services of their own.
 RESULT_TYPE = "hwgateway/CommandResult"
-_RESULT_SCHEMA = {"type": "object", "description": "the command's result data (often empty)"}
+_RESULT_SCHEMA = {"type": "object", "description": "the command's result data (often empty)", "properties": {}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,8 @@ class ChannelInfo:
     device: str
     schema_id: int
     schema: str
+    #: Makes a message of the topic's type its Foxglove form (None: sent as it is); see `shapes`.
+    reshape: shapes.Reshape | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,9 @@ class ServiceInfo:
     request_schema: str
     response_type: str
     response_schema: str
+    #: Take a request from its Foxglove form, make a response its Foxglove form (None: as it is).
+    request_reshape: shapes.Reshape | None = None
+    response_reshape: shapes.Reshape | None = None
 
     def advertisement(self) -> dict[str, Any]:
         """The entry of `advertiseServices`."""
@@ -105,7 +111,8 @@ class Catalog:
         self.channels: dict[str, ChannelInfo] = {}
         self.services: dict[int, ServiceInfo] = {}
         self._services_by_device: dict[str, list[ServiceInfo]] = {}
-        self._schemas: dict[str, tuple[int, str]] = {}
+        self._schemas: dict[str, tuple[int, str, shapes.Reshape | None]] = {}
+        self._inward: dict[str, shapes.Reshape | None] = {}
         self._channel_ids = itertools.count(1)
         self._schema_ids = itertools.count(1)
         self._service_ids = itertools.count(1)
@@ -133,22 +140,36 @@ class Catalog:
         return services
 
     def _add_channel(self, client: Client, topic: str, type_name: str) -> None:
-        schema_id, schema = self._schema(client, type_name)
+        schema_id, schema, reshape = self._schema(client, type_name)
         device = topic.split("/", 1)[0]
         self.channels[topic] = ChannelInfo(
-            next(self._channel_ids), topic, "/" + topic, type_name, device, schema_id, schema
+            next(self._channel_ids), topic, "/" + topic, type_name, device, schema_id, schema, reshape
         )
         self.version += 1
 
-    def _schema(self, client: Client, type_name: str) -> tuple[int, str]:
+    def _schema(self, client: Client, type_name: str) -> tuple[int, str, shapes.Reshape | None]:
         known = self._schemas.get(type_name)
         if known is None:
             try:
                 schema: dict[str, Any] = client.describe(type_name)["schema"]
             except GatewayError:  # a type outside the registry: still shown, undescribed
                 schema = {"type": "object"}
-            known = self._schemas[type_name] = (next(self._schema_ids), orjson.dumps(schema).decode())
+            known = self._schemas[type_name] = (
+                next(self._schema_ids),
+                orjson.dumps(shapes.foxglove_schema(schema)).decode(),
+                shapes.outward(schema),
+            )
         return known
+
+    def inward(self, client: Client, type_name: str) -> shapes.Reshape | None:
+        """What takes a client's message of command `type_name` from its Foxglove form (None: nothing)."""
+        if type_name not in self._inward:
+            try:
+                schema: dict[str, Any] = client.describe(type_name)["schema"]
+            except GatewayError:
+                schema = {"type": "object"}
+            self._inward[type_name] = shapes.inward(schema)
+        return self._inward[type_name]
 
     def _service(self, client: Client, device: str, type_name: str) -> ServiceInfo:
         try:
@@ -163,9 +184,11 @@ class Catalog:
             f"/{device}/{type_name}",
             device,
             type_name,
-            orjson.dumps(described["schema"]).decode(),
+            orjson.dumps(shapes.foxglove_schema(described["schema"])).decode(),
             response_type,
-            orjson.dumps(response).decode(),
+            orjson.dumps(shapes.foxglove_schema(response)).decode(),
+            shapes.inward(described["schema"]),
+            shapes.outward(response),
         )
         self.services[service.id] = service
         return service

@@ -275,14 +275,18 @@ class FoxgloveSession:
             subscription = self._by_topic.get(item.topic)
             if subscription is None:
                 return None
-            frame = item.encoded(
-                FRAME_KEY, lambda: wire.message_data_frame(int(item.stamp * 1e9), orjson.dumps(item.data()))
-            )
+            frame = item.encoded(FRAME_KEY, lambda: wire.message_data_frame(int(item.stamp * 1e9), self._payload(item)))
             return wire.with_subscription(frame, subscription)
         if isinstance(item, DeviceEvent) and self._status.get(item.device) != item.status:
             self._status[item.device] = item.status
             self._push_diff()
         return None
+
+    def _payload(self, sample: Sample) -> bytes:
+        """A sample's message in its Foxglove form (encoded once for every Foxglove client, as the form is)."""
+        channel = self._catalog.channels.get(sample.topic)
+        data = sample.data()
+        return orjson.dumps(data if channel is None or channel.reshape is None else channel.reshape(data))
 
     def _status_error(self, message: str) -> None:
         self._outbox.push(wire.status_frame(wire.ERROR, message))
@@ -483,6 +487,9 @@ class FoxgloveSession:
             data = orjson.loads(message.payload)
         except orjson.JSONDecodeError as error:
             raise FoxgloveError(f"{topic}: payload is not valid JSON: {error}") from None
+        reshape = self._catalog.inward(self.client, type_name)
+        if reshape is not None:
+            data = reshape(data)
         self.client.admit()
         task = self.client.command(device, type_name, data, None)
         task.add_done_callback(lambda done: self._published(topic, done))
@@ -506,6 +513,8 @@ class FoxgloveSession:
                 data = orjson.loads(call.payload) if call.payload.strip() else {}
             except orjson.JSONDecodeError as error:
                 raise InvalidArgument(f"request is not valid JSON: {error}") from None
+            if service.request_reshape is not None:
+                data = service.request_reshape(data)
             self.client.admit()
             task = self.client.command(service.device, service.type, data, None)
         except GatewayError as error:
@@ -518,13 +527,26 @@ class FoxgloveSession:
             return
         error = task.exception()
         if error is None:
-            payload = orjson.dumps(task.result())
+            service = self._catalog.services.get(call.service)
+            result = task.result()
+            if service is not None and service.response_reshape is not None:
+                result = service.response_reshape(result)
+            payload = orjson.dumps(result)
             self._outbox.push(wire.service_call_response_frame(call.service, call.call, "json", payload))
         else:
             self._call_failed(call, error if isinstance(error, GatewayError) else GatewayError("internal error"))
 
     def _call_failed(self, call: wire.ServiceCallRequest, error: GatewayError) -> None:
         message = error.message if isinstance(error, FoxgloveError) else _message_text(error)
+        if self.subprotocol == wire.LEGACY_V1:
+            # The apps that speak the legacy subprotocol (Lichtblick, Foxglove Studio 1.x) wait for a
+            # `serviceCallResponse` with the call id and ignore `serviceCallFailure`: without a
+            # response their service panel shows "Calling…" for ever. So the call is answered with
+            # a response holding the error (shown as the result), and a `status` error (shown in
+            # the problems list) names it; `serviceCallFailure` follows for clients that handle it.
+            payload = orjson.dumps({"error": error.to_dict()})
+            self._outbox.push(wire.service_call_response_frame(call.service, call.call, "json", payload))
+            self._status_error(f"service call {call.call} failed: {message}")
         self._outbox.push(
             wire.json_frame(
                 {"op": "serviceCallFailure", "serviceId": call.service, "callId": call.call, "message": message}

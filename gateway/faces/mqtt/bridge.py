@@ -373,7 +373,7 @@ class MqttBridge:
             return
         device = sample.topic.split("/", 1)[0]
         handle = self._hub.supervisor.devices[device]
-        documents = self.discovery.for_topic(device, handle.kind, sample.topic, sample.type)
+        documents = self.discovery.for_topic(device, handle.kind, sample.topic, sample.type, sample.data())
         self._publish_documents(documents)
 
     def _publish_documents(self, documents: list[tuple[str, dict[str, Any]]]) -> None:

@@ -2,8 +2,9 @@
 
 Entities come from the message types a device publishes: battery and temperatures as `sensor`s,
 buttons as `binary_sensor`s, and a device's `led` command as an on/off `light` (template schema, so
-Home Assistant sends our own command JSON). Every entity is available while both this gateway's
-`status` is `online` and its device's `availability` says `online` (availability_mode `all`).
+Home Assistant sends our own command JSON; its state is read back where the device reports its
+LEDs). Every entity is available while both this gateway's `status` is `online` and its device's
+`availability` says `online` (availability_mode `all`).
 Fields follow Home Assistant's MQTT sensor, binary sensor and light (template schema) documentation.
 """
 
@@ -25,6 +26,8 @@ class _Sensor:
     name: str
     device_class: str
     unit: str
+    #: Digits Home Assistant shows (the value itself keeps its precision).
+    precision: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +39,7 @@ class _Button:
 
 #: Numeric sensors per published message type.
 SENSORS: dict[str, tuple[_Sensor, ...]] = {
-    "wiimote/State": (_Sensor("percent_battery", "Battery", "battery", "%"),),
+    "wiimote/State": (_Sensor("percent_battery", "Battery", "battery", "%", 0),),
     "hwgateway/ThymioState": (_Sensor("temperature", "Temperature", "temperature", "°C"),),
     "kortex/BaseCyclic/BaseFeedback": (
         _Sensor("temperature_cpu", "CPU temperature", "temperature", "°C"),
@@ -55,7 +58,32 @@ BUTTONS: dict[str, tuple[_Button, ...]] = {
         _Button(index, f"Button {name}", "")
         for index, name in enumerate(("backward", "left", "center", "forward", "right"))
     ),
-    "creos_messages/ControllerState": tuple(_Button(index, f"Button {index}", "== 1") for index in range(4)),
+}
+
+#: The generic controller state's buttons are as many as a sample has, named per device kind where the
+#: device names them (the order is the device's). A Wii Remote's are its `wiimote/State` buttons again
+#: and a Thymio's its `hwgateway/ThymioState` ones, announced by name there: not announced twice.
+CONTROLLER = "creos_messages/ControllerState"
+CONTROLLER_BUTTON_NAMES: dict[str, tuple[str, ...]] = {"microbit": ("A", "B"), "lego_hub": ("",)}
+CONTROLLER_BUTTONS_ELSEWHERE = frozenset({"wiimote", "aseba"})
+
+
+def _controller_buttons(kind: str, count: int) -> tuple[_Button, ...]:
+    if kind in CONTROLLER_BUTTONS_ELSEWHERE:
+        return ()
+    names = CONTROLLER_BUTTON_NAMES.get(kind)
+    if names is None:
+        names = tuple(str(index) for index in range(count))
+    return tuple(_Button(index, f"Button {name}".rstrip(), "== 1") for index, name in enumerate(names[:count]))
+
+
+#: Where a device kind reports its LEDs, and the template saying whether any is lit ("on"/"off").
+#: Other kinds do not publish their LED state: their light stays optimistic.
+LED_STATE: dict[str, tuple[str, str]] = {
+    "sim": (
+        "outputs",  # hwgateway/SimOutputs: `leds` holds one [r, g, b] per LED
+        "{{ 'on' if value_json.data.leds | sum(start=[]) | select('gt', 0) | list | length > 0 else 'off' }}",
+    ),
 }
 
 
@@ -104,8 +132,13 @@ class Discovery:
     def _topic(self, component: str, unique: str) -> str:
         return f"{self._prefix}/{component}/{self._node}/{unique}/config"
 
-    def for_topic(self, device: str, kind: str, bus_topic: str, type_name: str) -> list[tuple[str, dict[str, Any]]]:
-        """The documents for the samples of `type_name` on `bus_topic` (none for most types)."""
+    def for_topic(
+        self, device: str, kind: str, bus_topic: str, type_name: str, data: dict[str, Any] | None = None
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """The documents for the samples of `type_name` on `bus_topic` (none for most types).
+
+        `data` is a sample's: a controller state announces the buttons it has.
+        """
         state_topic = self._topics.state(self._topics.own, bus_topic)
         stream = bus_topic.split("/", 1)[1]
         documents: list[tuple[str, dict[str, Any]]] = []
@@ -118,10 +151,14 @@ class Discovery:
                     "device_class": sensor.device_class,
                     "unit_of_measurement": sensor.unit,
                     "state_class": "measurement",
+                    "suggested_display_precision": sensor.precision,
                 }
             )
             documents.append((self._topic("sensor", document["unique_id"]), document))
-        for button in BUTTONS.get(type_name, ()):
+        buttons = BUTTONS.get(type_name, ())
+        if type_name == CONTROLLER:
+            buttons = _controller_buttons(kind, len((data or {}).get("buttons", ())))
+        for button in buttons:
             document = self._common(device, kind, f"{stream}_button_{button.index}", button.name)
             test = f"value_json.data.buttons[{button.index}] {button.pressed}".rstrip()
             document.update(
@@ -150,4 +187,10 @@ class Discovery:
                 "qos": 1,
             }
         )
+        outputs = LED_STATE.get(kind)
+        if outputs is not None:  # the device reports its LEDs: Home Assistant shows what they are
+            stream, template = outputs
+            document["state_topic"] = self._topics.state(self._topics.own, f"{device}/{stream}")
+            document["state_template"] = template
+            document["optimistic"] = False
         return [(self._topic("light", document["unique_id"]), document)]

@@ -33,8 +33,9 @@ from gateway.errors import (
     UnknownOp,
 )
 from gateway.faces.outbox import CLOSE_TIMEOUT_S, Outbox, Transport
-from gateway.faces.rosbridge import cbor, rosapi
+from gateway.faces.rosbridge import cbor, ros1, rosapi
 from gateway.faces.rosbridge import names as ros
+from gateway.messages import REGISTRY
 from gateway.servers.limits import CONNECTION_LINES
 from gateway.servers.socket_transport import CLOSE_DRAIN_S
 from gateway.wire import websocket_binary_frame, websocket_text_frame
@@ -45,10 +46,11 @@ log = logging.getLogger(__name__)
 LEVELS = ("debug", "info", "warning", "error", "none")
 DEFAULT_LEVEL = "error"
 MAX_ID_LENGTH = 256
-#: Compressions a client may ask for; png and cbor-raw are served as none (see docs/rosbridge.md).
+#: Compressions a client may ask for; png is served as none (see docs/rosbridge.md).
 COMPRESSIONS = ("none", "cbor", "png", "cbor-raw")
 JSON_KEY = "rosbridge.json"
 CBOR_KEY = "rosbridge.cbor"
+RAW_KEY = "rosbridge.cbor-raw"
 SUPPORTED_OPS = (
     "auth",
     "subscribe",
@@ -79,6 +81,7 @@ class Subscription:
     bus_id: int
     cbor: bool
     fragment_size: int | None
+    raw: bool = False
 
 
 @dataclass(slots=True)
@@ -88,10 +91,12 @@ class SubscribedTopic:
     subscriptions: dict[str, Subscription] = field(default_factory=dict)
     cbor: bool = False
     fragment_size: int | None = None
+    raw: bool = False
 
     def merge(self) -> None:
-        """CBOR when any subscription asked for it; the smallest fragment size asked for."""
+        """cbor-raw, else CBOR, when any subscription asked for it; the smallest fragment size asked for."""
         subscriptions = self.subscriptions.values()
+        self.raw = any(s.raw for s in subscriptions)
         self.cbor = any(s.cbor for s in subscriptions)
         sizes = [s.fragment_size for s in subscriptions if s.fragment_size]
         self.fragment_size = min(sizes) if sizes else None
@@ -100,6 +105,16 @@ class SubscribedTopic:
 def publish_message(name: str, sample: Sample) -> dict[str, Any]:
     """The rosbridge `publish` of a sample on ROS topic `name`."""
     return {"op": "publish", "topic": name, "msg": sample.data()}
+
+
+def raw_publish_frame(name: str, sample: Sample) -> bytes:
+    """The `cbor-raw` publish of a sample: `msg` holds its ROS 1 `bytes` and its time (`secs`, `nsecs`)."""
+    info = REGISTRY.get(sample.type)
+    if info is None:  # no definition was given for it either: the CBOR form is all there is
+        return websocket_binary_frame(cbor.encode(publish_message(name, sample)))
+    secs, nsecs = divmod(round(sample.stamp * 1e9), 1_000_000_000)
+    raw = {"secs": secs, "nsecs": nsecs, "bytes": ros1.serialize(info.cls, sample.data())}
+    return websocket_binary_frame(cbor.encode({"op": "publish", "topic": name, "msg": raw}))
 
 
 def fragmented(name: str, sample: Sample, size: int) -> bytes:
@@ -324,8 +339,9 @@ class RosbridgeSession:
         if rate is not None and rate < MIN_RATE_HZ:
             raise BadRequest(f"subscribe.throttle_rate: at most {1000.0 / MIN_RATE_HZ:g} ms, got {throttle_ms}")
         subscription_id = str(request_id) if request_id is not None else f"subscribe:{name}:{next(_generated_ids)}"
+        binary = compression in ("cbor", "cbor-raw")
         subscription = Subscription(
-            subscription_id, 0, compression == "cbor", fragment_size if compression != "cbor" else None
+            subscription_id, 0, compression == "cbor", fragment_size if not binary else None, compression == "cbor-raw"
         )
         # The topic is set up first: the bus sends the newest sample during `subscribe`, through `_render`.
         self._routes.clear()
@@ -351,7 +367,7 @@ class RosbridgeSession:
             raise
         if previous is not None:  # the same id again replaces that subscription, as rosbridge does
             self.client.unsubscribe(previous.bus_id)
-        if compression in ("png", "cbor-raw"):
+        if compression == "png":
             self._status("warning", f"subscribe {name}: compression {compression!r} is served as 'none'", request_id)
         if queue_length > 1:
             self._status("info", f"subscribe {name}: the newest message wins (queue_length 1)", request_id)
@@ -514,6 +530,8 @@ class RosbridgeSession:
         if route is None:
             return None  # a topic of a device-wide subscription waiting for another topic
         name, topic = route
+        if topic.raw:
+            return item.encoded(RAW_KEY, lambda: raw_publish_frame(name, item))
         if topic.cbor:
             return item.encoded(CBOR_KEY, lambda: websocket_binary_frame(cbor.encode(publish_message(name, item))))
         size = topic.fragment_size

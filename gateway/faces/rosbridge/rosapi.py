@@ -84,6 +84,76 @@ def _nodes(client: Client, names: ros.RosNames, args: Mapping[str, Any]) -> dict
     return {"nodes": [NODE, "/rosapi", "/rosbridge_websocket", *namespaces]}
 
 
+def _in_namespace(name: str, namespace: str) -> bool:
+    return namespace == "/" or name == namespace or name.startswith(namespace + "/")
+
+
+def _node_details(client: Client, names: ros.RosNames, args: Mapping[str, Any]) -> dict[str, Any]:
+    """What a node publishes, subscribes and serves: `/hwgateway` all of the devices', a device's namespace its own."""
+    node = ros.normalize(_string_arg(args, "node"))
+    if node == "/rosapi":
+        return {"subscribing": [], "publishing": [], "services": sorted(PREFIX + name for name in HANDLERS)}
+    namespaces = set(names.namespaces.values())
+    if node != NODE and node not in namespaces:
+        return {"subscribing": [], "publishing": [], "services": []}
+    namespace = "/" if node == NODE else node
+    return {
+        "subscribing": sorted(name for name in names.command_topics if _in_namespace(name, namespace)),
+        "publishing": sorted(name for name in state_topics(client, names) if _in_namespace(name, namespace)),
+        "services": sorted(name for name in names.services if _in_namespace(name, namespace)),
+    }
+
+
+def _publishers(client: Client, names: ros.RosNames, args: Mapping[str, Any]) -> dict[str, Any]:
+    topic = ros.normalize(_string_arg(args, "topic"))
+    return {"publishers": [NODE] if topic in state_topics(client, names) else []}
+
+
+def _subscribers(client: Client, names: ros.RosNames, args: Mapping[str, Any]) -> dict[str, Any]:
+    topic = ros.normalize(_string_arg(args, "topic"))
+    return {"subscribers": [NODE] if topic in names.command_topics else []}
+
+
+def _services_for_type(client: Client, names: ros.RosNames, args: Mapping[str, Any]) -> dict[str, Any]:
+    wanted = ros.bus_type(_string_arg(args, "type"))
+    return {"services": sorted(name for name, endpoint in names.services.items() if endpoint.type == wanted)}
+
+
+def _service_node(client: Client, names: ros.RosNames, args: Mapping[str, Any]) -> dict[str, Any]:
+    service = ros.normalize(_string_arg(args, "service"))
+    if service in names.services:
+        return {"node": NODE}
+    return {"node": "/rosapi" if handler(service) is not None else ""}
+
+
+def _service_providers(client: Client, names: ros.RosNames, args: Mapping[str, Any]) -> dict[str, Any]:
+    node = _service_node(client, names, args)["node"]
+    return {"providers": [node] if node else []}
+
+
+def _action_servers(client: Client, names: ros.RosNames, args: Mapping[str, Any]) -> dict[str, Any]:
+    return {"action_servers": []}  # the gateway serves no ROS actions
+
+
+def _topics_and_raw_types(client: Client, names: ros.RosNames, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Every topic with its type and the type's full definition, ROS 1 `.msg` text with its dependencies.
+
+    Foxglove's and Lichtblick's Rosbridge sources list topics only from this service, and read the
+    messages with the definitions.
+    """
+    topics = all_topics(client, names)
+    texts: dict[str, str] = {}
+    for ros_name in topics.values():
+        if ros_name not in texts:
+            name = ros.bus_type(ros_name)
+            texts[ros_name] = "" if name is None else full_text(REGISTRY[name].cls, ros_name)
+    return {
+        "topics": list(topics),
+        "types": list(topics.values()),
+        "typedefs_full_text": [texts[kind] for kind in topics.values()],
+    }
+
+
 def _get_time(client: Client, names: ros.RosNames, args: Mapping[str, Any]) -> dict[str, Any]:
     now = time.time_ns()
     sec, nanosec = divmod(now, 1_000_000_000)
@@ -130,6 +200,8 @@ def _field_type(spec: Spec) -> tuple[str, int, type[Any] | None]:
     """(ROS field type, array length: -1 none / 0 unbounded / n, nested class) of one field spec."""
     if isinstance(spec, Array):
         item_type, _, nested = _field_type(spec.item)
+        if isinstance(spec.item, Array):  # ROS has no arrays of arrays: described (and sent raw) flattened
+            return item_type, 0, nested
         return item_type, spec.length if spec.length is not None else 0, nested
     if isinstance(spec, Int):
         return f"{'' if spec.signed else 'u'}int{spec.bits}", -1, None
@@ -186,6 +258,53 @@ def typedefs(cls: type[Any], root_type: str | None = None) -> list[dict[str, Any
     return found
 
 
+#: What separates a definition from the next one in a full text (ROS 1's `gendeps --cat`, as in bags).
+SEPARATOR = "=" * 80
+
+
+def _constant_type(value: int | float) -> str:
+    if isinstance(value, float):
+        return "float64"
+    return "int32" if -(2**31) <= value < 2**31 else "int64"
+
+
+def msg_text(typedef: Mapping[str, Any], constants: Mapping[str, int | float]) -> str:
+    """One TypeDef as ROS `.msg` text: its `constants` (typed by value), then one `type name` per field."""
+    lines = [f"{_constant_type(value)} {name}={value}" for name, value in constants.items()]
+    for name, kind, length in zip(typedef["fieldnames"], typedef["fieldtypes"], typedef["fieldarraylen"], strict=True):
+        suffix = "" if length < 0 else "[]" if length == 0 else f"[{length}]"
+        lines.append(f"{kind}{suffix} {name}")
+    return "\n".join(lines)
+
+
+def _classes(cls: type[Any]) -> dict[str, type[Any]]:
+    """`cls` and every type nested in it, by ROS type."""
+    found: dict[str, type[Any]] = {}
+    pending = [cls]
+    while pending:
+        current = pending.pop()
+        name = ros.ros_type_of_class(current, info_of(current).name)
+        if name not in found:
+            found[name] = current
+            pending.extend(nested for _, spec in info_of(current).fields if (nested := _field_type(spec)[2]))
+    return found
+
+
+def full_text(cls: type[Any], root_type: str) -> str:
+    """The full definition of `cls` as `topics_and_raw_types` gives it.
+
+    Its `.msg` text, then each nested type's after a line of `=` and `MSG: pkg/Type`, as ROS 1's
+    `gendeps --cat` and bag files write it.
+    """
+    classes = _classes(cls)
+    root, *nested = typedefs(cls, root_type)
+    parts = [msg_text(root, info_of(cls).constants)]
+    for typedef in nested:
+        constants = info_of(classes[typedef["type"]]).constants
+        parts.append(f"{SEPARATOR}\nMSG: {typedef['type']}\n{msg_text(typedef, constants)}")
+    return "\n".join(parts)
+
+
 def _info_for(args: Mapping[str, Any]) -> MessageInfo:
     requested = _string_arg(args, "type")
     name = ros.bus_type(requested)
@@ -221,6 +340,14 @@ HANDLERS: dict[str, Handler] = {
     "services": _services,
     "service_type": _service_type,
     "nodes": _nodes,
+    "node_details": _node_details,
+    "publishers": _publishers,
+    "subscribers": _subscribers,
+    "services_for_type": _services_for_type,
+    "service_node": _service_node,
+    "service_providers": _service_providers,
+    "action_servers": _action_servers,
+    "topics_and_raw_types": _topics_and_raw_types,
     "message_details": _message_details,
     "service_request_details": _service_request_details,
     "service_response_details": _service_response_details,
