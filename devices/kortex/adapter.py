@@ -137,6 +137,9 @@ class KortexAdapter(Adapter[KortexOptions]):
         #: dropped): the arm may still drive them, so they are zeroed first thing after reconnecting.
         self._outputs_unconfirmed = False
         self._servoing_lock = asyncio.Lock()
+        #: The one entry into low level under way (HOLD_TO_RUN, its pause, LOW_LEVEL): shared by the
+        #: commands that wait for it, and not ended by one of them timing out.
+        self._entering: asyncio.Task[None] | None = None
         self._last_feedback: Message | None = None
         self._feedback_arrived = asyncio.Event()
         self._background: set[asyncio.Task[None]] = set()
@@ -242,6 +245,7 @@ class KortexAdapter(Adapter[KortexOptions]):
         """
         if self.options.api == "kortex3":
             self._zero_outputs()
+            await self._stop_entering()  # no entry into low level goes on after an estop
         tcp = self._tcp
         try:
             if self.options.estop_calls_arm_stop and tcp is not None and tcp.failure is None:
@@ -267,7 +271,8 @@ class KortexAdapter(Adapter[KortexOptions]):
                 task.add_done_callback(self._background.discard)
 
     async def close(self) -> None:
-        """Cancel a pending leave of low level (the sessions are gone), stop the simulated arm if any."""
+        """Cancel a pending entry into or leave of low level (the sessions are gone), stop the simulated arm if any."""
+        await self._stop_entering()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -423,6 +428,7 @@ class KortexAdapter(Adapter[KortexOptions]):
 
     async def _disconnect(self) -> None:
         """Leave low level if the gateway holds it (outputs to 0 first), unsubscribe, close both sessions."""
+        await self._stop_entering()
         tcp, cyclic = self._tcp, self._cyclic
         self._tcp = self._cyclic = None
         codec = self._codec
@@ -486,7 +492,42 @@ class KortexAdapter(Adapter[KortexOptions]):
         log.info("%s: servoing mode %s", self.ctx.device_id, Base_pb2.ServoingMode.Name(mode))
 
     async def _enter_low_level(self, client_id: str) -> None:
-        """Put the arm in LOW_LEVEL_SERVOING holding its joints, unless it is there; `client_id` holds it."""
+        """Put the arm in LOW_LEVEL_SERVOING holding its joints, unless it is there; `client_id` holds it.
+
+        The entry takes over half a second on Kortex 3 (Kinova's pause after HOLD_TO_RUN), longer than
+        a short command deadline: it runs as a task of its own, so a command that times out (or whose
+        client leaves) does not abort it half-way and the next command finds the arm in low level.
+        When it ends with no client holding low level, the arm leaves it again.
+        """
+        entering = self._entering
+        if entering is None or entering.done():
+            entering = self._entering = asyncio.create_task(
+                self._enter_low_level_once(), name=f"{self.ctx.device_id}-enter-low-level"
+            )
+        try:
+            await asyncio.shield(entering)
+        except asyncio.CancelledError:
+            entering.add_done_callback(self._leave_if_unheld)
+            raise
+        self._low_level_clients.add(client_id)
+
+    def _leave_if_unheld(self, entering: asyncio.Task[None]) -> None:
+        """After an entry whose command ended first: leave low level unless a client holds it by now."""
+        if entering.cancelled() or entering.exception() is not None:
+            return
+        task = asyncio.create_task(self._leave_low_level("the command that entered it ended first"))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _stop_entering(self) -> None:
+        """Cancel an entry into low level under way (estop, disconnect) and wait until it has ended."""
+        entering, self._entering = self._entering, None
+        if entering is not None and not entering.done():
+            entering.cancel()
+            await asyncio.wait({entering})
+
+    async def _enter_low_level_once(self) -> None:
+        """HOLD_TO_RUN, its pause, then LOW_LEVEL_SERVOING holding the joints where the feedback put them."""
         codec = self._codec
         assert isinstance(codec, Kortex3Codec)
         async with self._servoing_lock:
@@ -509,7 +550,6 @@ class KortexAdapter(Adapter[KortexOptions]):
                     await self._restore_operating(tcp, SHUTDOWN_RPC_TIMEOUT_S)
                     raise
                 codec.hold(positions)
-            self._low_level_clients.add(client_id)
 
     async def _leave_low_level(self, reason: str) -> None:
         """Outputs to 0 in one more Refresh, then RefreshFeedback and SINGLE_LEVEL_SERVOING."""
