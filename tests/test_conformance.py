@@ -814,3 +814,89 @@ async def test_a_flooding_client_that_never_reads_is_closed_and_forgotten(
         assert await _clients(running) <= before
     finally:
         writer.transport.abort()
+
+
+# -- SIGTERM with stuck clients and a leased actuator -------------------------------------------
+
+#: How a stuck client asks for a stream of answers it will never read (faces without one stay connected).
+SUBSCRIBE_ALL: dict[str, bytes] = {
+    "native ws": b'{"op":"subscribe","id":"all","topics":["**"]}',
+    "msgpack tcp": msgpack.packb({"op": "subscribe", "id": "all", "topics": ["**"]}),
+    "msgpack unix": msgpack.packb({"op": "subscribe", "id": "all", "topics": ["**"]}),
+    "rosbridge": b'{"op":"subscribe","id":"all","topic":"/sim_1/state"}',
+    "rosbridge path": b'{"op":"subscribe","id":"all","topic":"/sim_1/state"}',
+}
+#: The bound on the whole stop: generous, to tell a hang from a slow machine (no tighter timing here).
+STOP_BOUND_S = 10.0
+
+
+def _half_frame(face: Face, conn: Conn) -> None:
+    """Begin a 1,000-byte frame and send 10 bytes of it (the same half frames as the read-deadline test)."""
+    if conn.ws:
+        conn.writer.write(ws_frame_header(1000, face.garbage_opcode) + b"x" * 10)
+    elif face.name == "tdm tcp":
+        conn.writer.write(struct.pack("<I", 1000) + b"x" * 10)
+    else:
+        conn.writer.write(b"\xdb\x00\x00\x03\xe8" + b"x" * 10)
+
+
+@pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
+async def test_sigterm_with_stuck_clients_and_a_leased_actuator_reaches_every_safe_state_and_exits_0(
+    tmp_path: Path, face: Face
+) -> None:
+    """Stuck clients on the face (subscribed and never reading, mid-frame, never authenticated) and a lease.
+
+    The face leases an actuator itself where it can (native faces lock sim-1, the TDM faces lock the
+    Thymio's node); the rest is leased through /ws while the face's stuck clients are connected.
+    """
+    ports = free_ports(tmp_path)
+    running = await start_gateway(tmp_path, conformance_config(tmp_path, ports))
+    assert running.msgpack_port is not None
+    assert running.unix_socket is not None
+    ports.http, ports.msgpack, ports.unix = running.http_port, running.msgpack_port, running.unix_socket
+    conns: list[Conn] = []
+    holder = None
+    try:
+        holder = await connect(running, "ws")
+        await holder.ok("auth", token=ADMIN)
+        await holder.wait_for(lambda m: m.get("device") == "thymio-sim" and m.get("status") == "connected", 20)
+        leaser = await face.open(ports, ADMIN)
+        conns.append(leaser)
+        if face.name in ("native ws", "msgpack tcp", "msgpack unix"):
+            lock = {"op": "lock", "id": "lease", "device": "sim-1"}
+            leaser.send(json.dumps(lock).encode() if leaser.ws else msgpack.packb(lock))
+            await _read_until(leaser, b"lease", 10)
+            await holder.error("lock", device="sim-1")  # the face holds it
+            await holder.ok("lock", device="thymio-sim")
+        elif face.name.startswith("tdm"):
+            _tdm_lock(leaser)
+            async with asyncio.timeout(10):  # the face holds the Thymio once /ws cannot take it
+                while (await holder.request("lock", device="thymio-sim"))["ok"]:
+                    await holder.ok("unlock", device="thymio-sim")
+                    await asyncio.sleep(0.1)
+            await holder.ok("lock", device="sim-1")
+        else:
+            for device in ("sim-1", "thymio-sim"):
+                await holder.ok("lock", device=device)
+        for _ in range(3):  # subscribed (where the face streams) and never reading
+            stuck = await face.open(ports, ADMIN)
+            conns.append(stuck)
+            if face.name in SUBSCRIBE_ALL:
+                stuck.send(SUBSCRIBE_ALL[face.name])
+        conns.append(await face.open(ports, None))  # never authenticates
+        mid_frame = await face.open(ports, ADMIN)
+        conns.append(mid_frame)
+        await asyncio.sleep(0.5)  # the stuck clients' answers pile up unread
+        _half_frame(face, mid_frame)  # and this one is mid-frame when the signal comes
+        code = await running.stop(timeout=STOP_BOUND_S)
+        assert code == 0, running.logs[-20:]
+        safe = {line["device"]: line["safe_state"] for line in running.logs if line.get("safe_state")}
+        assert safe == {"sim-1": "ok", "thymio-sim": "ok"}, running.logs[-20:]
+    finally:
+        for conn in conns:
+            conn.writer.transport.abort()
+        if holder is not None:
+            with contextlib.suppress(Exception):
+                await holder.close()
+        if running.proc.returncode is None:
+            await running.stop()
