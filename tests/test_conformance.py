@@ -40,6 +40,9 @@ pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]
 
 ADMIN = "admin-token-0123456789abcdef"
 READER = "reader-token-0123456789abcdef"
+#: Tokens that may command only devices matching their patterns: sim-1 (not the Thymio), and the Thymio.
+SIMS_ONLY = "sims-only-token-0123456789abcdef"
+THYMIOS_ONLY = "thymios-only-token-0123456789abcdef"
 AUTH_TIMEOUT_S = 1.5
 READ_TIMEOUT_S = 1.0
 HEADER_TIMEOUT_S = 1.0
@@ -322,6 +325,16 @@ role = "admin"
 [auth.tokens.reader]
 hash = "{hash_token(READER)}"
 role = "read"
+
+[auth.tokens.sims]
+hash = "{hash_token(SIMS_ONLY)}"
+role = "control"
+devices = ["sim-*"]
+
+[auth.tokens.thymios]
+hash = "{hash_token(THYMIOS_ONLY)}"
+role = "control"
+devices = ["thymio-*"]
 """
     faces = (
         f"[rosbridge]\nenabled = true\nport = {ports.rosbridge}\n"
@@ -723,6 +736,70 @@ async def test_a_lock_taken_on_another_face_refuses_this_faces_commands(
             await _refused_with(face, conn, b"locked by client", ErrorType.NODE_BUSY)
         finally:
             conn.close()
+    finally:
+        await holder.close()  # its locks end with it
+
+
+def _command_thymio(encode: Callable[[dict[str, Any]], bytes]) -> Callable[[Conn], None]:
+    def send(conn: Conn) -> None:
+        data = {"left": 0, "right": 0}
+        conn.send(encode({"op": "command", "id": "cmd-1", "device": "thymio-sim", "type": "motors", "data": data}))
+
+    return send
+
+
+def _rosbridge_publish_thymio(conn: Conn) -> None:
+    conn.send(json.dumps({"op": "publish", "id": "cmd-1", "topic": "/thymio_sim/led", "msg": {}}).encode())
+
+
+def _foxglove_publish_thymio(conn: Conn) -> None:
+    channel = {"id": 2, "topic": "/thymio-sim/command/thymio_msgs/Led", "encoding": "json"}
+    conn.send(json.dumps({"op": "advertise", "channels": [channel]}).encode())
+    conn.send(struct.pack("<BI", 1, 2) + b"{}", opcode=0x2)
+
+
+#: How each face commands the Thymio (the TDM's lock of its node is in COMMANDS already).
+THYMIO_COMMANDS: dict[str, Callable[[Conn], None]] = {
+    "native ws": _command_thymio(lambda r: json.dumps(r).encode()),
+    "msgpack tcp": _command_thymio(msgpack.packb),
+    "msgpack unix": _command_thymio(msgpack.packb),
+    "rosbridge": _rosbridge_publish_thymio,
+    "rosbridge path": _rosbridge_publish_thymio,
+    "foxglove": _foxglove_publish_thymio,
+    "tdm tcp": _tdm_lock,
+    "tdm ws": _tdm_lock,
+}
+
+
+@pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
+async def test_a_device_pattern_token_commands_matching_devices_and_is_refused_on_others(
+    gateway: tuple[RunningGateway, Ports], face: Face
+) -> None:
+    """`devices = ["sim-*"]` may not command the Thymio; a matching device lets the command through.
+
+    The matching side is shown by a lock the pattern token meets only once its devices let it through
+    (the refusal names the lock, not the token). The TDM shows only the Thymio, so it is the matching
+    device for a `thymio-*` token there, and the refused one for `sim-*`.
+    """
+    running, ports = gateway
+    tdm = face.name.startswith("tdm")
+    refused = await face.open(ports, SIMS_ONLY)
+    try:
+        THYMIO_COMMANDS[face.name](refused)
+        await _refused_with(face, refused, b"its token's devices do not include it", ErrorType.UNKNOWN_ERROR)
+    finally:
+        refused.close()
+    holder = await connect(running, "ws")
+    try:
+        await holder.ok("auth", token=ADMIN)
+        await holder.wait_for(lambda m: m.get("device") == "thymio-sim" and m.get("status") == "connected", 20)
+        await holder.ok("lock", device="thymio-sim" if tdm else "sim-1")
+        allowed = await face.open(ports, THYMIOS_ONLY if tdm else SIMS_ONLY)
+        try:
+            COMMANDS[face.name](allowed)
+            await _refused_with(face, allowed, b"locked by client", ErrorType.NODE_BUSY)
+        finally:
+            allowed.close()
     finally:
         await holder.close()  # its locks end with it
 
