@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import contextvars
 import json
 import os
 import socket
@@ -33,7 +34,14 @@ from gateway.credentials import hash_token
 from gateway.faces.rosbridge.ops import MAX_PUBLISHERS
 from gateway.faces.tdm.nodes import node_id
 from protocols.tdm.messages import ErrorType
-from tests.abuse_clients import msgpack_messages, read_until_closed, ws_frame, ws_frame_header, ws_server_frames
+from tests.abuse_clients import (
+    close_of,
+    msgpack_messages,
+    read_until_closed,
+    ws_frame,
+    ws_frame_header,
+    ws_server_frames,
+)
 from tests.harness import RunningGateway, connect, free_port, gateway_config, start_gateway
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]
@@ -109,11 +117,20 @@ class Conn:
         self.writer.close()
 
 
+#: The address the suite's TCP connections come from (the per-peer cap tests pick their own).
+SOURCE: contextvars.ContextVar[str] = contextvars.ContextVar("SOURCE", default="127.0.0.1")
+
+
+async def tcp_connect(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A TCP connection to the gateway's `port` from `SOURCE`."""
+    return await asyncio.open_connection("127.0.0.1", port, local_addr=(SOURCE.get(), 0))
+
+
 async def ws_upgrade(
     port: int, path: str = "/", headers: dict[str, str] | None = None, protocol: str | None = None
 ) -> tuple[bytes, asyncio.StreamReader, asyncio.StreamWriter]:
     """A raw upgrade request with `headers` (Host defaults to 127.0.0.1:port); the response head, and the stream."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    reader, writer = await tcp_connect(port)
     fields = {"Host": f"127.0.0.1:{port}", **(headers or {})}
     if protocol is not None:
         fields["Sec-WebSocket-Protocol"] = protocol
@@ -168,7 +185,7 @@ def _msgpack(unix: bool) -> Callable[[Ports, str | None], Awaitable[Conn]]:
         if unix:
             reader, writer = await asyncio.open_unix_connection(ports.unix)
         else:
-            reader, writer = await asyncio.open_connection("127.0.0.1", ports.msgpack)
+            reader, writer = await tcp_connect(ports.msgpack)
         conn = Conn(reader, writer, ws=False)
         if token is not None:
             conn.send(msgpack.packb({"op": "auth", "id": 1, "token": token}))
@@ -197,7 +214,7 @@ async def _foxglove(ports: Ports, token: str | None) -> Conn:
 
 
 async def _tdm_tcp(ports: Ports, token: str | None) -> Conn:
-    reader, writer = await asyncio.open_connection("127.0.0.1", ports.tdm_tcp)
+    reader, writer = await tcp_connect(ports.tdm_tcp)
     conn = Conn(reader, writer, ws=False)
     if token is not None:
         conn.send(tcp_frame(tdm_handshake(token)))
@@ -977,3 +994,102 @@ async def test_sigterm_with_stuck_clients_and_a_leased_actuator_reaches_every_sa
                 await holder.close()
         if running.proc.returncode is None:
             await running.stop()
+
+
+# -- the connection caps, in all and per peer ---------------------------------------------------
+
+#: Small caps, so a test fills them: in all, and from one address (the rest of the suite's gateway has neither).
+CAP = 6
+PEER_CAP = 3
+
+
+async def _refusal(face: Face, ports: Ports) -> str:
+    """Open one more connection on `face` and return the reason it was refused with (fails if admitted)."""
+    if face.ws_port is not None:
+        response, reader, writer = await ws_upgrade(face.ws_port(ports), face.ws_path, protocol=face.subprotocol)
+        try:
+            assert response.startswith(b"HTTP/1.1 503"), (face.name, response)
+            return (await read_until_closed(reader, 5)).decode(errors="replace")
+        finally:
+            writer.close()
+    conn = await face.open(ports, None)
+    data = await conn.closed_within(5)
+    if face.name == "tdm tcp":  # a TDM Error is all a TDM client understands; it has no text
+        (length,) = struct.unpack_from("<I", data)
+        fb = FlatBuffer()
+        fb.parse(data[4 : 4 + length], ThymioFB.SCHEMA)
+        assert fb.root.union_type == ThymioFB.MESSAGE_TYPE_ERROR
+        return "tdm Error"
+    close = close_of("tcp", data)
+    assert close is not None, (face.name, data)
+    assert close["code"] == "unavailable"
+    return str(close["reason"])
+
+
+async def _open_from(source: str, face: Face, ports: Ports) -> Conn:
+    """An authenticated connection on `face` from the address `source`, once the gateway admitted it.
+
+    Admission is read from the connection itself (a 101, an auth result, a TDM handshake answer), not
+    from /healthz: an HTTP request's own connection counts toward the cap until the gateway lets it go.
+    """
+    token = SOURCE.set(source)
+    try:
+        conn = await face.open(ports, ADMIN)
+    finally:
+        SOURCE.reset(token)
+    if face.name.startswith("msgpack"):
+        await _read_until(conn, b"authenticated", 10)
+    elif face.name == "tdm tcp":
+        header = await asyncio.wait_for(conn.reader.readexactly(4), 10)
+        message = await asyncio.wait_for(conn.reader.readexactly(struct.unpack("<I", header)[0]), 10)
+        fb = FlatBuffer()
+        fb.parse(message, ThymioFB.SCHEMA)
+        assert fb.root.union_type != ThymioFB.MESSAGE_TYPE_ERROR, "tdm tcp: refused"
+    return conn
+
+
+async def _refusal_from(source: str, face: Face, ports: Ports) -> str:
+    """`_refusal` from the address `source`."""
+    token = SOURCE.set(source)
+    try:
+        return await _refusal(face, ports)
+    finally:
+        SOURCE.reset(token)
+
+
+@pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
+async def test_this_face_counts_toward_the_cap_per_peer_and_the_total_cap(tmp_path: Path, face: Face) -> None:
+    """One count for every face: the other connections are native msgpack ones, the last and refused on `face`.
+
+    Its own gateway, so no connection of another test is still being let go. A Unix socket has no
+    peer address: the total cap holds there, the per-peer one cannot.
+    """
+    ports = free_ports(tmp_path)
+    caps = f"max_clients = {CAP}\nmax_clients_per_peer = {PEER_CAP}\n"
+    running = await start_gateway(tmp_path, conformance_config(tmp_path, ports, server=caps))
+    assert running.msgpack_port is not None
+    assert running.unix_socket is not None
+    ports.http, ports.msgpack, ports.unix = running.http_port, running.msgpack_port, running.unix_socket
+    native = FACES[1]
+    conns: list[Conn] = []
+    try:
+        if face.name != "msgpack unix":
+            peer = "127.0.0.5"
+            for _ in range(PEER_CAP - 1):
+                conns.append(await _open_from(peer, native, ports))
+            conns.append(await _open_from(peer, face, ports))
+            reason = await _refusal_from(peer, face, ports)
+            if face.name != "tdm tcp":  # a TDM Error has no text
+                assert f"too many clients from {peer}: {PEER_CAP} connected" in reason, reason
+                assert f"(server.max_clients_per_peer = {PEER_CAP})" in reason, reason
+        for number in range(CAP - 1 - len(conns)):  # the rest of the cap, from other addresses
+            conns.append(await _open_from(f"127.0.0.{10 + number}", native, ports))
+        conns.append(await _open_from("127.0.0.6", face, ports))  # another address is not affected by the first's cap
+        reason = await _refusal_from("127.0.0.7", face, ports)
+        if face.name != "tdm tcp":
+            assert "too many clients" in reason, reason
+            assert "server.max_clients" in reason, reason
+    finally:
+        for conn in conns:
+            conn.writer.transport.abort()
+        assert await running.stop() == 0
