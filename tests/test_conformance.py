@@ -33,6 +33,7 @@ from tdmclient.thymio import ThymioFB
 from gateway.credentials import hash_token
 from gateway.faces.rosbridge.ops import MAX_PUBLISHERS
 from gateway.faces.tdm.nodes import node_id
+from protocols.tdm import codec as tdm_codec
 from protocols.tdm.messages import ErrorType
 from tests.abuse_clients import (
     close_of,
@@ -964,10 +965,8 @@ async def test_sigterm_with_stuck_clients_and_a_leased_actuator_reaches_every_sa
             await holder.ok("lock", device="thymio-sim")
         elif face.name.startswith("tdm"):
             _tdm_lock(leaser)
-            async with asyncio.timeout(10):  # the face holds the Thymio once /ws cannot take it
-                while (await holder.request("lock", device="thymio-sim"))["ok"]:
-                    await holder.ok("unlock", device="thymio-sim")
-                    await asyncio.sleep(0.1)
+            await _read_until(leaser, tdm_codec.request_completed(TDM_REQUEST), 10)  # the lock is taken
+            await holder.error("lock", device="thymio-sim")  # the face holds it
             await holder.ok("lock", device="sim-1")
         else:
             for device in ("sim-1", "thymio-sim"):
