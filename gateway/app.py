@@ -32,6 +32,7 @@ from gateway.errors import ErrorCode
 from gateway.faces.contract import Face
 from gateway.faces.foxglove.server import FoxgloveServer
 from gateway.faces.mqtt.bridge import MqttBridge
+from gateway.faces.mqtt.face import MqttFace
 from gateway.faces.rosbridge import names as ros_names
 from gateway.faces.rosbridge.server import RosbridgeServer
 from gateway.faces.rosbridge.server import handler as rosbridge_handler
@@ -59,8 +60,6 @@ CLIENTS_CLOSE_S = 2.5
 FACE_STOP_S = 1.0
 #: Seconds the recorder may take to write what it holds and close its file at the end.
 RECORDER_STOP_S = 3.0
-#: Seconds the MQTT bridge's stop may take (`offline` at QoS 1, then the broker's DISCONNECT).
-MQTT_STOP_S = 3.5
 #: Signals that stop the daemon in order (every device to its safe state first), as SIGTERM does.
 #: Every catchable signal whose default action would end the process at once is here: SIGHUP
 #: (the terminal closed; there is no reload yet), SIGQUIT, the user and timer signals, SIGXCPU.
@@ -151,10 +150,13 @@ class Gateway:
         self._foxglove = (
             FoxgloveServer(self.hub, self.limits, config.foxglove.port) if config.foxglove.enabled else None
         )
-        #: Every face's own listeners, through the face contract (the HTTP port's `/ws` and `/rosbridge` are the app's).
+        #: Every face's own listeners (and MQTT's broker link), through the face contract (the HTTP port's
+        #: `/ws` and `/rosbridge` are the app's).
         self.faces: list[Face] = [
             face for face in (self._msgpack, self.tdm, self._rosbridge, self._foxglove) if face is not None
         ]
+        if self.mqtt is not None:
+            self.faces.append(MqttFace(self.mqtt))
         self.config_digest = config_digest(config)
         self.recorder = BusRecorder(config, self.bus, self.supervisor, self.router) if config.record.enabled else None
         if self.recorder is not None:
@@ -192,8 +194,6 @@ class Gateway:
         if self.recorder is not None:
             self.recorder.start()  # before the devices: their first availability is in the file
         self.supervisor.start()
-        if self.mqtt is not None:
-            self.mqtt.start()
         app = build_app(self.hub, self.health, self.metrics.render, self._guards)
         if self._ros_names is not None:
             app.router.add_get("/rosbridge", rosbridge_handler(self.hub, self._ros_names))
@@ -237,8 +237,12 @@ class Gateway:
             finish_within("the devices' safe-state pass", devices, STOP_DEADLINE_S),
             finish_within("closing the clients", self._close_clients(), CLIENTS_CLOSE_S + FACE_STOP_S),
         ]
-        if self.mqtt is not None:  # says `offline` first; bounded inside too (about 3 s at most)
-            stopping.append(finish_within("the MQTT bridge's stop", self.mqtt.stop(), MQTT_STOP_S))
+        # What a face runs besides its sessions (MQTT: says `offline`, then disconnects), each bounded.
+        stopping += [
+            finish_within(f"the {face.name}'s stop", face.stop(), face.stop_deadline_s)
+            for face in self.faces
+            if face.stop_deadline_s > 0
+        ]
         if not all(await asyncio.gather(*stopping)):
             self._abort_http_connections()
         if self.recorder is not None:  # after the devices: their last availability is in the file

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import contextvars
 import json
 import os
 import socket
@@ -32,14 +33,25 @@ from tdmclient.thymio import ThymioFB
 from gateway.credentials import hash_token
 from gateway.faces.rosbridge.ops import MAX_PUBLISHERS
 from gateway.faces.tdm.nodes import node_id
+from protocols.tdm import codec as tdm_codec
 from protocols.tdm.messages import ErrorType
-from tests.abuse_clients import msgpack_messages, read_until_closed, ws_frame, ws_frame_header, ws_server_frames
+from tests.abuse_clients import (
+    close_of,
+    msgpack_messages,
+    read_until_closed,
+    ws_frame,
+    ws_frame_header,
+    ws_server_frames,
+)
 from tests.harness import RunningGateway, connect, free_port, gateway_config, start_gateway
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]
 
 ADMIN = "admin-token-0123456789abcdef"
 READER = "reader-token-0123456789abcdef"
+#: Tokens that may command only devices matching their patterns: sim-1 (not the Thymio), and the Thymio.
+SIMS_ONLY = "sims-only-token-0123456789abcdef"
+THYMIOS_ONLY = "thymios-only-token-0123456789abcdef"
 AUTH_TIMEOUT_S = 1.5
 READ_TIMEOUT_S = 1.0
 HEADER_TIMEOUT_S = 1.0
@@ -106,11 +118,20 @@ class Conn:
         self.writer.close()
 
 
+#: The address the suite's TCP connections come from (the per-peer cap tests pick their own).
+SOURCE: contextvars.ContextVar[str] = contextvars.ContextVar("SOURCE", default="127.0.0.1")
+
+
+async def tcp_connect(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A TCP connection to the gateway's `port` from `SOURCE`."""
+    return await asyncio.open_connection("127.0.0.1", port, local_addr=(SOURCE.get(), 0))
+
+
 async def ws_upgrade(
     port: int, path: str = "/", headers: dict[str, str] | None = None, protocol: str | None = None
 ) -> tuple[bytes, asyncio.StreamReader, asyncio.StreamWriter]:
     """A raw upgrade request with `headers` (Host defaults to 127.0.0.1:port); the response head, and the stream."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    reader, writer = await tcp_connect(port)
     fields = {"Host": f"127.0.0.1:{port}", **(headers or {})}
     if protocol is not None:
         fields["Sec-WebSocket-Protocol"] = protocol
@@ -165,7 +186,7 @@ def _msgpack(unix: bool) -> Callable[[Ports, str | None], Awaitable[Conn]]:
         if unix:
             reader, writer = await asyncio.open_unix_connection(ports.unix)
         else:
-            reader, writer = await asyncio.open_connection("127.0.0.1", ports.msgpack)
+            reader, writer = await tcp_connect(ports.msgpack)
         conn = Conn(reader, writer, ws=False)
         if token is not None:
             conn.send(msgpack.packb({"op": "auth", "id": 1, "token": token}))
@@ -194,7 +215,7 @@ async def _foxglove(ports: Ports, token: str | None) -> Conn:
 
 
 async def _tdm_tcp(ports: Ports, token: str | None) -> Conn:
-    reader, writer = await asyncio.open_connection("127.0.0.1", ports.tdm_tcp)
+    reader, writer = await tcp_connect(ports.tdm_tcp)
     conn = Conn(reader, writer, ws=False)
     if token is not None:
         conn.send(tcp_frame(tdm_handshake(token)))
@@ -322,6 +343,16 @@ role = "admin"
 [auth.tokens.reader]
 hash = "{hash_token(READER)}"
 role = "read"
+
+[auth.tokens.sims]
+hash = "{hash_token(SIMS_ONLY)}"
+role = "control"
+devices = ["sim-*"]
+
+[auth.tokens.thymios]
+hash = "{hash_token(THYMIOS_ONLY)}"
+role = "control"
+devices = ["thymio-*"]
 """
     faces = (
         f"[rosbridge]\nenabled = true\nport = {ports.rosbridge}\n"
@@ -727,6 +758,70 @@ async def test_a_lock_taken_on_another_face_refuses_this_faces_commands(
         await holder.close()  # its locks end with it
 
 
+def _command_thymio(encode: Callable[[dict[str, Any]], bytes]) -> Callable[[Conn], None]:
+    def send(conn: Conn) -> None:
+        data = {"left": 0, "right": 0}
+        conn.send(encode({"op": "command", "id": "cmd-1", "device": "thymio-sim", "type": "motors", "data": data}))
+
+    return send
+
+
+def _rosbridge_publish_thymio(conn: Conn) -> None:
+    conn.send(json.dumps({"op": "publish", "id": "cmd-1", "topic": "/thymio_sim/led", "msg": {}}).encode())
+
+
+def _foxglove_publish_thymio(conn: Conn) -> None:
+    channel = {"id": 2, "topic": "/thymio-sim/command/thymio_msgs/Led", "encoding": "json"}
+    conn.send(json.dumps({"op": "advertise", "channels": [channel]}).encode())
+    conn.send(struct.pack("<BI", 1, 2) + b"{}", opcode=0x2)
+
+
+#: How each face commands the Thymio (the TDM's lock of its node is in COMMANDS already).
+THYMIO_COMMANDS: dict[str, Callable[[Conn], None]] = {
+    "native ws": _command_thymio(lambda r: json.dumps(r).encode()),
+    "msgpack tcp": _command_thymio(msgpack.packb),
+    "msgpack unix": _command_thymio(msgpack.packb),
+    "rosbridge": _rosbridge_publish_thymio,
+    "rosbridge path": _rosbridge_publish_thymio,
+    "foxglove": _foxglove_publish_thymio,
+    "tdm tcp": _tdm_lock,
+    "tdm ws": _tdm_lock,
+}
+
+
+@pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
+async def test_a_device_pattern_token_commands_matching_devices_and_is_refused_on_others(
+    gateway: tuple[RunningGateway, Ports], face: Face
+) -> None:
+    """`devices = ["sim-*"]` may not command the Thymio; a matching device lets the command through.
+
+    The matching side is shown by a lock the pattern token meets only once its devices let it through
+    (the refusal names the lock, not the token). The TDM shows only the Thymio, so it is the matching
+    device for a `thymio-*` token there, and the refused one for `sim-*`.
+    """
+    running, ports = gateway
+    tdm = face.name.startswith("tdm")
+    refused = await face.open(ports, SIMS_ONLY)
+    try:
+        THYMIO_COMMANDS[face.name](refused)
+        await _refused_with(face, refused, b"its token's devices do not include it", ErrorType.UNKNOWN_ERROR)
+    finally:
+        refused.close()
+    holder = await connect(running, "ws")
+    try:
+        await holder.ok("auth", token=ADMIN)
+        await holder.wait_for(lambda m: m.get("device") == "thymio-sim" and m.get("status") == "connected", 20)
+        await holder.ok("lock", device="thymio-sim" if tdm else "sim-1")
+        allowed = await face.open(ports, THYMIOS_ONLY if tdm else SIMS_ONLY)
+        try:
+            COMMANDS[face.name](allowed)
+            await _refused_with(face, allowed, b"locked by client", ErrorType.NODE_BUSY)
+        finally:
+            allowed.close()
+    finally:
+        await holder.close()  # its locks end with it
+
+
 # -- estop and the log under a flood ------------------------------------------------------------
 
 
@@ -814,3 +909,186 @@ async def test_a_flooding_client_that_never_reads_is_closed_and_forgotten(
         assert await _clients(running) <= before
     finally:
         writer.transport.abort()
+
+
+# -- SIGTERM with stuck clients and a leased actuator -------------------------------------------
+
+#: How a stuck client asks for a stream of answers it will never read (faces without one stay connected).
+SUBSCRIBE_ALL: dict[str, bytes] = {
+    "native ws": b'{"op":"subscribe","id":"all","topics":["**"]}',
+    "msgpack tcp": msgpack.packb({"op": "subscribe", "id": "all", "topics": ["**"]}),
+    "msgpack unix": msgpack.packb({"op": "subscribe", "id": "all", "topics": ["**"]}),
+    "rosbridge": b'{"op":"subscribe","id":"all","topic":"/sim_1/state"}',
+    "rosbridge path": b'{"op":"subscribe","id":"all","topic":"/sim_1/state"}',
+}
+#: The bound on the whole stop: generous, to tell a hang from a slow machine (no tighter timing here).
+STOP_BOUND_S = 10.0
+
+
+def _half_frame(face: Face, conn: Conn) -> None:
+    """Begin a 1,000-byte frame and send 10 bytes of it (the same half frames as the read-deadline test)."""
+    if conn.ws:
+        conn.writer.write(ws_frame_header(1000, face.garbage_opcode) + b"x" * 10)
+    elif face.name == "tdm tcp":
+        conn.writer.write(struct.pack("<I", 1000) + b"x" * 10)
+    else:
+        conn.writer.write(b"\xdb\x00\x00\x03\xe8" + b"x" * 10)
+
+
+@pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
+async def test_sigterm_with_stuck_clients_and_a_leased_actuator_reaches_every_safe_state_and_exits_0(
+    tmp_path: Path, face: Face
+) -> None:
+    """Stuck clients on the face (subscribed and never reading, mid-frame, never authenticated) and a lease.
+
+    The face leases an actuator itself where it can (native faces lock sim-1, the TDM faces lock the
+    Thymio's node); the rest is leased through /ws while the face's stuck clients are connected.
+    """
+    ports = free_ports(tmp_path)
+    running = await start_gateway(tmp_path, conformance_config(tmp_path, ports))
+    assert running.msgpack_port is not None
+    assert running.unix_socket is not None
+    ports.http, ports.msgpack, ports.unix = running.http_port, running.msgpack_port, running.unix_socket
+    conns: list[Conn] = []
+    holder = None
+    try:
+        holder = await connect(running, "ws")
+        await holder.ok("auth", token=ADMIN)
+        await holder.wait_for(lambda m: m.get("device") == "thymio-sim" and m.get("status") == "connected", 20)
+        leaser = await face.open(ports, ADMIN)
+        conns.append(leaser)
+        if face.name in ("native ws", "msgpack tcp", "msgpack unix"):
+            lock = {"op": "lock", "id": "lease", "device": "sim-1"}
+            leaser.send(json.dumps(lock).encode() if leaser.ws else msgpack.packb(lock))
+            await _read_until(leaser, b"lease", 10)
+            await holder.error("lock", device="sim-1")  # the face holds it
+            await holder.ok("lock", device="thymio-sim")
+        elif face.name.startswith("tdm"):
+            _tdm_lock(leaser)
+            await _read_until(leaser, tdm_codec.request_completed(TDM_REQUEST), 10)  # the lock is taken
+            await holder.error("lock", device="thymio-sim")  # the face holds it
+            await holder.ok("lock", device="sim-1")
+        else:
+            for device in ("sim-1", "thymio-sim"):
+                await holder.ok("lock", device=device)
+        for _ in range(3):  # subscribed (where the face streams) and never reading
+            stuck = await face.open(ports, ADMIN)
+            conns.append(stuck)
+            if face.name in SUBSCRIBE_ALL:
+                stuck.send(SUBSCRIBE_ALL[face.name])
+        conns.append(await face.open(ports, None))  # never authenticates
+        mid_frame = await face.open(ports, ADMIN)
+        conns.append(mid_frame)
+        await asyncio.sleep(0.5)  # the stuck clients' answers pile up unread
+        _half_frame(face, mid_frame)  # and this one is mid-frame when the signal comes
+        code = await running.stop(timeout=STOP_BOUND_S)
+        assert code == 0, running.logs[-20:]
+        safe = {line["device"]: line["safe_state"] for line in running.logs if line.get("safe_state")}
+        assert safe == {"sim-1": "ok", "thymio-sim": "ok"}, running.logs[-20:]
+    finally:
+        for conn in conns:
+            conn.writer.transport.abort()
+        if holder is not None:
+            with contextlib.suppress(Exception):
+                await holder.close()
+        if running.proc.returncode is None:
+            await running.stop()
+
+
+# -- the connection caps, in all and per peer ---------------------------------------------------
+
+#: Small caps, so a test fills them: in all, and from one address (the rest of the suite's gateway has neither).
+CAP = 6
+PEER_CAP = 3
+
+
+async def _refusal(face: Face, ports: Ports) -> str:
+    """Open one more connection on `face` and return the reason it was refused with (fails if admitted)."""
+    if face.ws_port is not None:
+        response, reader, writer = await ws_upgrade(face.ws_port(ports), face.ws_path, protocol=face.subprotocol)
+        try:
+            assert response.startswith(b"HTTP/1.1 503"), (face.name, response)
+            return (await read_until_closed(reader, 5)).decode(errors="replace")
+        finally:
+            writer.close()
+    conn = await face.open(ports, None)
+    data = await conn.closed_within(5)
+    if face.name == "tdm tcp":  # a TDM Error is all a TDM client understands; it has no text
+        (length,) = struct.unpack_from("<I", data)
+        fb = FlatBuffer()
+        fb.parse(data[4 : 4 + length], ThymioFB.SCHEMA)
+        assert fb.root.union_type == ThymioFB.MESSAGE_TYPE_ERROR
+        return "tdm Error"
+    close = close_of("tcp", data)
+    assert close is not None, (face.name, data)
+    assert close["code"] == "unavailable"
+    return str(close["reason"])
+
+
+async def _open_from(source: str, face: Face, ports: Ports) -> Conn:
+    """An authenticated connection on `face` from the address `source`, once the gateway admitted it.
+
+    Admission is read from the connection itself (a 101, an auth result, a TDM handshake answer), not
+    from /healthz: an HTTP request's own connection counts toward the cap until the gateway lets it go.
+    """
+    token = SOURCE.set(source)
+    try:
+        conn = await face.open(ports, ADMIN)
+    finally:
+        SOURCE.reset(token)
+    if face.name.startswith("msgpack"):
+        await _read_until(conn, b"authenticated", 10)
+    elif face.name == "tdm tcp":
+        header = await asyncio.wait_for(conn.reader.readexactly(4), 10)
+        message = await asyncio.wait_for(conn.reader.readexactly(struct.unpack("<I", header)[0]), 10)
+        fb = FlatBuffer()
+        fb.parse(message, ThymioFB.SCHEMA)
+        assert fb.root.union_type != ThymioFB.MESSAGE_TYPE_ERROR, "tdm tcp: refused"
+    return conn
+
+
+async def _refusal_from(source: str, face: Face, ports: Ports) -> str:
+    """`_refusal` from the address `source`."""
+    token = SOURCE.set(source)
+    try:
+        return await _refusal(face, ports)
+    finally:
+        SOURCE.reset(token)
+
+
+@pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
+async def test_this_face_counts_toward_the_cap_per_peer_and_the_total_cap(tmp_path: Path, face: Face) -> None:
+    """One count for every face: the other connections are native msgpack ones, the last and refused on `face`.
+
+    Its own gateway, so no connection of another test is still being let go. A Unix socket has no
+    peer address: the total cap holds there, the per-peer one cannot.
+    """
+    ports = free_ports(tmp_path)
+    caps = f"max_clients = {CAP}\nmax_clients_per_peer = {PEER_CAP}\n"
+    running = await start_gateway(tmp_path, conformance_config(tmp_path, ports, server=caps))
+    assert running.msgpack_port is not None
+    assert running.unix_socket is not None
+    ports.http, ports.msgpack, ports.unix = running.http_port, running.msgpack_port, running.unix_socket
+    native = FACES[1]
+    conns: list[Conn] = []
+    try:
+        if face.name != "msgpack unix":
+            peer = "127.0.0.5"
+            for _ in range(PEER_CAP - 1):
+                conns.append(await _open_from(peer, native, ports))
+            conns.append(await _open_from(peer, face, ports))
+            reason = await _refusal_from(peer, face, ports)
+            if face.name != "tdm tcp":  # a TDM Error has no text
+                assert f"too many clients from {peer}: {PEER_CAP} connected" in reason, reason
+                assert f"(server.max_clients_per_peer = {PEER_CAP})" in reason, reason
+        for number in range(CAP - 1 - len(conns)):  # the rest of the cap, from other addresses
+            conns.append(await _open_from(f"127.0.0.{10 + number}", native, ports))
+        conns.append(await _open_from("127.0.0.6", face, ports))  # another address is not affected by the first's cap
+        reason = await _refusal_from("127.0.0.7", face, ports)
+        if face.name != "tdm tcp":
+            assert "too many clients" in reason, reason
+            assert "server.max_clients" in reason, reason
+    finally:
+        for conn in conns:
+            conn.writer.transport.abort()
+        assert await running.stop() == 0

@@ -11,6 +11,7 @@ import pytest
 from gateway.app import Gateway
 from gateway.config import loads
 from gateway.errors import DeviceUnavailable
+from gateway.faces.mqtt.face import MqttFace
 from tests.harness import free_port, gateway_config
 
 DEVICE = """
@@ -72,3 +73,14 @@ async def test_a_face_whose_stop_ignores_cancellation_cannot_block_the_safe_stat
             await gateway.stop()
         elif not stopping.done():
             await stopping
+
+
+def test_the_mqtt_bridge_is_one_of_the_faces_the_app_loops_over(tmp_path: Path) -> None:
+    """Started, stopped (bounded) and described through the face contract, like every listener face."""
+    mqtt = f'[mqtt]\nurl = "mqtt://127.0.0.1:{free_port()}"\n'
+    gateway = Gateway(loads(gateway_config(tmp_path, DEVICE, extra=mqtt)))
+    [face] = [face for face in gateway.faces if isinstance(face, MqttFace)]
+    assert face.bridge is gateway.mqtt
+    assert face.stop_deadline_s > 0
+    assert face.listeners() == {}  # a client of the broker: no listener of its own
+    assert not [face for face in Gateway(loads(gateway_config(tmp_path, DEVICE))).faces if isinstance(face, MqttFace)]

@@ -75,6 +75,18 @@ class Hub:
     sessions: set[FaceSession] = field(default_factory=set)
     auth_guard: AuthGuard = field(default_factory=AuthGuard)
 
+    def devices(self) -> list[DeviceHandle]:
+        """Every device's handle, for faces that read devices with no client of their own (MQTT's export).
+
+        Read-only by intent: what a face may change goes through a `Client`'s `command`, `lock` and
+        `unlock`, never through the supervisor.
+        """
+        return list(self.supervisor.devices.values())
+
+    def device(self, device: str) -> DeviceHandle | None:
+        """One device's handle (None when there is no such device)."""
+        return self.supervisor.devices.get(device)
+
 
 class Client:
     """One connected client of any face.
@@ -209,11 +221,11 @@ class Client:
         Faces read devices here, never through the supervisor: what they may change goes through
         `command`, `lock` and `unlock`.
         """
-        return list(self.hub.supervisor.devices.values())
+        return self.hub.devices()
 
     def device(self, device: str) -> DeviceHandle | None:
         """One device's handle (None when there is no such device)."""
-        return self.hub.supervisor.devices.get(device)
+        return self.hub.device(device)
 
     def topics(self) -> list[tuple[str, str]]:
         """Every known topic (published at least once) with the type of its latest sample."""

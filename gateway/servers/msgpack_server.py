@@ -89,6 +89,8 @@ class MsgpackServer:
     """Serves sessions on TCP and/or a Unix socket, within the shared connection limits."""
 
     name = "msgpack"
+    #: Nothing of this face outlives its listeners' sessions: `stop` has nothing to wait for.
+    stop_deadline_s = 0.0
 
     def __init__(self, hub: Hub, limits: ConnectionLimits) -> None:
         self._hub = hub
@@ -144,6 +146,9 @@ class MsgpackServer:
         if self._unix_path is not None and _same_file(self._unix_path, self._unix_identity):
             with contextlib.suppress(OSError):
                 self._unix_path.unlink()
+
+    async def stop(self) -> None:
+        """Nothing to stop beyond the listeners (closed by `stop_listening` and `cleanup`)."""
 
     def listeners(self) -> dict[str, str | None]:
         """The TCP address and the Unix socket's path."""

@@ -38,6 +38,8 @@ class FoxgloveServer:
     """
 
     name = "foxglove"
+    #: Nothing of this face outlives its listeners' sessions: `stop` has nothing to wait for.
+    stop_deadline_s = 0.0
 
     def __init__(self, hub: Hub, limits: ConnectionLimits, port: int) -> None:
         self.hub = hub
@@ -104,6 +106,9 @@ class FoxgloveServer:
         """Accept no new connections."""
         if self._server is not None:
             self._server.close()
+
+    async def stop(self) -> None:
+        """Nothing to stop beyond the listeners (closed by `stop_listening` and `cleanup`)."""
 
     def listeners(self) -> dict[str, str | None]:
         """The Foxglove port's URL."""

@@ -18,6 +18,7 @@ import orjson
 
 from gateway.bus import DeviceEvent, Outgoing, Sample
 from gateway.core.client import Client, Hub
+from gateway.core.session_state import SessionState
 from gateway.errors import ErrorCode, GatewayError, InvalidArgument, ProtocolError
 from gateway.faces.foxglove import parameters as params
 from gateway.faces.foxglove import wire
@@ -111,6 +112,8 @@ class FoxgloveSession:
         self._catalog_version = -1
         self._poller: asyncio.Task[None] | None = None
         self._finished = asyncio.Event()
+        #: Where the session is (opening until authenticated, then open, closing, closed).
+        self.state = SessionState.OPENING
         self._ops: dict[str, Callable[[Mapping[str, Any]], None]] = {
             "subscribe": self._subscribe,
             "unsubscribe": self._unsubscribe,
@@ -126,7 +129,8 @@ class FoxgloveSession:
         """Send serverInfo and what exists now, register with the hub, start the writer."""
         self._outbox.push(wire.json_frame(self._server_info))
         self.hub.sessions.add(self)
-        if self.client.authenticated:
+        if self.client.authenticated:  # no tokens configured, or `?token=` on the URL; else closed at once
+            self.state = SessionState.OPEN
             for device in self.client.list_devices():
                 self._status[device["id"]] = device["status"]
                 self._accepts[device["id"]] = device["accepts"]
@@ -150,7 +154,7 @@ class FoxgloveSession:
     @property
     def admitted(self) -> bool:
         """True once authenticated: Foxglove has no auth message, so a client without it is closed at once."""
-        return self.client.authenticated
+        return self.state is SessionState.OPEN
 
     @property
     def closing(self) -> bool:
@@ -167,6 +171,8 @@ class FoxgloveSession:
         """Send a `status` with the reason after what is queued, then close the connection."""
         if self._outbox.closing:
             return
+        if self.state is not SessionState.CLOSED:
+            self.state = SessionState.CLOSING
         level = wire.WARNING if code == ErrorCode.GOING_AWAY else wire.ERROR
         await self._outbox.flush_and_close(code, reason, wire.status_frame(level, reason))
         self.finish()
@@ -179,8 +185,9 @@ class FoxgloveSession:
     def finish(self) -> None:
         """Forget the client: stop its writer, drop its subscriptions, end its leases."""
         self._finished.set()
-        if self not in self.hub.sessions:
+        if self.state is SessionState.CLOSED:
             return
+        self.state = SessionState.CLOSED
         self.hub.sessions.discard(self)
         if self._poller is not None:
             self._poller.cancel()

@@ -365,14 +365,16 @@ class MqttBridge:
     # -- helpers -----------------------------------------------------------------------------
 
     def _is_local(self, device: str) -> bool:
-        handle = self._hub.supervisor.devices.get(device)
+        handle = self._hub.device(device)
         return handle is not None and not isinstance(handle.adapter, RemoteDevice)
 
     def _new_topic(self, sample: Sample) -> None:
         if self.discovery is None:
             return
         device = sample.topic.split("/", 1)[0]
-        handle = self._hub.supervisor.devices[device]
+        handle = self._hub.device(device)
+        if handle is None:  # removed since (an imported device gone): nothing to discover
+            return
         documents = self.discovery.for_topic(device, handle.kind, sample.topic, sample.type, sample.data())
         self._publish_documents(documents)
 
@@ -396,7 +398,7 @@ class MqttBridge:
     async def _republish_discovery(self) -> None:
         if self.discovery is None:
             return
-        for handle in list(self._hub.supervisor.devices.values()):
+        for handle in self._hub.devices():
             if self._is_local(handle.id):
                 for topic, document in self.discovery.for_device(handle.id, handle.kind, handle.adapter.accepts):
                     self._discovered[topic] = orjson.dumps(document)

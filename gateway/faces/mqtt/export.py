@@ -79,7 +79,7 @@ class Exporter:
     async def republish(self) -> None:
         """Send every retained topic again (after a connect): device list, availability, latest samples."""
         await self._send_devices()
-        for handle in list(self._hub.supervisor.devices.values()):
+        for handle in self.client.devices():
             if self._is_local(handle.id):
                 await self._send(handle.event())
         for topic in self._hub.bus.topics():

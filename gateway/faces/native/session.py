@@ -24,6 +24,7 @@ from gateway.core.client import (
     Client,
     Hub,
 )
+from gateway.core.session_state import SessionState
 from gateway.errors import (
     BadRequest,
     ErrorCode,
@@ -110,6 +111,8 @@ class Session:
         )
         self._closing_task: asyncio.Task[None] | None = None
         self._finished = asyncio.Event()
+        #: Where the session is (opening until authenticated, then open, closing, closed).
+        self.state = SessionState.OPENING
         self._multi_state = False
         self._multi_frame_bytes = hub.server.max_frame_bytes
 
@@ -140,11 +143,13 @@ class Session:
         CONNECTION_LINES.log(
             log, "client %s connected from %s (%s)", self.id, self.client.peer, self.transport.encoding
         )
+        if self.client.authenticated:  # no tokens configured: admitted at once
+            self.state = SessionState.OPEN
 
     @property
     def admitted(self) -> bool:
         """True once the client authenticated (at once with no tokens): its auth deadline no longer holds."""
-        return self.client.authenticated
+        return self.state is SessionState.OPEN
 
     @property
     def closing(self) -> bool:
@@ -161,6 +166,8 @@ class Session:
         """Send `close {code, reason}` after what is queued, then close the transport."""
         if self._outbox.closing:
             return
+        if self.state is not SessionState.CLOSED:
+            self.state = SessionState.CLOSING
         last = encode({"op": "close", "code": code.value, "reason": reason}, self.transport.encoding)
         await self._outbox.flush_and_close(code, reason, last)
         self.finish()
@@ -173,8 +180,9 @@ class Session:
     def finish(self) -> None:
         """Forget the client: stop its writer, drop its subscriptions, end its leases."""
         self._finished.set()
-        if self not in self.hub.sessions:
+        if self.state is SessionState.CLOSED:
             return
+        self.state = SessionState.CLOSED
         self.hub.sessions.discard(self)
         self._outbox.stop()
         self.client.leave()
@@ -251,6 +259,8 @@ class Session:
             if self.client.auth_exhausted:
                 asyncio.get_running_loop().call_soon(self._close_soon, ErrorCode.UNAUTHORIZED, "too many wrong tokens")
             raise
+        if self.state is SessionState.OPENING:
+            self.state = SessionState.OPEN
         return {"authenticated": True}
 
     def _close_soon(self, code: ErrorCode, reason: str) -> None:

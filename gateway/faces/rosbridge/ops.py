@@ -21,6 +21,7 @@ import orjson
 
 from gateway.bus import Outgoing, Sample
 from gateway.core.client import MAX_CLIENT_TIMEOUT_S, MAX_RATE_HZ, MIN_CLIENT_TIMEOUT_S, MIN_RATE_HZ, Client, Hub
+from gateway.core.session_state import SessionState
 from gateway.errors import (
     BadRequest,
     ErrorCode,
@@ -177,6 +178,8 @@ class RosbridgeSession:
         self._advertised: dict[str, set[RequestId]] = {}
         self._closing_task: asyncio.Task[None] | None = None
         self._finished = asyncio.Event()
+        #: Where the session is (opening until authenticated, then open, closing, closed).
+        self.state = SessionState.OPENING
         self._ops: dict[str, Callable[[RequestId, Mapping[str, Any]], Awaitable[None]]] = {
             "auth": self._auth,
             "subscribe": self._subscribe,
@@ -196,11 +199,13 @@ class RosbridgeSession:
         self.client.join()
         self._outbox.start()
         CONNECTION_LINES.log(log, "rosbridge client %s connected from %s", self.id, self.client.peer)
+        if self.client.authenticated:  # no tokens configured, or `?token=` on the URL
+            self.state = SessionState.OPEN
 
     @property
     def admitted(self) -> bool:
         """True once the client authenticated (at once with no tokens, or with `?token=`)."""
-        return self.client.authenticated
+        return self.state is SessionState.OPEN
 
     @property
     def closing(self) -> bool:
@@ -217,6 +222,8 @@ class RosbridgeSession:
         """Send what is queued, then close the WebSocket (rosbridge has no goodbye message)."""
         if self._outbox.closing:
             return
+        if self.state is not SessionState.CLOSED:
+            self.state = SessionState.CLOSING
         await self._outbox.flush_and_close(code, reason, None)
         self.finish()
 
@@ -228,8 +235,9 @@ class RosbridgeSession:
     def finish(self) -> None:
         """Forget the client: its subscriptions and publishers, and its leases (neither library unsubscribes)."""
         self._finished.set()
-        if self not in self.hub.sessions:
+        if self.state is SessionState.CLOSED:
             return
+        self.state = SessionState.CLOSED
         self.hub.sessions.discard(self)
         self._outbox.stop()
         self.client.leave()
@@ -302,6 +310,8 @@ class RosbridgeSession:
             if self.client.auth_exhausted:
                 asyncio.get_running_loop().call_soon(self._close_soon, ErrorCode.UNAUTHORIZED, "too many wrong tokens")
             raise
+        if self.state is SessionState.OPENING:
+            self.state = SessionState.OPEN
         self._status("info", "authenticated", request_id)
         self.client.join()
 

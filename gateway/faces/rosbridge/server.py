@@ -95,6 +95,8 @@ class RosbridgeServer:
     """
 
     name = "rosbridge"
+    #: Nothing of this face outlives its listeners' sessions: `stop` has nothing to wait for.
+    stop_deadline_s = 0.0
 
     def __init__(
         self,
@@ -141,6 +143,9 @@ class RosbridgeServer:
         """Release the runner (after the sessions were closed)."""
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def stop(self) -> None:
+        """Nothing to stop beyond the listeners (closed by `stop_listening` and `cleanup`)."""
 
     def listeners(self) -> dict[str, str | None]:
         """The rosbridge port's URL."""

@@ -106,6 +106,8 @@ class TdmServer:
     """Both listeners of the TDM face; `tcp_port` / `ws_port` are the bound ports once started."""
 
     name = "tdm"
+    #: Nothing of this face outlives its listeners' sessions: `stop` has nothing to wait for.
+    stop_deadline_s = 0.0
 
     def __init__(self, hub: Hub, config: TdmConfig, limits: ConnectionLimits) -> None:
         self.hub = hub
@@ -152,6 +154,9 @@ class TdmServer:
         self.abort_connections()
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def stop(self) -> None:
+        """Nothing to stop beyond the listeners (closed by `stop_listening` and `cleanup`)."""
 
     def listeners(self) -> dict[str, str | None]:
         """Both ports' addresses."""
