@@ -7,7 +7,7 @@ COPY gateway /src/gateway
 COPY devices /src/devices
 COPY protocols /src/protocols
 COPY scripts/install-venv.sh /src/scripts/install-venv.sh
-RUN /src/scripts/install-venv.sh /opt/hwgateway/venv
+RUN /src/scripts/install-venv.sh /opt/hwgateway/venv gamepad,ble
 
 FROM python:3.11-slim
 RUN groupadd --system hwgateway \

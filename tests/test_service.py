@@ -270,6 +270,8 @@ def test_dockerfile_is_multi_stage_non_root_with_healthcheck() -> None:
     # The image installs with the same script that `make check-install` runs in every `make test`.
     runs = [i["value"] for i in instructions if i["instruction"] == "RUN"]
     assert any(run.startswith("/src/scripts/install-venv.sh /opt/hwgateway/venv") for run in runs)
+    # With the extras `make install` installs by default: every device kind the README describes.
+    assert any(run == "/src/scripts/install-venv.sh /opt/hwgateway/venv gamepad,ble" for run in runs)
     assert "check-install" in (ROOT / "Makefile").read_text()
     for copy in (i["value"].split() for i in instructions if i["instruction"] == "COPY"):
         if copy[0].startswith("--from"):
