@@ -10,7 +10,8 @@ Publishes, under the config id:
 Accepts `led` (the hub's RGB light, index -1 or 0), `hwgateway/LegoMotorSpeed`,
 `hwgateway/LegoMotorPosition` and `hwgateway/LegoMotorStop`. Each command waits for the hub's Port
 Output Command Feedback; a Generic Error answers `device_error` with its code. Motors are leased to
-the client that started them: they stop (power 0) when it disconnects, on estop and at shutdown.
+the client that started them (the core's `gateway.core.lease` rule, no term): they stop (power 0)
+when it disconnects, on estop (every motor, leased or not), when the hub is lost and at shutdown.
 Ports are named by the hub's connector letters, looked up by its system type (a City hub has A and
 B, BOOST and Technic hubs A-D); devices are set up as the hub announces them (Hub Attached I/O), so
 a motor plugged in later appears and one pulled out disappears (`attached` in the hub state).
@@ -29,7 +30,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from bleak.backends.device import BLEDevice
 from bleak.backends.scanner import AdvertisementData
@@ -38,6 +39,8 @@ from devices.base import Adapter, Command, DeviceContext
 from devices.ble.link import SAFE_STATE_WRITE_TIMEOUT_S, Backend, BleError, BleLink, Selector
 from devices.ble.options import SHARED_KEYS_DOC, check_address
 from devices.sim.lego_hub import SimulatedLegoHub
+from gateway.core.dispatch import CommandTable
+from gateway.core.lease import Lease, LeaseEnd, Leases
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, RequestTimeout, UnknownCommand
 from gateway.messages.common import Time, Vector3
 from gateway.messages.creos import ControllerState
@@ -52,7 +55,6 @@ from gateway.messages.lego import (
     LegoPortDevice,
     LegoTilt,
 )
-from gateway.messages.sim import SimButton
 from protocols.errors import ProtocolError
 from protocols.lwp3 import messages as lwp
 from protocols.lwp3 import values
@@ -201,20 +203,23 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
         "hwgateway/LegoTilt",
         "hwgateway/LegoColorDistance",
     )
-    accepts = ("led", "hwgateway/LegoMotorSpeed", "hwgateway/LegoMotorPosition", "hwgateway/LegoMotorStop")
 
     def __init__(self, ctx: DeviceContext, options: LegoHubOptions) -> None:
         super().__init__(ctx, options)
         #: The simulated hub of `simulate = true` (tests reach it here).
         self.simulator: SimulatedLegoHub | None = None
         if options.simulate:  # its green button can be pressed from the dashboard, as by hand
-            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[misc,assignment]
+            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[misc]
         self.link: BleLink | None = None
         #: Notifications that broke LWP3 (counted and dropped).
         self.malformed = 0
         self.ports: dict[int, _Port] = {}
-        #: Motor leases: port id → client id.
-        self.leases: dict[int, str] = {}
+        #: Motor leases by port id; the value is the command that started the motor.
+        self.leases: Leases[int, LegoMotorSpeed | LegoMotorPosition] = Leases(
+            ctx.device_id, self._on_lease_end, is_safe=_is_stop
+        )
+        #: Safe-state writes under way (power 0), awaited by estop and before the link closes.
+        self._safe_writes: set[asyncio.Task[None]] = set()
         self._state = LegoHubState()
         self._system_type = 0
         self._command_lock = asyncio.Lock()
@@ -281,8 +286,12 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
                 await self._send(lwp.request_property(prop))
             self.ctx.set_status("connected", f"{hub_name(self._system_type)} at {link.address}")
             await link.until_lost()
+        except asyncio.CancelledError:
+            self.leases.end_all(LeaseEnd.SHUTDOWN)
+            raise
         finally:
-            await self._stop_motors(list(self.leases))
+            self.leases.end_all(LeaseEnd.DEVICE_LOST)  # nothing left after a shutdown
+            await self._safe_writes_done()
             pending, self._pending = self._pending, None
             if pending is not None and not pending[1].done():
                 pending[1].set_exception(DeviceUnavailable("the hub went away"))
@@ -299,10 +308,11 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
             raise DeviceUnavailable(f"device {self.ctx.device_id!r} is not connected")
         await link.write(HUB_CHARACTERISTIC_UUID, lwp.encode(message), response=True, timeout_s=timeout_s)
 
-    def _spawn(self, coroutine: Any) -> None:
+    def _spawn(self, coroutine: Any) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coroutine)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task
 
     # ---- notifications ------------------------------------------------------------------------
 
@@ -358,7 +368,7 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
             gone = self.ports.pop(message.port, None)
             if gone is not None and gone.still is not None:
                 gone.still.cancel()
-            if self.leases.pop(message.port, None) is not None:
+            if self.leases.drop(message.port) is not None:
                 log.info("%s: leased motor on port %s was unplugged", self.ctx.device_id, self._name(message.port))
         else:
             state = self.ports[message.port] = _Port(message.io_type)
@@ -527,73 +537,90 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
         """Send the LWP3 output command and wait for the hub's feedback."""
         if self.link is None:
             raise DeviceUnavailable(f"device {self.ctx.device_id!r} is not connected")
+        result: Mapping[str, Any] = await self.commands.run(self, command, f"device {self.ctx.device_id!r} (lego_hub)")
+        return result
+
+    async def _sim_button(self, command: Command) -> Mapping[str, Any]:
         message = command.message
-        if isinstance(message, SimButton):
-            if self.simulator is None:
-                raise DeviceUnavailable("the simulated hub is not running")
-            if message.button != "green":
-                raise InvalidArgument(f"data.button: no button {message.button!r}; a hub has green")
-            self.simulator.hold_button(message.pressed_s)
-            return {"pressed": message.button, "for_s": message.pressed_s}
-        if isinstance(message, Led):
-            if message.index not in (-1, 0):
-                raise InvalidArgument(f"data.index: {message.index} is not an LED of the hub (it has one: 0 or -1)")
-            if LED_PORT not in self.ports:
-                raise UnknownCommand("this hub announced no RGB light")
-            red, green, blue = (round(channel * 255) for channel in message.rgb)
-            feedback = await self._command(command, lwp.set_rgb(LED_PORT, red, green, blue))
-            return {"rgb": [red, green, blue], "feedback": int(feedback)}
-        if isinstance(message, LegoMotorSpeed):
-            port, state = self._motor_port(message.port)
-            if state.io_type in values.TACHO_MOTORS:
-                output = lwp.start_speed(port, message.speed_percent, message.max_power_percent)
-            else:
-                output = lwp.start_power(port, message.speed_percent)
-            feedback = await self._command(command, output)
-            self._lease(port, command.client_id, message.speed_percent != 0)
-            return {"port": self._name(port), "feedback": int(feedback)}
-        if isinstance(message, LegoMotorPosition):
-            port, state = self._motor_port(message.port)
-            if state.io_type not in values.TACHO_MOTORS:
-                raise InvalidArgument(f"data.port: the motor on port {message.port} has no position sensor")
-            output = lwp.goto_absolute_position(
-                port,
-                message.position_deg,
-                message.speed_percent,
-                message.max_power_percent,
-                EndState(message.end_state),
-            )
-            feedback = await self._command(command, output)
-            self._lease(port, command.client_id, True)
-            return {"port": self._name(port), "feedback": int(feedback)}
-        if isinstance(message, LegoMotorStop):
-            ports = [self._motor_port(message.port)[0]] if message.port else [
-                port for port, state in self.ports.items()
-                if state.io_type in values.TACHO_MOTORS or state.io_type in values.PLAIN_MOTORS
-            ]  # fmt: skip
-            for port in ports:
-                await self._command(command, lwp.start_power(port, lwp_power(message.brake)))
-                self.leases.pop(port, None)
-            return {"ports": [self._name(port) for port in ports]}
-        raise UnknownCommand(f"device {self.ctx.device_id!r} (lego_hub) does not accept {command.type!r}")
+        if self.simulator is None:
+            raise DeviceUnavailable("the simulated hub is not running")
+        if message.button != "green":
+            raise InvalidArgument(f"data.button: no button {message.button!r}; a hub has green")
+        self.simulator.hold_button(message.pressed_s)
+        return {"pressed": message.button, "for_s": message.pressed_s}
 
-    def _lease(self, port: int, client_id: str, running: bool) -> None:
-        if running:
-            self.leases[port] = client_id
+    async def _led(self, command: Command) -> Mapping[str, Any]:
+        message: Led = command.message
+        if message.index not in (-1, 0):
+            raise InvalidArgument(f"data.index: {message.index} is not an LED of the hub (it has one: 0 or -1)")
+        if LED_PORT not in self.ports:
+            raise UnknownCommand("this hub announced no RGB light")
+        red, green, blue = (round(channel * 255) for channel in message.rgb)
+        feedback = await self._command(command, lwp.set_rgb(LED_PORT, red, green, blue))
+        return {"rgb": [red, green, blue], "feedback": int(feedback)}
+
+    async def _motor_speed(self, command: Command) -> Mapping[str, Any]:
+        message: LegoMotorSpeed = command.message
+        port, state = self._motor_port(message.port)
+        if state.io_type in values.TACHO_MOTORS:
+            output = lwp.start_speed(port, message.speed_percent, message.max_power_percent)
         else:
-            self.leases.pop(port, None)
+            output = lwp.start_power(port, message.speed_percent)
+        feedback = await self._command(command, output)
+        self.leases.take(port, command.client_id, message)
+        return {"port": self._name(port), "feedback": int(feedback)}
 
-    async def _stop_motors(self, ports: list[int]) -> None:
+    async def _motor_position(self, command: Command) -> Mapping[str, Any]:
+        message: LegoMotorPosition = command.message
+        port, state = self._motor_port(message.port)
+        if state.io_type not in values.TACHO_MOTORS:
+            raise InvalidArgument(f"data.port: the motor on port {message.port} has no position sensor")
+        output = lwp.goto_absolute_position(
+            port,
+            message.position_deg,
+            message.speed_percent,
+            message.max_power_percent,
+            EndState(message.end_state),
+        )
+        feedback = await self._command(command, output)
+        self.leases.take(port, command.client_id, message)
+        return {"port": self._name(port), "feedback": int(feedback)}
+
+    async def _motor_stop(self, command: Command) -> Mapping[str, Any]:
+        message: LegoMotorStop = command.message
+        ports = [self._motor_port(message.port)[0]] if message.port else self._motors()
         for port in ports:
-            self.leases.pop(port, None)
-            if self.link is None:
-                continue
-            try:
-                # Immediate, no feedback asked: nothing to wait for on the way to a safe state.
-                stop = lwp.start_power(port, 0)
-                await self._send(replace(stop, completion=Completion.NONE), SAFE_STATE_WRITE_TIMEOUT_S)
-            except (BleError, DeviceUnavailable) as error:
-                log.warning("%s: could not stop the motor on port %s: %s", self.ctx.device_id, self._name(port), error)
+            await self._command(command, lwp.start_power(port, lwp_power(message.brake)))
+            self.leases.drop(port)  # stopped: the safe value is what it has
+        return {"ports": [self._name(port) for port in ports]}
+
+    def _motors(self) -> list[int]:
+        """The ports with a motor attached."""
+        return [
+            p for p, s in self.ports.items() if s.io_type in values.TACHO_MOTORS or s.io_type in values.PLAIN_MOTORS
+        ]
+
+    def _on_lease_end(self, port: int, lease: Lease[LegoMotorSpeed | LegoMotorPosition], why: LeaseEnd) -> None:
+        """A motor's lease ended: power 0, written at once in a task of its own (estop and close await it)."""
+        self._stop_motor_soon(port)
+
+    def _stop_motor_soon(self, port: int) -> None:
+        task = self._spawn(self._stop_motor(port))
+        self._safe_writes.add(task)
+        task.add_done_callback(self._safe_writes.discard)
+
+    async def _safe_writes_done(self) -> None:
+        await asyncio.gather(*self._safe_writes, return_exceptions=True)
+
+    async def _stop_motor(self, port: int) -> None:
+        if self.link is None:
+            return
+        try:
+            # Immediate, no feedback asked: nothing to wait for on the way to a safe state.
+            stop = lwp.start_power(port, 0)
+            await self._send(replace(stop, completion=Completion.NONE), SAFE_STATE_WRITE_TIMEOUT_S)
+        except (BleError, DeviceUnavailable) as error:
+            log.warning("%s: could not stop the motor on port %s: %s", self.ctx.device_id, self._name(port), error)
 
     async def _cancel_background(self) -> None:
         # Setup writes and lease stops belong to the link that just went; the safe state is already applied.
@@ -602,23 +629,16 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
         await asyncio.gather(*self._background, return_exceptions=True)
 
     async def estop(self) -> None:
-        """Every motor of the hub to power 0 now, leased or not."""
-        motors = [
-            p for p, s in self.ports.items() if s.io_type in values.TACHO_MOTORS or s.io_type in values.PLAIN_MOTORS
-        ]
-        await self._stop_motors(motors)
+        """Every motor of the hub to power 0 now, leased or not (the writes start at once, together)."""
+        leased = self.leases.end_all(LeaseEnd.ESTOP)
+        for port in self._motors():
+            if port not in leased:
+                self._stop_motor_soon(port)
+        await self._safe_writes_done()
 
     def release(self, client_id: str) -> None:
         """The motors `client_id` started stop."""
-        ports = [port for port, owner in self.leases.items() if owner == client_id]
-        if ports:
-            log.info(
-                "%s: client %s left; stopping motors on %s",
-                self.ctx.device_id,
-                client_id,
-                [self._name(p) for p in ports],
-            )
-            self._spawn(self._stop_motors(ports))
+        self.leases.release(client_id)
 
     async def close(self) -> None:
         """Motors were stopped when `run` ended; stop the simulated hub."""
@@ -626,7 +646,24 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
         if self.simulator is not None:
             await self.simulator.stop()
 
+    #: Every command the hub takes, and its handler (`hwgateway/SimButton` only when simulated).
+    commands: ClassVar[CommandTable[LegoHubAdapter, Command]] = CommandTable(
+        {
+            "led": _led,
+            "hwgateway/LegoMotorSpeed": _motor_speed,
+            "hwgateway/LegoMotorPosition": _motor_position,
+            "hwgateway/LegoMotorStop": _motor_stop,
+            "hwgateway/SimButton": _sim_button,
+        }
+    )
+    accepts = commands.types("hwgateway/SimButton")
+
 
 def lwp_power(brake: bool) -> int:
     """StartPower's value for a stop: 127 brakes, 0 floats."""
     return 127 if brake else 0
+
+
+def _is_stop(command: LegoMotorSpeed | LegoMotorPosition) -> bool:
+    """Speed 0 is a motor's safe value (a position command always moves it)."""
+    return isinstance(command, LegoMotorSpeed) and command.speed_percent == 0
