@@ -12,7 +12,8 @@ Accepts `led` (index -1 all, 0-24 one LED, row by row), `hwgateway/MicrobitLeds`
 `MicrobitPin`, `MicrobitPwm`, `MicrobitPeriods`, `MicrobitUartSend` and `MicrobitSendEvent`. A
 command whose service the program did not start answers `unknown_command` naming the service; an
 ATT error from the micro:bit answers `device_error` with the code. Pin and PWM outputs are leased to
-the client that set them: back to 0 when it disconnects, on estop and before the link closes.
+the client that set them (the core's `gateway.core.lease` rule, no term): back to 0 when it
+disconnects, on estop, when the micro:bit is lost and at shutdown.
 `list_devices` shows the services present in `capabilities`.
 """
 
@@ -23,20 +24,21 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from devices.base import Adapter, Command, DeviceContext
 from devices.ble.link import SAFE_STATE_WRITE_TIMEOUT_S as SAFE_WRITE_S
 from devices.ble.link import Backend, BleError, BleLink, Selector
 from devices.ble.options import SHARED_KEYS_DOC, check_address
 from devices.sim.microbit import ALL_SERVICES, SimulatedMicrobit
+from gateway.core.dispatch import CommandTable
+from gateway.core.lease import Lease, LeaseEnd, Leases
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages.common import Time, Vector3
 from gateway.messages.creos import ControllerState
 from gateway.messages.generic import Led
 from gateway.messages.microbit import (
     MicrobitEvent,
-    MicrobitLeds,
     MicrobitPeriods,
     MicrobitPin,
     MicrobitPins,
@@ -112,6 +114,19 @@ class MicrobitOptions:
 MicrobitOptions.__doc__ = (MicrobitOptions.__doc__ or "").format(shared=SHARED_KEYS_DOC)
 
 
+@dataclass(frozen=True, slots=True)
+class Output:
+    """What a client set a pin to: `mode` "digital", "analog" or "pwm", its `value`, a PWM's period (µs)."""
+
+    mode: str
+    value: int
+    period_us: int = 0
+
+    def is_zero(self) -> bool:
+        """0 is every output's safe value."""
+        return self.value == 0
+
+
 class MicrobitAdapter(Adapter[MicrobitOptions]):
     """A BBC micro:bit: sensors, buttons, pins, UART and events out; LEDs, text, pins, PWM, periods in."""
 
@@ -124,23 +139,13 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
         "hwgateway/MicrobitUart",
         "hwgateway/MicrobitEvent",
     )
-    accepts = (
-        "led",
-        "hwgateway/MicrobitLeds",
-        "hwgateway/MicrobitText",
-        "hwgateway/MicrobitPin",
-        "hwgateway/MicrobitPwm",
-        "hwgateway/MicrobitPeriods",
-        "hwgateway/MicrobitUartSend",
-        "hwgateway/MicrobitSendEvent",
-    )
 
     def __init__(self, ctx: DeviceContext, options: MicrobitOptions) -> None:
         super().__init__(ctx, options)
         #: The simulated micro:bit of `simulate = true` (tests reach it here).
         self.simulator: SimulatedMicrobit | None = None
         if options.simulate:  # its buttons can be pressed from the dashboard, as by hand
-            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[misc,assignment]
+            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[misc]
         self.link: BleLink | None = None
         #: Readings that broke the profile's formats (counted and dropped).
         self.malformed = 0
@@ -150,8 +155,10 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
         self._temperature = 0.0
         self._buttons = [0, 0]
         self._matrix = bytes(5)
-        #: Leased outputs: pin → (client id, "digital" | "analog" | "pwm", PWM period µs).
-        self.leases: dict[int, tuple[str, str, int]] = {}
+        #: Leased outputs by pin; the value is what was set: an `Output` (mode, value, PWM period).
+        self.leases: Leases[int, Output] = Leases(ctx.device_id, self._on_lease_end, is_safe=Output.is_zero)
+        #: Writes of 0 under way, awaited by estop and before the link closes.
+        self._safe_writes: set[asyncio.Task[None]] = set()
         self._background: set[asyncio.Task[None]] = set()
 
     def capabilities(self) -> Mapping[str, Any]:
@@ -198,8 +205,12 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
             names = self.capabilities()["services"]
             self.ctx.set_status("connected", f"{link.address}, services: {', '.join(names) or 'none'}")
             await link.until_lost()
+        except asyncio.CancelledError:
+            self.leases.end_all(LeaseEnd.SHUTDOWN)
+            raise
         finally:
-            await self._zero_outputs(list(self.leases))
+            self.leases.end_all(LeaseEnd.DEVICE_LOST)  # nothing left after a shutdown
+            await self._safe_writes_done()
             self.link = None
             await self._cancel_background()
             await link.close()
@@ -334,57 +345,72 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
 
     async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
         """Write the command to its characteristic; return what was written."""
-        message = command.message
-        if isinstance(message, SimButton):
-            if self.simulator is None:
-                raise DeviceUnavailable("the simulated micro:bit is not running")
-            try:
-                await self.simulator.hold(message.button, message.pressed_s)
-            except ValueError as error:
-                raise InvalidArgument(f"data.button: {error}") from None
-            return {"pressed": message.button, "for_s": message.pressed_s}
-        if isinstance(message, Led):
-            lit = max(message.rgb) >= 0.5
-            if message.index == -1:
-                matrix = bytes([0x1F if lit else 0] * 5)
-            elif 0 <= message.index < 25:
-                row, column = divmod(message.index, 5)
-                rows = bytearray(self._matrix)
-                bit = 1 << (4 - column)
-                rows[row] = rows[row] | bit if lit else rows[row] & ~bit
-                matrix = bytes(rows)
-            else:
-                raise InvalidArgument(f"data.index: {message.index} is not an LED (0-24 row by row, or -1 for all)")
-            await self._write(mb.LED_MATRIX_STATE, "LED", matrix)
-            self._matrix = matrix
-            return {"matrix": list(matrix)}
-        if isinstance(message, MicrobitLeds):
-            matrix = mb.encode_matrix(message.rows)
-            await self._write(mb.LED_MATRIX_STATE, "LED", matrix)
-            self._matrix = matrix
-            return {"matrix": list(matrix)}
-        if isinstance(message, MicrobitText):
-            data = self._text(message.text)
-            if message.scroll_delay_ms:
-                await self._write(mb.SCROLLING_DELAY, "LED", mb.encode_u16(message.scroll_delay_ms))
-            await self._write(mb.LED_TEXT, "LED", data)
-            return {"bytes": len(data)}
-        if isinstance(message, MicrobitPin):
-            return await self._set_pin(command.client_id, message)
-        if isinstance(message, MicrobitPwm):
-            self._check_pin(message.pin)
-            await self._write(mb.PWM_CONTROL, "IO pin", mb.encode_pwm(message.pin, message.value, message.period_us))
-            self._lease(command.client_id, message.pin, "pwm", message.value, message.period_us)
-            return {"pin": message.pin, "value": message.value, "period_us": message.period_us}
-        if isinstance(message, MicrobitPeriods):
-            return await self._set_periods(message)
-        if isinstance(message, MicrobitUartSend):
-            await self._write(mb.UART_RX, "UART", self._text(message.text))
-            return {"bytes": len(message.text.encode())}
-        if isinstance(message, MicrobitSendEvent):
-            await self._write(mb.CLIENT_EVENT, "event", mb.encode_events([(message.source, message.value)]))
-            return {"source": message.source, "value": message.value}
-        raise UnknownCommand(f"device {self.ctx.device_id!r} (microbit) does not accept {command.type!r}")
+        result: Mapping[str, Any] = await self.commands.run(self, command, f"device {self.ctx.device_id!r} (microbit)")
+        return result
+
+    async def _sim_button(self, command: Command) -> Mapping[str, Any]:
+        message: SimButton = command.message
+        if self.simulator is None:
+            raise DeviceUnavailable("the simulated micro:bit is not running")
+        try:
+            await self.simulator.hold(message.button, message.pressed_s)
+        except ValueError as error:
+            raise InvalidArgument(f"data.button: {error}") from None
+        return {"pressed": message.button, "for_s": message.pressed_s}
+
+    async def _led(self, command: Command) -> Mapping[str, Any]:
+        message: Led = command.message
+        lit = max(message.rgb) >= 0.5
+        if message.index == -1:
+            matrix = bytes([0x1F if lit else 0] * 5)
+        elif 0 <= message.index < 25:
+            row, column = divmod(message.index, 5)
+            rows = bytearray(self._matrix)
+            bit = 1 << (4 - column)
+            rows[row] = rows[row] | bit if lit else rows[row] & ~bit
+            matrix = bytes(rows)
+        else:
+            raise InvalidArgument(f"data.index: {message.index} is not an LED (0-24 row by row, or -1 for all)")
+        await self._write(mb.LED_MATRIX_STATE, "LED", matrix)
+        self._matrix = matrix
+        return {"matrix": list(matrix)}
+
+    async def _leds(self, command: Command) -> Mapping[str, Any]:
+        matrix = mb.encode_matrix(command.message.rows)
+        await self._write(mb.LED_MATRIX_STATE, "LED", matrix)
+        self._matrix = matrix
+        return {"matrix": list(matrix)}
+
+    async def _show_text(self, command: Command) -> Mapping[str, Any]:
+        message: MicrobitText = command.message
+        data = self._text(message.text)
+        if message.scroll_delay_ms:
+            await self._write(mb.SCROLLING_DELAY, "LED", mb.encode_u16(message.scroll_delay_ms))
+        await self._write(mb.LED_TEXT, "LED", data)
+        return {"bytes": len(data)}
+
+    async def _pin(self, command: Command) -> Mapping[str, Any]:
+        return await self._set_pin(command.client_id, command.message)
+
+    async def _pwm(self, command: Command) -> Mapping[str, Any]:
+        message: MicrobitPwm = command.message
+        self._check_pin(message.pin)
+        await self._write(mb.PWM_CONTROL, "IO pin", mb.encode_pwm(message.pin, message.value, message.period_us))
+        self.leases.take(message.pin, command.client_id, Output("pwm", message.value, message.period_us))
+        return {"pin": message.pin, "value": message.value, "period_us": message.period_us}
+
+    async def _periods(self, command: Command) -> Mapping[str, Any]:
+        return await self._set_periods(command.message)
+
+    async def _uart_send(self, command: Command) -> Mapping[str, Any]:
+        message: MicrobitUartSend = command.message
+        await self._write(mb.UART_RX, "UART", self._text(message.text))
+        return {"bytes": len(message.text.encode())}
+
+    async def _send_event(self, command: Command) -> Mapping[str, Any]:
+        message: MicrobitSendEvent = command.message
+        await self._write(mb.CLIENT_EVENT, "event", mb.encode_events([(message.source, message.value)]))
+        return {"source": message.source, "value": message.value}
 
     @staticmethod
     def _text(text: str) -> bytes:
@@ -418,14 +444,8 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
             raise DeviceError(str(error)) from None
         except ProtocolError as error:
             raise DeviceError(f"the micro:bit sent a malformed pin configuration: {error}") from None
-        self._lease(client_id, message.pin, "analog" if message.analog else "digital", message.value, 0)
+        self.leases.take(message.pin, client_id, Output("analog" if message.analog else "digital", message.value))
         return {"pin": message.pin, "value": message.value, "analog": message.analog}
-
-    def _lease(self, client_id: str, pin: int, mode: str, value: int, period_us: int) -> None:
-        if value:
-            self.leases[pin] = (client_id, mode, period_us)
-        else:
-            self.leases.pop(pin, None)
 
     async def _set_periods(self, message: MicrobitPeriods) -> Mapping[str, Any]:
         result: dict[str, int] = {}
@@ -446,20 +466,27 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
 
     # ---- leases -------------------------------------------------------------------------------
 
-    async def _zero_outputs(self, pins: list[int]) -> None:
+    def _on_lease_end(self, pin: int, lease: Lease[Output], why: LeaseEnd) -> None:
+        """An output's lease ended: back to 0, written at once in a task of its own."""
+        task = asyncio.get_running_loop().create_task(self._zero_output(pin, lease.value))
+        for tasks in (self._background, self._safe_writes):
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+
+    async def _safe_writes_done(self) -> None:
+        await asyncio.gather(*self._safe_writes, return_exceptions=True)
+
+    async def _zero_output(self, pin: int, output: Output) -> None:
         link = self.link
-        for pin in pins:
-            lease = self.leases.pop(pin, None)
-            if lease is None or link is None:
-                continue
-            _, mode, period_us = lease
-            try:
-                if mode == "pwm":
-                    await link.write(mb.PWM_CONTROL, mb.encode_pwm(pin, 0, period_us), timeout_s=SAFE_WRITE_S)
-                else:
-                    await link.write(mb.PIN_DATA, mb.encode_pin_data([(pin, 0)]), timeout_s=SAFE_WRITE_S)
-            except BleError as error:
-                log.warning("%s: could not return pin %d to 0: %s", self.ctx.device_id, pin, error)
+        if link is None:
+            return
+        try:
+            if output.mode == "pwm":
+                await link.write(mb.PWM_CONTROL, mb.encode_pwm(pin, 0, output.period_us), timeout_s=SAFE_WRITE_S)
+            else:
+                await link.write(mb.PIN_DATA, mb.encode_pin_data([(pin, 0)]), timeout_s=SAFE_WRITE_S)
+        except BleError as error:
+            log.warning("%s: could not return pin %d to 0: %s", self.ctx.device_id, pin, error)
 
     async def _cancel_background(self) -> None:
         # Setup writes and lease stops belong to the link that just went; the safe state is already applied.
@@ -468,20 +495,32 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
         await asyncio.gather(*self._background, return_exceptions=True)
 
     async def estop(self) -> None:
-        """Every leased pin and PWM output back to 0."""
-        await self._zero_outputs(list(self.leases))
+        """Every leased pin and PWM output back to 0 (the writes start at once, together)."""
+        self.leases.end_all(LeaseEnd.ESTOP)
+        await self._safe_writes_done()
 
     def release(self, client_id: str) -> None:
         """The pins `client_id` drove go back to 0."""
-        pins = [pin for pin, (owner, _, _) in self.leases.items() if owner == client_id]
-        if pins:
-            log.info("%s: client %s left; pins %s back to 0", self.ctx.device_id, client_id, pins)
-            task = asyncio.get_running_loop().create_task(self._zero_outputs(pins))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+        self.leases.release(client_id)
 
     async def close(self) -> None:
         """Outputs are zeroed when `run` ends; stop the simulated micro:bit."""
         await self._cancel_background()
         if self.simulator is not None:
             await self.simulator.stop()
+
+    #: Every command the micro:bit takes, and its handler (`hwgateway/SimButton` only when simulated).
+    commands: ClassVar[CommandTable[MicrobitAdapter, Command]] = CommandTable(
+        {
+            "led": _led,
+            "hwgateway/MicrobitLeds": _leds,
+            "hwgateway/MicrobitText": _show_text,
+            "hwgateway/MicrobitPin": _pin,
+            "hwgateway/MicrobitPwm": _pwm,
+            "hwgateway/MicrobitPeriods": _periods,
+            "hwgateway/MicrobitUartSend": _uart_send,
+            "hwgateway/MicrobitSendEvent": _send_event,
+            "hwgateway/SimButton": _sim_button,
+        }
+    )
+    accepts = commands.types("hwgateway/SimButton")
