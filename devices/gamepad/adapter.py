@@ -13,6 +13,10 @@ and `hwgateway/GamepadPlayerIndex`. A pad without the output answers `unknown_co
 it does support; `list_devices` shows each pad's outputs in `capabilities`. Rumble durations are 0
 (stop) or at least `MIN_RUMBLE_S` (1 ms, SDL's unit), up to the schema's 60 s.
 
+Rumble (of either kind) is leased to the client that started it for its duration (the core's
+`gateway.core.lease` rule): the motors stop when that client leaves, when the duration is up (SDL
+stops them then too), on estop, when the pad is lost and at shutdown. The LED and player index stay.
+
 Availability: `connecting` until a matching pad is attached, then `connected`. Unplugging it ends
 `run` with `PadLost`, so the supervisor reports `disconnected` and starts over: the device waits
 (`connecting`) for a matching pad and reconnects when one, e.g. the same pad, is plugged in again.
@@ -28,7 +32,7 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from devices.base import Adapter, Command, DeviceContext
 from devices.gamepad.model import (
@@ -49,6 +53,8 @@ from devices.gamepad.model import (
     VirtualSpec,
 )
 from devices.gamepad.normalize import AXIS_NAMES, BUTTON_NAMES, Normalizer, RawPad, Settings
+from gateway.core.dispatch import CommandTable
+from gateway.core.lease import Lease, LeaseEnd, Leases
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages.common import Time
 from gateway.messages.creos import ControllerState
@@ -172,7 +178,6 @@ class GamepadAdapter(Adapter[GamepadOptions]):
     kind = "gamepad"
     options_class = GamepadOptions
     publishes = ("creos_messages/ControllerState", "hwgateway/GamepadInfo", "hwgateway/GamepadVirtualOutputs")
-    accepts = ("rumble", "led", "hwgateway/GamepadTriggerRumble", "hwgateway/GamepadPlayerIndex")
 
     def __init__(self, ctx: DeviceContext, options: GamepadOptions) -> None:
         super().__init__(ctx, options)
@@ -185,8 +190,8 @@ class GamepadAdapter(Adapter[GamepadOptions]):
         self._raw: RawPad | None = None
         self._last: tuple[tuple[float, ...], tuple[int, ...]] | None = None
         self._timer: asyncio.TimerHandle | None = None
-        self._rumble_owner: str | None = None
-        self._rumble_until = 0.0
+        #: Rumble leases by command type ("rumble", trigger rumble); the value is (motor, motor, ms).
+        self.leases: Leases[str, tuple[int, int, int]] = Leases(ctx.device_id, self._on_lease_end, is_safe=_still)
 
     def capabilities(self) -> Mapping[str, Any]:
         """The bound pad (attached, name, key, type) and the outputs it has."""
@@ -237,7 +242,11 @@ class GamepadAdapter(Adapter[GamepadOptions]):
             )
             self._backend, self._claim = backend, claim
             await self._serve(self._lost)
+        except asyncio.CancelledError:
+            self.leases.end_all(LeaseEnd.SHUTDOWN)
+            raise
         finally:
+            self.leases.end_all(LeaseEnd.DEVICE_LOST)  # nothing left after a shutdown
             self._token = None
             self._forget_pad()
             if claim is not None:
@@ -249,53 +258,67 @@ class GamepadAdapter(Adapter[GamepadOptions]):
 
     async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
         """Send a rumble, trigger rumble, LED colour or player index to the pad; return the SDL values sent."""
-        backend, claim, pad = self._backend, self._claim, self._pad
-        if backend is None or claim is None or pad is None:
-            raise DeviceUnavailable(f"device {self.ctx.device_id!r} has no pad attached")
-        message = command.message
         try:
-            if isinstance(message, Rumble):
-                self._require(pad, pad.rumble, "rumble")
-                low, high, duration_ms = _u16(message.low), _u16(message.high), _milliseconds(message.duration_s)
-                # Leased before the SDL call is awaited: a command deadline that cancels the wait
-                # does not stop the SDL thread, and an unleased motor would outlive its client.
-                self._lease_rumble(command.client_id, duration_ms)
-                await backend.rumble(claim, low, high, duration_ms)
-                return {"low": low, "high": high, "duration_ms": duration_ms}
-            if isinstance(message, GamepadTriggerRumble):
-                self._require(pad, pad.trigger_rumble, "trigger rumble")
-                left, right = _u16(message.left), _u16(message.right)
-                duration_ms = _milliseconds(message.duration_s)
-                self._lease_rumble(command.client_id, duration_ms)
-                await backend.rumble_triggers(claim, left, right, duration_ms)
-                return {"left": left, "right": right, "duration_ms": duration_ms}
-            if isinstance(message, Led):
-                self._require(pad, pad.led, "LED")
-                if message.index not in (-1, 0):
-                    raise InvalidArgument(
-                        f"data.index: {message.index} is not an LED of this pad (it has one: 0 or -1)"
-                    )
-                red, green, blue = (round(channel * 255) for channel in message.rgb)
-                await backend.set_led(claim, red, green, blue)
-                return {"rgb": [red, green, blue]}
-            if isinstance(message, GamepadPlayerIndex):
-                await backend.set_player_index(claim, message.index)
-                return {"index": message.index}
+            result: Mapping[str, Any] = await self.commands.run(
+                self, command, f"device {self.ctx.device_id!r} (gamepad)"
+            )
         except PadGone:
             raise DeviceUnavailable(f"device {self.ctx.device_id!r}: its pad went away") from None
         except (SdlError, BackendStopped) as error:
             raise DeviceError(str(error)) from None
-        raise UnknownCommand(f"device {self.ctx.device_id!r} (gamepad) does not accept {command.type!r}")
+        return result
+
+    def _bound(self) -> tuple[SdlBackend, Claim, PadInfo]:
+        backend, claim, pad = self._backend, self._claim, self._pad
+        if backend is None or claim is None or pad is None:
+            raise DeviceUnavailable(f"device {self.ctx.device_id!r} has no pad attached")
+        return backend, claim, pad
+
+    async def _rumble(self, command: Command) -> Mapping[str, Any]:
+        backend, claim, pad = self._bound()
+        message: Rumble = command.message
+        self._require(pad, pad.rumble, "rumble")
+        low, high, duration_ms = _u16(message.low), _u16(message.high), _milliseconds(message.duration_s)
+        # Leased before the SDL call is awaited: a command deadline that cancels the wait
+        # does not stop the SDL thread, and an unleased motor would outlive its client.
+        self._lease_rumble(command, (low, high, duration_ms))
+        await backend.rumble(claim, low, high, duration_ms)
+        return {"low": low, "high": high, "duration_ms": duration_ms}
+
+    async def _trigger_rumble(self, command: Command) -> Mapping[str, Any]:
+        backend, claim, pad = self._bound()
+        message: GamepadTriggerRumble = command.message
+        self._require(pad, pad.trigger_rumble, "trigger rumble")
+        left, right = _u16(message.left), _u16(message.right)
+        duration_ms = _milliseconds(message.duration_s)
+        self._lease_rumble(command, (left, right, duration_ms))
+        await backend.rumble_triggers(claim, left, right, duration_ms)
+        return {"left": left, "right": right, "duration_ms": duration_ms}
+
+    async def _led(self, command: Command) -> Mapping[str, Any]:
+        backend, claim, pad = self._bound()
+        message: Led = command.message
+        self._require(pad, pad.led, "LED")
+        if message.index not in (-1, 0):
+            raise InvalidArgument(f"data.index: {message.index} is not an LED of this pad (it has one: 0 or -1)")
+        red, green, blue = (round(channel * 255) for channel in message.rgb)
+        await backend.set_led(claim, red, green, blue)
+        return {"rgb": [red, green, blue]}
+
+    async def _player_index(self, command: Command) -> Mapping[str, Any]:
+        backend, claim, _ = self._bound()
+        message: GamepadPlayerIndex = command.message
+        await backend.set_player_index(claim, message.index)
+        return {"index": message.index}
 
     async def estop(self) -> None:
-        """Stop the motors now (queued to the SDL thread, not awaited)."""
-        self._stop_rumble()
+        """Stop the motors now (queued to the SDL thread, not awaited), leased or not."""
+        if not self.leases.end_all(LeaseEnd.ESTOP):
+            self._stop_rumble()
 
     def release(self, client_id: str) -> None:
         """A rumble is leased to the client that started it: it stops early when that client leaves."""
-        if self._rumble_owner == client_id and self._rumble_until > time.monotonic():
-            log.info("stopping rumble of departed client %s", client_id)
-            self._stop_rumble()
+        self.leases.release(client_id)
 
     # ---- events from the SDL thread ------------------------------------------------------------
 
@@ -375,7 +398,7 @@ class GamepadAdapter(Adapter[GamepadOptions]):
             self._timer = None
         self._pad = self._raw = self._last = None
         self._normalizer.reset()
-        self._rumble_owner, self._rumble_until = None, 0.0
+        self.leases.end_all(LeaseEnd.DEVICE_LOST)
 
     # ---- outputs -------------------------------------------------------------------------------
 
@@ -389,11 +412,31 @@ class GamepadAdapter(Adapter[GamepadOptions]):
             f"it has: {', '.join([*has, 'a player index'])}"
         )
 
-    def _lease_rumble(self, client_id: str, duration_ms: int) -> None:
-        self._rumble_owner = client_id
-        self._rumble_until = time.monotonic() + duration_ms / 1000.0
+    def _lease_rumble(self, command: Command, motors: tuple[int, int, int]) -> None:
+        """The rumble is leased for its duration (SDL stops it then; the lease's end stops it too)."""
+        self.leases.take(command.type, command.client_id, motors, term_s=motors[2] / 1000.0)
+
+    def _on_lease_end(self, kind: str, lease: Lease[tuple[int, int, int]], why: LeaseEnd) -> None:
+        """A rumble's lease ended: both kinds of motor stop (queued to the SDL thread, not awaited)."""
+        self._stop_rumble()
 
     def _stop_rumble(self) -> None:
-        self._rumble_owner, self._rumble_until = None, 0.0
         if self._backend is not None and self._claim is not None:
             self._backend.stop_rumble(self._claim)
+
+    #: Every command the pad takes, and its handler.
+    commands: ClassVar[CommandTable[GamepadAdapter, Command]] = CommandTable(
+        {
+            "rumble": _rumble,
+            "led": _led,
+            "hwgateway/GamepadTriggerRumble": _trigger_rumble,
+            "hwgateway/GamepadPlayerIndex": _player_index,
+        }
+    )
+    accepts = commands.types()
+
+
+def _still(motors: tuple[int, int, int]) -> bool:
+    """A rumble of strength 0 or duration 0 stops the motors: their safe value."""
+    low, high, duration_ms = motors
+    return duration_ms == 0 or (low == 0 and high == 0)
