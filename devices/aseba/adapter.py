@@ -30,8 +30,10 @@ node); with `set_as_default` also on nodes found later. Then the node's descript
 script's constants, events and variables, its events are published by name, and GetVariable and
 SetVariable reach its variables by name. A script replaces the gateway's Thymio program.
 Motors: setting `motor.left.target` / `motor.right.target` to non-zero takes a lease for the
-commanding client (`motor_lease_ms`, renewed by each setting); both targets return to 0 when it
-runs out, when the client disconnects, on estop and before the link closes.
+commanding client (`motor_lease_ms`, renewed by each setting; one lease per motor, the core's
+`gateway.core.lease` rule); a motor's target returns to 0 when its lease runs out, when the client
+disconnects, on estop, when the link is lost and at shutdown. Estop stops every node's motors,
+leased or not.
 
 Programming from source (the TDM face uses these): `hwgateway/AsebaVMDescription`, `hwgateway/AsebaCompile`
 (Aseba source and global events, compiled against the live description; loaded like a script, left
@@ -48,7 +50,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from devices.aseba import thymio
 from devices.aseba.network import AsebaNetwork, NodeError, NodeState
@@ -59,7 +61,9 @@ from devices.aseba.transport import Target, discover_usb, open_link, parse_targe
 from devices.base import Adapter, Command, DeviceContext
 from devices.sim.thymio import BUTTON_NAMES as SIM_BUTTON_NAMES
 from devices.sim.thymio import SimulatedThymio
-from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand
+from gateway.core.dispatch import CommandTable
+from gateway.core.lease import Lease, LeaseEnd, Leases
+from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument
 from gateway.messages import aseba_gateway, asebaros, to_plain
 from gateway.messages.common import Time
 from gateway.messages.sim import SimButton
@@ -94,8 +98,6 @@ VM_COMMANDS = {
 RECONNECT_GAP_S = 0.5
 THYMIO_NAME = "thymio-II"
 MOTOR_VARIABLES = ("motor.left.target", "motor.right.target")
-#: How often expired motor leases are looked for (s).
-LEASE_CHECK_S = 0.05
 #: thymio_msgs and generic commands, and how each becomes events of the gateway's Thymio program.
 THYMIO_COMMANDS: dict[str, Callable[[Any], thymio.Events]] = {
     "thymio_msgs/Led": thymio.led,
@@ -123,21 +125,6 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         "creos_messages/ControllerState",
         "hwgateway/ThymioState",
     )
-    accepts = (
-        GET_NODE_LIST,
-        GET_DESCRIPTION,
-        GET_VARIABLE,
-        SET_VARIABLE,
-        ANONYMOUS_EVENT,
-        NAMED_EVENT,
-        MOTORS,
-        LOAD_SCRIPT,
-        VM_DESCRIPTION,
-        COMPILE,
-        VM_CONTROL,
-        READ_VARIABLES,
-        *THYMIO_COMMANDS,
-    )
 
     def __init__(self, ctx: DeviceContext, options: AsebaOptions) -> None:
         super().__init__(ctx, options)
@@ -158,8 +145,10 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         #: The script to load on nodes found later (LoadScript with `set_as_default`).
         self.default_script: Script | None = None
         self._sim: SimulatedThymio | None = None
-        #: Motor leases by node id: (client id, time.monotonic() deadline).
-        self.motor_leases: dict[int, tuple[str, float]] = {}
+        #: Motor leases by (node id, motor variable); the value is the commanded target.
+        self.motor_leases: Leases[tuple[int, str], int] = Leases(
+            ctx.device_id, self._on_motor_lease_end, term_s=options.motor_lease_ms / 1000
+        )
 
     def capabilities(self) -> Mapping[str, Any]:
         """The link's target and the nodes on it."""
@@ -223,15 +212,14 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         )
         self.network = network
         log.info("aseba link %s open", target)
+        ending = LeaseEnd.DEVICE_LOST
         try:
-            async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(network.serve())
-                tasks.create_task(self._expire_leases())
-        except* Exception as group:
-            # Report the link's own error (the lease task only ends with it).
-            raise group.exceptions[0] from None
+            await network.serve()
+        except asyncio.CancelledError:
+            ending = LeaseEnd.SHUTDOWN
+            raise
         finally:
-            self._stop_motors(list(self.motor_leases))
+            self.motor_leases.end_all(ending)
             with contextlib.suppress(ConnectionError, OSError):
                 await asyncio.wait_for(network.drain(), 0.5)
             self.network = None
@@ -242,27 +230,25 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             await network.close()
             self._closed_at = time.monotonic()
 
-    async def _expire_leases(self) -> None:
-        while True:
-            now = time.monotonic()
-            expired = [node_id for node_id, (_, deadline) in self.motor_leases.items() if deadline <= now]
-            if expired:
-                log.info("aseba motor lease ran out on node(s) %s: stopping", expired)
-                self._stop_motors(expired)
-            await asyncio.sleep(LEASE_CHECK_S)
+    def _on_motor_lease_end(self, motor: tuple[int, str], lease: Lease[int], why: LeaseEnd) -> None:
+        """A motor's lease ended: its target to 0 (queued on the link, not awaited)."""
+        self._zero_motor(*motor)
+
+    def _zero_motor(self, node_id: int, name: str) -> None:
+        network = self.network
+        node = None if network is None else network.nodes.get(node_id)
+        if network is None or node is None or node.description is None:
+            return
+        variable = node.description.variables.get(name)
+        if variable is not None:
+            network.set_variables(node_id, variable.address, (0,))
 
     def _stop_motors(self, node_ids: list[int]) -> None:
-        """Set both motor targets of `node_ids` to 0 and end their leases."""
-        network = self.network
+        """Set both motor targets of `node_ids` to 0, leased or not, and forget their leases."""
         for node_id in node_ids:
-            self.motor_leases.pop(node_id, None)
-            node = None if network is None else network.nodes.get(node_id)
-            if network is None or node is None or node.description is None:
-                continue
             for name in MOTOR_VARIABLES:
-                variable = node.description.variables.get(name)
-                if variable is not None:
-                    network.set_variables(node_id, variable.address, (0,))
+                self.motor_leases.drop((node_id, name))
+                self._zero_motor(node_id, name)
 
     def _press(self, message: SimButton) -> Mapping[str, Any]:
         """Press a touch button of the simulated Thymio (`hwgateway/SimButton`)."""
@@ -276,6 +262,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
 
     async def estop(self) -> None:
         """Stop the motors of every node on the link (leased or not)."""
+        self.motor_leases.end_all(LeaseEnd.ESTOP)
         network = self.network
         if network is not None:
             self._stop_motors(list(network.nodes))
@@ -283,7 +270,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
 
     def release(self, client_id: str) -> None:
         """Stop the motors `client_id` holds."""
-        self._stop_motors([node_id for node_id, (owner, _) in self.motor_leases.items() if owner == client_id])
+        self.motor_leases.release(client_id)
 
     async def close(self) -> None:
         """Close the link if `run` left it open, and stop the simulated Thymio."""
@@ -459,80 +446,93 @@ class AsebaAdapter(Adapter[AsebaOptions]):
 
     async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
         """Carry out an asebaros service (answering its Response) or send an event; see the module docstring."""
-        response = await self._serve(command)
+        response = await self.commands.run(self, command, "the aseba device")
         if response is None or isinstance(response, Mapping):
             return response
         return to_plain(response)
 
-    async def _serve(self, command: Command) -> object | None:
+    async def _sim_button(self, command: Command) -> object | None:
+        return self._press(command.message)
+
+    async def _get_node_list(self, command: Command) -> object | None:
+        return asebaros.GetNodeListResponse(nodes=self.node_list())
+
+    async def _anonymous_event(self, command: Command) -> object | None:
         message = command.message
-        if command.type == SIM_BUTTON:
-            return self._press(message)
-        if command.type == GET_NODE_LIST:
-            return asebaros.GetNodeListResponse(nodes=self.node_list())
-        if command.type == ANONYMOUS_EVENT:
-            if message.type >= 0x8000:
-                raise InvalidArgument(f"data.type: {message.type} is not a user event id (0..32767)")
-            network = self._network()
-            network.emit(message.type, message.data)
-            await network.drain()
-            return None
-        if command.type == LOAD_SCRIPT:
-            return await self._load_script(message)
+        if message.type >= 0x8000:
+            raise InvalidArgument(f"data.type: {message.type} is not a user event id (0..32767)")
+        network = self._network()
+        network.emit(message.type, message.data)
+        await network.drain()
+        return None
+
+    async def _load_script_command(self, command: Command) -> object | None:
+        return await self._load_script(command.message)
+
+    async def _named_event(self, command: Command) -> object | None:
+        message = command.message
         node = self.target_node()
-        if command.type == NAMED_EVENT:
-            names = self.event_names.get(node.id, ())
-            if message.name not in names:
-                known = ", ".join(names) or "none: the gateway loaded no program"
-                raise InvalidArgument(f"data.name: node {node.id} has no event {message.name!r} (events: {known})")
-            size = self.event_sizes.get(node.id, {}).get(message.name)
-            if size is not None and len(message.data) > size:
-                raise InvalidArgument(
-                    f"data.data: event {message.name!r} carries {size} word{'s' if size != 1 else ''}, "
-                    f"{len(message.data)} given"
-                )
-            network = self._network()
-            network.emit(names.index(message.name), message.data)
-            await network.drain()
-            return None
-        if command.type == MOTORS:
-            network = self._network()
-            for variable, target in (("motor.left.target", message.left), ("motor.right.target", message.right)):
-                start, _ = self._variable(node, variable)
-                network.set_variables(node.id, start, (target,))
-            self._lease_motors(node.id, command.client_id, bool(message.left or message.right))
-            await network.drain()
-            return None
-        if command.type in (VM_DESCRIPTION, COMPILE, VM_CONTROL, READ_VARIABLES):
-            return await self._program_service(command.type, node, message)
-        if command.type == GET_DESCRIPTION:
-            return asebaros.GetDescriptionResponse(description=self.description_of(node))
-        if command.type == GET_VARIABLE:
-            start, size = self._variable(node, message.variable)
-            try:
-                data = await self._network().get_variables(node.id, start, size)
-            except NodeError as error:
-                raise DeviceError(str(error)) from None
-            return asebaros.GetVariableResponse(data=data)
-        if command.type == SET_VARIABLE:
-            start, size = self._variable(node, message.variable)
-            if len(message.data) != size:
-                raise InvalidArgument(
-                    f"data.data: variable {message.variable!r} has {size} words, got {len(message.data)}"
-                )
-            network = self._network()
-            network.set_variables(node.id, start, message.data)
-            if message.variable in MOTOR_VARIABLES:
-                self._lease_motors(node.id, command.client_id, any(message.data))
-            await network.drain()
-            return asebaros.SetVariableResponse()
-        convert = THYMIO_COMMANDS.get(command.type)
-        if convert is None:
-            raise UnknownCommand(f"the aseba device does not accept {command.type!r}")
+        names = self.event_names.get(node.id, ())
+        if message.name not in names:
+            known = ", ".join(names) or "none: the gateway loaded no program"
+            raise InvalidArgument(f"data.name: node {node.id} has no event {message.name!r} (events: {known})")
+        size = self.event_sizes.get(node.id, {}).get(message.name)
+        if size is not None and len(message.data) > size:
+            raise InvalidArgument(
+                f"data.data: event {message.name!r} carries {size} word{'s' if size != 1 else ''}, "
+                f"{len(message.data)} given"
+            )
+        network = self._network()
+        network.emit(names.index(message.name), message.data)
+        await network.drain()
+        return None
+
+    async def _motors(self, command: Command) -> object | None:
+        message = command.message
+        node = self.target_node()
+        network = self._network()
+        for variable, target in (("motor.left.target", message.left), ("motor.right.target", message.right)):
+            start, _ = self._variable(node, variable)
+            network.set_variables(node.id, start, (target,))
+            self.motor_leases.take((node.id, variable), command.client_id, target)
+        await network.drain()
+        return None
+
+    async def _program_command(self, command: Command) -> object | None:
+        return await self._program_service(command.type, self.target_node(), command.message)
+
+    async def _get_description(self, command: Command) -> object | None:
+        return asebaros.GetDescriptionResponse(description=self.description_of(self.target_node()))
+
+    async def _get_variable(self, command: Command) -> object | None:
+        node = self.target_node()
+        start, size = self._variable(node, command.message.variable)
+        try:
+            data = await self._network().get_variables(node.id, start, size)
+        except NodeError as error:
+            raise DeviceError(str(error)) from None
+        return asebaros.GetVariableResponse(data=data)
+
+    async def _set_variable(self, command: Command) -> object | None:
+        message = command.message
+        node = self.target_node()
+        start, size = self._variable(node, message.variable)
+        if len(message.data) != size:
+            raise InvalidArgument(f"data.data: variable {message.variable!r} has {size} words, got {len(message.data)}")
+        network = self._network()
+        network.set_variables(node.id, start, message.data)
+        if message.variable in MOTOR_VARIABLES:
+            target = next((word for word in message.data if word), 0)
+            self.motor_leases.take((node.id, message.variable), command.client_id, target)
+        await network.drain()
+        return asebaros.SetVariableResponse()
+
+    async def _thymio_command(self, command: Command) -> object | None:
+        node = self.target_node()
         if node.id not in self.programs:
             raise DeviceUnavailable(f"Aseba node {node.id} ({node.name}) does not run the gateway's Thymio program")
         network = self._network()
-        events = convert(message)
+        events = THYMIO_COMMANDS[command.type](command.message)
         for event_id, words in events:
             network.emit(event_id, words)
         await network.drain()
@@ -611,11 +611,6 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             )
         )
 
-    def _lease_motors(self, node_id: int, client_id: str, moving: bool) -> None:
-        # Setting 0 takes no lease (and ends none: the other motor may still turn).
-        if moving:
-            self.motor_leases[node_id] = (client_id, time.monotonic() + self.options.motor_lease_ms / 1000)
-
     def _variable(self, node: NodeState, name: str) -> tuple[int, int]:
         assert node.description is not None
         variable = node.description.variables.get(name)
@@ -628,3 +623,24 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         if variable is None:
             raise InvalidArgument(f"data.variable: node {node.id} ({node.name}) has no variable {name!r}")
         return variable.address, variable.size
+
+    #: Every command the device takes, and its handler (`hwgateway/SimButton` only when simulated).
+    commands: ClassVar[CommandTable[AsebaAdapter, Command]] = CommandTable(
+        {
+            GET_NODE_LIST: _get_node_list,
+            GET_DESCRIPTION: _get_description,
+            GET_VARIABLE: _get_variable,
+            SET_VARIABLE: _set_variable,
+            ANONYMOUS_EVENT: _anonymous_event,
+            NAMED_EVENT: _named_event,
+            MOTORS: _motors,
+            LOAD_SCRIPT: _load_script_command,
+            VM_DESCRIPTION: _program_command,
+            COMPILE: _program_command,
+            VM_CONTROL: _program_command,
+            READ_VARIABLES: _program_command,
+            **dict.fromkeys(THYMIO_COMMANDS, _thymio_command),
+            SIM_BUTTON: _sim_button,
+        }
+    )
+    accepts = commands.types(SIM_BUTTON)
