@@ -604,7 +604,7 @@ async def test_wii_u_pro_controller(make: Callable[..., Device]) -> None:
     await device.command(Led(2, (1.0, 1.0, 1.0)), "led")
     await device.until(lambda: device.sim.rumble and device.sim.leds == 0b0101)
     with pytest.raises(InvalidArgument, match="Pro Controller has no accelerometer or gyro"):
-        await device.command(Calibrate())
+        await device.command(Calibrate(), "hwgateway/Calibrate")
 
 
 async def test_reports_longer_than_declared_and_buttons_only_reports(make: Callable[..., Device]) -> None:

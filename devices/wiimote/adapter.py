@@ -12,8 +12,10 @@ the generic `led` (index 0-3 or -1 for all; on when the brightest channel ≥ 0.
 (on for `duration_s` when the stronger motor ≥ 0.5), each answered with what it `applied`, and
 `hwgateway/Calibrate` (gyro zeroing at rest).
 Pattern and rumble durations are 0 or at least `MIN_PULSE_S` (20 ms); shorter ones are refused.
-The rumble motor is leased to the client that started it: it stops when that client leaves, on
-`estop` and when the device stops. LEDs keep their state.
+The rumble motor is leased to the client that started it (the core's `gateway.core.lease` rule; a
+`rumble`'s lease lasts its `duration_s`, a TimedSwitch's until its pattern is replaced): it stops
+when that client leaves, when the lease runs out, on `estop`, when the remote is lost and when the
+device stops. `wiimote/State`'s `rumble` shows it. LEDs keep their state.
 
 Availability: `connecting` while waiting for the remote (hidraw: until sysfs shows it), `connected`
 once set up. A lost remote (hidraw EIO/HUP, closed socket, or `timeout_s` of silence) ends `run`
@@ -47,11 +49,13 @@ from devices.wiimote.imu import Zeroing, ZeroingResult
 from devices.wiimote.options import WiimoteOptions
 from devices.wiimote.timed_switch import MIN_PULSE_S, SwitchBank, check_switch
 from devices.wiimote.transport import LinkLost, ReportLink, open_hidraw, open_l2cap
+from gateway.core.dispatch import CommandTable
+from gateway.core.lease import Lease, LeaseEnd, Leases
 from gateway.errors import DeviceUnavailable, InvalidArgument
 from gateway.messages.generic import Led, Rumble
 from gateway.messages.sim import SimButton
 from gateway.messages.wiimote import TimedSwitch
-from gateway.messages.wiimote_gateway import Calibrate, WiimoteClassic, WiimoteLeds
+from gateway.messages.wiimote_gateway import WiimoteClassic, WiimoteLeds
 from protocols.wiimote import connection as wc
 from protocols.wiimote import extensions as ext
 from protocols.wiimote import reports as rp
@@ -72,7 +76,6 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
     kind = "wiimote"
     options_class = WiimoteOptions
     publishes = ("wiimote/State", "creos_messages/ControllerState", "hwgateway/WiimoteClassic")
-    accepts = ("hwgateway/WiimoteLeds", "wiimote/TimedSwitch", "led", "rumble", "hwgateway/Calibrate")
     #: How long a `calibrate` command waits for its run (200 samples at 100 Hz take 2 s).
     calibrate_timeout_s: ClassVar[float] = 10.0
 
@@ -90,7 +93,7 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         #: The simulated remote of `transport = "sim"` (tests reach it here).
         self.simulator: SimulatedWiimote | None = None
         if options.transport == "sim" and options.sim_device == "remote":  # pressed from the dashboard, as by hand
-            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[misc,assignment]
+            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[misc]
         self.connection: wc.WiimoteConnection | None = None
         self.remote: HidrawRemote | None = None
         #: Input reports that broke the protocol, over every connection (counted and ignored).
@@ -103,8 +106,10 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         self._reports: deque[bytes] = deque()
         self._lost: Exception | None = None
         self._calibration_waiters: list[asyncio.Future[ZeroingResult]] = []
-        #: The client whose rumble is running: it stops when that client goes away.
-        self._rumble_owner: str | None = None
+        #: The rumble motor's lease (one output, "rumble"); the value is the pattern that started it.
+        self.leases: Leases[str, TimedSwitch] = Leases(
+            ctx.device_id, self._on_lease_end, is_safe=_switches_off, clock=clock
+        )
         self._pro_status: ext.ProController | None = None
 
     def _bank_leds_from_options(self) -> None:
@@ -163,10 +168,17 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         self._reports.clear()
         self._lost = None
         link = await self._open()
+        ending = LeaseEnd.DEVICE_LOST
         try:
             await self._serve(link)
+        except asyncio.CancelledError:
+            ending = LeaseEnd.SHUTDOWN
+            raise
         finally:
-            if self.connection is not None and self.connection.rumble:
+            rumbling = self.connection is not None and self.connection.rumble
+            self.leases.end_all(ending)
+            self._bank.set(RUMBLE, False)
+            if rumbling:
                 link.write(rp.rumble_report(False))  # never leave the motor running unattended
             if self.simulator is not None:
                 # Before our end closes: closing a socket with unread data resets the peer, which
@@ -357,56 +369,71 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
 
     async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
         """Carry out an LED, rumble, TimedSwitch or calibrate command."""
-        message = command.message
-        if isinstance(message, Calibrate):
-            return await self._calibrate()
-        if isinstance(message, SimButton):
-            return self._press(message)
-        now = self._clock()
-        if isinstance(message, WiimoteLeds):
-            for index, switch in enumerate(message.leds):
-                reason = check_switch(switch, path=f"data.leds[{index}]")
-                if reason is not None:
-                    raise InvalidArgument(reason)
-            for index, switch in enumerate(message.leds):
-                self._bank.apply(index, switch, now)
-        elif isinstance(message, TimedSwitch):
-            reason = check_switch(message)
+        result: Mapping[str, Any] = await self.commands.run(self, command, "the wiimote device")
+        return result
+
+    async def _calibrate_command(self, command: Command) -> Mapping[str, Any]:
+        return await self._calibrate()
+
+    async def _sim_button(self, command: Command) -> Mapping[str, Any]:
+        return self._press(command.message)
+
+    async def _set_leds(self, command: Command) -> Mapping[str, Any]:
+        message: WiimoteLeds = command.message
+        for index, switch in enumerate(message.leds):
+            reason = check_switch(switch, path=f"data.leds[{index}]")
             if reason is not None:
                 raise InvalidArgument(reason)
-            self._bank.apply(RUMBLE, message, now)
-            self._rumble_owner = command.client_id
-        elif isinstance(message, Led):
-            if message.index >= LED_COUNT:
-                raise InvalidArgument(f"data.index: {message.index} is not an LED of a Wii Remote (0-3, or -1 for all)")
-            on = max(message.rgb) >= ON_THRESHOLD
-            chosen = range(LED_COUNT) if message.index < 0 else (message.index,)
-            for index in chosen:
-                self._bank.set(index, on)
-            numbers = ", ".join(str(index + 1) for index in chosen)
-            applied = (
-                f"LED {numbers} {'on' if on else 'off'}: a Wii Remote LED is on or off, on when the brightest "
-                f"channel is at least {ON_THRESHOLD} (got {max(message.rgb):g})"
+        now = self._clock()
+        for index, switch in enumerate(message.leds):
+            self._bank.apply(index, switch, now)
+        return self._applied()
+
+    async def _timed_rumble(self, command: Command) -> Mapping[str, Any]:
+        message: TimedSwitch = command.message
+        reason = check_switch(message)
+        if reason is not None:
+            raise InvalidArgument(reason)
+        self._bank.apply(RUMBLE, message, self._clock())
+        self.leases.take("rumble", command.client_id, message)
+        return self._applied()
+
+    async def _led(self, command: Command) -> Mapping[str, Any]:
+        message: Led = command.message
+        if message.index >= LED_COUNT:
+            raise InvalidArgument(f"data.index: {message.index} is not an LED of a Wii Remote (0-3, or -1 for all)")
+        on = max(message.rgb) >= ON_THRESHOLD
+        chosen = range(LED_COUNT) if message.index < 0 else (message.index,)
+        for index in chosen:
+            self._bank.set(index, on)
+        numbers = ", ".join(str(index + 1) for index in chosen)
+        return self._applied(
+            f"LED {numbers} {'on' if on else 'off'}: a Wii Remote LED is on or off, on when the brightest "
+            f"channel is at least {ON_THRESHOLD} (got {max(message.rgb):g})"
+        )
+
+    async def _rumble(self, command: Command) -> Mapping[str, Any]:
+        message: Rumble = command.message
+        if 0 < message.duration_s < MIN_PULSE_S:
+            raise InvalidArgument(
+                f"data.duration_s: {message.duration_s:g} s is below the minimum rumble of {MIN_PULSE_S:g} s (0 stops)"
             )
-        elif isinstance(message, Rumble):
-            if 0 < message.duration_s < MIN_PULSE_S:
-                raise InvalidArgument(
-                    f"data.duration_s: {message.duration_s:g} s is below the minimum rumble of {MIN_PULSE_S:g} s "
-                    "(0 stops)"
-                )
-            strongest = max(message.low, message.high)
-            on = strongest >= ON_THRESHOLD and message.duration_s > 0
-            pulse = TimedSwitch(TimedSwitch.REPEAT, 1, (message.duration_s,)) if on else TimedSwitch(TimedSwitch.OFF)
-            self._bank.apply(RUMBLE, pulse, now)
-            self._rumble_owner = command.client_id
-            applied = (
-                f"rumble {f'on for {message.duration_s:g} s' if on else 'off'}: one motor, on or off, on when "
-                f"max(low, high) is at least {ON_THRESHOLD} (got {strongest:g}) and duration_s > 0"
-            )
+        strongest = max(message.low, message.high)
+        on = strongest >= ON_THRESHOLD and message.duration_s > 0
+        pulse = TimedSwitch(TimedSwitch.REPEAT, 1, (message.duration_s,)) if on else TimedSwitch(TimedSwitch.OFF)
+        self._bank.apply(RUMBLE, pulse, self._clock())
+        self.leases.take("rumble", command.client_id, pulse, term_s=message.duration_s if on else None)
+        return self._applied(
+            f"rumble {f'on for {message.duration_s:g} s' if on else 'off'}: one motor, on or off, on when "
+            f"max(low, high) is at least {ON_THRESHOLD} (got {strongest:g}) and duration_s > 0"
+        )
+
+    def _applied(self, applied: str | None = None) -> Mapping[str, Any]:
+        """Send the outputs as the bank has them now; answer with them (and what a generic command did)."""
         self._push_outputs()
         leds, rumble = self._outputs()
         result: dict[str, Any] = {"leds": [bool(leds >> i & 1) for i in range(LED_COUNT)], "rumble": rumble}
-        if isinstance(message, Led | Rumble):
+        if applied is not None:
             result["applied"] = applied
         return result
 
@@ -429,18 +456,20 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         return {"calibrated": result.ok, "reason": result.reason, "zeroing_time": self._builder.zeroing_time}
 
     async def estop(self) -> None:
-        """Stop the rumble motor at once."""
+        """Stop the rumble motor at once, leased or not."""
+        self.leases.end_all(LeaseEnd.ESTOP)
         self._bank.set(RUMBLE, False)
         self._push_outputs()
 
     def release(self, client_id: str) -> None:
         """Rumble is leased to the client that started it: it stops when that client leaves; LEDs stay."""
-        if self._rumble_owner == client_id:
-            self._rumble_owner = None
-            if self._bank.states[RUMBLE] or self._bank.running(RUMBLE):
-                log.info("stopping the rumble of departed client %s", client_id)
-                self._bank.set(RUMBLE, False)
-                self._push_outputs()
+        self.leases.release(client_id)
+
+    def _on_lease_end(self, output: str, lease: Lease[TimedSwitch], why: LeaseEnd) -> None:
+        """The rumble's lease ended: the motor off, sent at once."""
+        if self._bank.states[RUMBLE] or self._bank.running(RUMBLE):
+            self._bank.set(RUMBLE, False)
+            self._push_outputs()
 
     async def close(self) -> None:
         """Rumble off (its safe state); LEDs stay as they are."""
@@ -452,3 +481,22 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         """Rumble and LEDs as last set."""
         leds, rumble = self._outputs()
         return {"rumble": int(rumble), "leds": leds}
+
+    #: Every command the remote takes, and its handler (`hwgateway/SimButton` only when simulated).
+    commands: ClassVar[CommandTable[WiimoteAdapter, Command]] = CommandTable(
+        {
+            "hwgateway/WiimoteLeds": _set_leds,
+            "wiimote/TimedSwitch": _timed_rumble,
+            "led": _led,
+            "rumble": _rumble,
+            "hwgateway/Calibrate": _calibrate_command,
+            "hwgateway/SimButton": _sim_button,
+        }
+    )
+    accepts = commands.types("hwgateway/SimButton")
+
+
+def _switches_off(switch: TimedSwitch) -> bool:
+    """OFF, or a pattern of no cycles: the motor's safe value (NO_CHANGE keeps whatever runs)."""
+    mode = switch.switch_mode
+    return mode == TimedSwitch.OFF or (mode == TimedSwitch.REPEAT and switch.num_cycles == 0)
