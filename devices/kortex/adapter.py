@@ -30,11 +30,14 @@ them: after reconnecting the adapter enters low level for that one Refresh, then
 RPC session first reads the servoing mode and leaves low level if an earlier session left the arm
 there (a killed gateway, another program), then zeroes the outputs the same way.
 
-Safe state: the digital and analog outputs are leased to the client that set them, and return to
-0 when it disconnects, on `estop`, before leaving low level and before the sessions close at
-shutdown (the LED ring keeps its colour: it drives nothing). `estop` also calls the stop RPC at
-0x20091 (`estop_calls_arm_stop`): Base.ApplyEmergencyStop on Kortex 2, which latches the arm
-in fault until its faults are cleared; Base.ApplyQuickStop on Kortex 3 (API 3.4).
+Safe state: the digital and analog outputs are leased to the client that set them (the core's
+`gateway.core.lease` rule, no term; `wrist/command` shows them), and return to 0 when it
+disconnects, on `estop`, before leaving low level, when a link drops and before the sessions close
+at shutdown (the LED ring keeps its colour: it drives nothing). Low-level servoing itself is not an
+output but a mode every client that commanded the wrist holds; the last one's leaving ends it.
+`estop` also calls the stop RPC at 0x20091 (`estop_calls_arm_stop`): Base.ApplyEmergencyStop on
+Kortex 2, which latches the arm in fault until its faults are cleared; Base.ApplyQuickStop on
+Kortex 3 (API 3.4).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 import aiomqtt
 from google.protobuf.message import Message
@@ -60,6 +63,8 @@ from devices.kortex.options import ANALOG_CHANNELS, ANALOG_OUTPUT_MAX, KortexOpt
 from devices.kortex.transport import MqttSettings, MqttTransport, open_mqtt, open_tcp
 from devices.sim.kortex_arm import SimulatedArm
 from devices.sim.mqtt_broker import EmbeddedBroker
+from gateway.core.dispatch import CommandTable
+from gateway.core.lease import Lease, LeaseEnd, Leases
 from gateway.errors import DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages.generic import Led
 from gateway.messages.kortex import Command as C61Command
@@ -119,13 +124,13 @@ class KortexAdapter(Adapter[KortexOptions]):
         "kortex/Base/ArmStateNotification",
         "hwgateway/KortexCyclicStats",
     )
-    accepts = (C61_COMMAND, "led")
 
     def __init__(self, ctx: Any, options: KortexOptions) -> None:
         super().__init__(ctx, options)
         self._codec: CyclicCodec = Kortex3Codec() if options.api == "kortex3" else Kortex2Codec()
         self._wrist = C61Command()
-        self._outputs_owner: str | None = None
+        #: The wrist's digital and analog outputs, leased (one output, "outputs") to the client that set them.
+        self.leases: Leases[str, C61Command] = Leases(ctx.device_id, self._on_lease_end, is_safe=_outputs_off)
         #: Clients whose wrist commands keep the arm in low-level servoing.
         self._low_level_clients: set[str] = set()
         #: Low level was entered and a link dropped before it could be left: leave it on reconnecting.
@@ -200,7 +205,11 @@ class KortexAdapter(Adapter[KortexOptions]):
                 self._background.add(task)
                 task.add_done_callback(self._background.discard)
             await self._serve()
+        except asyncio.CancelledError:
+            self.leases.end_all(LeaseEnd.SHUTDOWN)
+            raise
         finally:
+            self.leases.end_all(LeaseEnd.DEVICE_LOST)  # nothing left after a shutdown
             await self._disconnect()
 
     async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
@@ -210,32 +219,38 @@ class KortexAdapter(Adapter[KortexOptions]):
                 f"{command.type!r} drives the C61 wrist of a Kortex 3 arm; this device is api = kortex2 "
                 "(Gen3 / Gen3 lite), which has none"
             )
-        message = command.message
-        if isinstance(message, Led):
-            if message.index not in (-1, 0):
-                raise InvalidArgument(f"data.index: {message.index} is not an LED of this arm (it has one ring, 0)")
-        else:
-            assert isinstance(message, C61Command)
-            self._check_analog(message)
-        cyclic = self._cyclic
-        if cyclic is None:
-            raise DeviceUnavailable("the arm's cyclic loop is not running")
-        await self._enter_low_level(command.client_id)
-        if isinstance(message, Led):
-            wrist = replace(self._wrist, led_ring_rgb=_rgb_word(message.rgb), led_ring_blink_frequency=0)
-        else:
-            wrist = replace(message, command_id=MessageId())
-            self._outputs_owner = command.client_id
-        self._set_wrist(wrist)
+        result: Mapping[str, Any] = await self.commands.run(self, command, f"device {self.ctx.device_id!r} (kortex)")
+        return result
+
+    async def _wrist_outputs(self, command: Command) -> Mapping[str, Any]:
+        message: C61Command = command.message
+        self._check_analog(message)
+        cyclic = await self._low_level_for(command)
+        self.leases.take("outputs", command.client_id, message)
+        self._set_wrist(replace(message, command_id=MessageId()))
+        return {"frame_id": await cyclic.next_cycle()}
+
+    async def _led_ring(self, command: Command) -> Mapping[str, Any]:
+        message: Led = command.message
+        if message.index not in (-1, 0):
+            raise InvalidArgument(f"data.index: {message.index} is not an LED of this arm (it has one ring, 0)")
+        cyclic = await self._low_level_for(command)
+        self._set_wrist(replace(self._wrist, led_ring_rgb=_rgb_word(message.rgb), led_ring_blink_frequency=0))
         frame_id = await cyclic.next_cycle()
-        if not isinstance(message, Led):
-            return {"frame_id": frame_id}
         rgb = [round(channel * 255) for channel in message.rgb]
         return {
             "frame_id": frame_id,
             "rgb": rgb,
             "applied": "LED ring at #{:02x}{:02x}{:02x}, steady (8 bits per channel)".format(*rgb),
         }
+
+    async def _low_level_for(self, command: Command) -> CyclicProcess:
+        """The running cyclic loop, in low level with `command`'s client holding it."""
+        cyclic = self._cyclic
+        if cyclic is None:
+            raise DeviceUnavailable("the arm's cyclic loop is not running")
+        await self._enter_low_level(command.client_id)
+        return cyclic
 
     async def estop(self) -> None:
         """Outputs to 0, the stop RPC at 0x20091 when enabled, then out of low-level servoing.
@@ -244,7 +259,8 @@ class KortexAdapter(Adapter[KortexOptions]):
         is raised (the gateway reports it) after low level was left.
         """
         if self.options.api == "kortex3":
-            self._zero_outputs()
+            self.leases.end_all(LeaseEnd.ESTOP)
+            self._zero_outputs()  # leased or not
             await self._stop_entering()  # no entry into low level goes on after an estop
         tcp = self._tcp
         try:
@@ -260,9 +276,7 @@ class KortexAdapter(Adapter[KortexOptions]):
         Low-level servoing is held by every client that commanded the wrist; the last one's leaving
         ends it.
         """
-        if self._outputs_owner == client_id:
-            log.info("%s: client %s left; wrist outputs to 0", self.ctx.device_id, client_id)
-            self._zero_outputs()
+        self.leases.release(client_id)
         if client_id in self._low_level_clients:
             self._low_level_clients.discard(client_id)
             if not self._low_level_clients:
@@ -667,8 +681,12 @@ class KortexAdapter(Adapter[KortexOptions]):
             self._codec.set_wrist(wrist)
         self.ctx.publish("wrist/command", wrist)
 
+    def _on_lease_end(self, output: str, lease: Lease[C61Command], why: LeaseEnd) -> None:
+        """The outputs' lease ended: they go to 0 in the next cycle (the LED ring stays)."""
+        self._zero_outputs()
+
     def _zero_outputs(self) -> None:
-        self._outputs_owner = None
+        self.leases.drop("outputs")
         self._set_wrist(
             replace(
                 self._wrist,
@@ -707,3 +725,20 @@ class KortexAdapter(Adapter[KortexOptions]):
             log.warning("%s: undecodable arm state notification: %s", self.ctx.device_id, error)
             return
         self.ctx.publish("arm_state", convert.arm_state(notification))
+
+    #: Every command the arm takes (Kortex 3 only), and its handler.
+    commands: ClassVar[CommandTable[KortexAdapter, Command]] = CommandTable(
+        {C61_COMMAND: _wrist_outputs, "led": _led_ring}
+    )
+    accepts = commands.types()
+
+
+def _outputs_off(wrist: C61Command) -> bool:
+    """Every digital and analog output at 0: their safe value."""
+    return not (
+        wrist.digital_outputs_state
+        or wrist.analog_output_a_channel_1_value
+        or wrist.analog_output_a_channel_2_value
+        or wrist.analog_output_b_channel_1_value
+        or wrist.analog_output_b_channel_2_value
+    )
