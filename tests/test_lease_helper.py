@@ -177,3 +177,18 @@ def test_a_custom_safe_value(fake: FakeTime) -> None:
     assert table.take("rumble", "alice", "") is not None  # "" is not this device's safe value
     table.release("alice")
     assert applied == ["rumble"]
+
+
+def test_outputs_leased_when_the_device_was_lost_get_their_safe_value_again_when_it_returns(fake: FakeTime) -> None:
+    applied: Applied = []
+    table = leases(fake, applied, term_s=None)
+    table.take("A", "alice", 1)
+    table.take("B", "bob", 2)
+    table.end_all(LeaseEnd.DEVICE_LOST)
+    table.take("B", "bob", 3)  # commanded again after the device came back: held, not reset
+    applied.clear()
+    assert sorted(table.restore_safe()) == ["A", "B"]
+    assert applied == [("A", Lease("alice", 1), LeaseEnd.DEVICE_LOST)]
+    assert table.restore_safe() == []  # once
+    table.end_all(LeaseEnd.SHUTDOWN)
+    assert table.restore_safe() == []  # only a lost device's leases are restored

@@ -146,7 +146,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         self.default_script: Script | None = None
         self._sim: SimulatedThymio | None = None
         #: Motor leases by (node id, motor variable); the value is the commanded target.
-        self.motor_leases: Leases[tuple[int, str], int] = Leases(
+        self.leases: Leases[tuple[int, str], int] = Leases(
             ctx.device_id, self._on_motor_lease_end, term_s=options.motor_lease_ms / 1000
         )
 
@@ -219,7 +219,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             ending = LeaseEnd.SHUTDOWN
             raise
         finally:
-            self.motor_leases.end_all(ending)
+            self.leases.end_all(ending)
             with contextlib.suppress(ConnectionError, OSError):
                 await asyncio.wait_for(network.drain(), 0.5)
             self.network = None
@@ -247,7 +247,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         """Set both motor targets of `node_ids` to 0, leased or not, and forget their leases."""
         for node_id in node_ids:
             for name in MOTOR_VARIABLES:
-                self.motor_leases.drop((node_id, name))
+                self.leases.drop((node_id, name))
                 self._zero_motor(node_id, name)
 
     def _press(self, message: SimButton) -> Mapping[str, Any]:
@@ -262,7 +262,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
 
     async def estop(self) -> None:
         """Stop the motors of every node on the link (leased or not)."""
-        self.motor_leases.end_all(LeaseEnd.ESTOP)
+        self.leases.end_all(LeaseEnd.ESTOP)
         network = self.network
         if network is not None:
             self._stop_motors(list(network.nodes))
@@ -270,7 +270,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
 
     def release(self, client_id: str) -> None:
         """Stop the motors `client_id` holds."""
-        self.motor_leases.release(client_id)
+        self.leases.release(client_id)
 
     async def close(self) -> None:
         """Close the link if `run` left it open, and stop the simulated Thymio."""
@@ -326,6 +326,8 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             self.event_names.pop(node.id, None)
             self.event_sizes.pop(node.id, None)
         elif node.description is not None and node.id not in self.programs and node.id not in self.scripts:
+            # A Thymio keeps its motor targets across a lost link: those leased then go to 0 now.
+            self.leases.restore_safe(lambda motor: motor[0] == node.id)
             loaded = self._load_default_script(node)
             if not loaded and self._wants_program(node):
                 self._load_program(node)
@@ -494,7 +496,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         for variable, target in (("motor.left.target", message.left), ("motor.right.target", message.right)):
             start, _ = self._variable(node, variable)
             network.set_variables(node.id, start, (target,))
-            self.motor_leases.take((node.id, variable), command.client_id, target)
+            self.leases.take((node.id, variable), command.client_id, target)
         await network.drain()
         return None
 
@@ -523,7 +525,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         network.set_variables(node.id, start, message.data)
         if message.variable in MOTOR_VARIABLES:
             target = next((word for word in message.data if word), 0)
-            self.motor_leases.take((node.id, message.variable), command.client_id, target)
+            self.leases.take((node.id, message.variable), command.client_id, target)
         await network.drain()
         return asebaros.SetVariableResponse()
 

@@ -202,6 +202,7 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
         self.link = link
         try:
             await self._set_up(link)
+            self.leases.restore_safe()  # pins keep their level across a lost link
             names = self.capabilities()["services"]
             self.ctx.set_status("connected", f"{link.address}, services: {', '.join(names) or 'none'}")
             await link.until_lost()

@@ -19,7 +19,8 @@ A lease ends, and the adapter puts the output to its safe value at once, when:
 - an emergency stop (`end_all(LeaseEnd.ESTOP)`): synchronous, it waits behind nothing;
 - the gateway stops the device (`end_all(LeaseEnd.SHUTDOWN)`);
 - the device is lost (`end_all(LeaseEnd.DEVICE_LOST)`: the safe value is written if the link can
-  still take it, and is what the device starts from when it returns);
+  still take it; a device that keeps its outputs across a lost link gets it again when it returns,
+  from `restore_safe()` once the adapter is connected again);
 - the output disappears (`drop(key)`: an unplugged motor, nothing to write).
 
 The safe value is the adapter's declaration (`is_safe` recognises it, `apply_safe` writes it). How a
@@ -114,6 +115,8 @@ class Leases(Generic[K, V]):
         self._clock = clock
         self._schedule = schedule
         self._leases: dict[K, Lease[V]] = {}
+        #: Leases ended by a lost device: their safe value may not have reached it.
+        self._lost: dict[K, Lease[V]] = {}
         self._timer: Cancellable | None = None
         self._timer_due: float | None = None
 
@@ -185,7 +188,23 @@ class Leases(Generic[K, V]):
     def end_all(self, why: LeaseEnd) -> list[K]:
         """End every lease (estop, shutdown, device lost): all safe values applied before returning."""
         keys = list(self._leases)
+        if why is LeaseEnd.DEVICE_LOST:
+            self._lost.update(self._leases)
         self._end_many(keys, why)
+        return keys
+
+    def restore_safe(self, where: Callable[[K], bool] | None = None) -> list[K]:
+        """The device is back after being lost: the outputs leased then go to their safe value again.
+
+        Call once connected again, before taking commands: a device that kept its outputs while the
+        link was down (a micro:bit's pins, a Thymio's motor targets) must not resume what nobody holds.
+        `where` picks the outputs that are reachable now (a node that has come back); the others wait.
+        """
+        keys = [key for key in self._lost if where is None or where(key)]
+        for key in keys:
+            lease = self._lost.pop(key)
+            if key not in self._leases:
+                self._safe(key, lease, LeaseEnd.DEVICE_LOST)
         return keys
 
     def expire(self, now: float | None = None) -> list[K]:
