@@ -8,6 +8,13 @@ availability follows the remote's `availability` topic and its gateway's `status
 `<device>/set` with our reply topic, the command's remaining deadline and the commanding client's id,
 and, when `[mqtt] token_file` is set, this gateway's token (user property `token`) for gateways that
 check tokens.
+
+Leases: the remote gateway holds the leases of what our clients command there (its adapters follow
+the core's lease rule). Here a `RemoteDevice` leases itself to each client that commanded it
+(`gateway.core.lease`, keyed by client id): when that client leaves, its lease ends and the remote
+is sent `release` for it (once per gateway), so its leases there end too. An estop is forwarded as
+one; at shutdown and when the broker or the remote goes, the remote ends our clients' leases
+itself (our `status` goes `offline`, or its own link is lost).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from devices.base import Adapter, Command, DeviceContext
 from gateway.bus import DeviceStatus
 from gateway.commands import MIN_COMMAND_TIMEOUT_S
 from gateway.config import DeviceConfig
+from gateway.core.lease import Lease, LeaseEnd, Leases
 from gateway.errors import DeviceUnavailable, ErrorCode, GatewayError, RequestTimeout
 from gateway.faces.mqtt.commands import CLIENT_PROPERTY, PEER_PROPERTY, TOKEN_PROPERTY
 from gateway.faces.mqtt.link import Link
@@ -81,26 +89,44 @@ class RemoteDevice(Adapter[RemoteOptions]):
     #: and an availability set then would come out ahead of it (connected, connecting, connected).
     mirroring: bool = False
 
+    def __init__(self, ctx: DeviceContext, options: RemoteOptions) -> None:
+        super().__init__(ctx, options)
+        #: The clients that commanded this device, by client id; the value is their last command's type.
+        self.leases: Leases[str, str] = Leases(ctx.device_id, self._on_lease_end, is_safe=lambda _: False)
+
     async def run(self) -> None:
         """Mirror the remote's availability (the importer sets it) until cancelled."""
         self.mirroring = True
+        ending = LeaseEnd.DEVICE_LOST
         try:
             self.importer.refresh(self.options.gateway, self.options.device)
             await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            ending = LeaseEnd.SHUTDOWN
+            raise
         finally:
             self.mirroring = False
+            self.leases.end_all(ending)
 
     async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
         """Send the command to the remote gateway and wait for its result."""
+        # Leased before it is sent: a client that leaves while it is under way is still released there.
+        self.leases.take(command.client_id, command.client_id, command.type)
         return await self.importer.forward(self.options, command)
 
     async def estop(self) -> None:
-        """Ask the remote gateway for an emergency stop."""
+        """Ask the remote gateway for an emergency stop (which ends every lease there)."""
+        self.leases.end_all(LeaseEnd.ESTOP)
         await self.importer.forward_estop(self.options.gateway)
 
     def release(self, client_id: str) -> None:
-        """Tell the remote gateway that one of our clients left, so its leases there end."""
-        self.importer.forward_release(self.options.gateway, client_id)
+        """One of our clients left: its lease here ends, and with it its leases on the remote gateway."""
+        self.leases.release(client_id)
+
+    def _on_lease_end(self, client_id: str, lease: Lease[str], why: LeaseEnd) -> None:
+        """The remote's own rule makes its outputs safe: it is told when one of our clients is gone."""
+        if why is LeaseEnd.CLIENT_GONE:
+            self.importer.forward_release(self.options.gateway, client_id)
 
 
 class Importer:
