@@ -360,6 +360,7 @@ async def test_a_lost_device_is_safe_when_it_returns_and_nobody_holds_it(kind: K
     assert kind.rig.task is not None
     await asyncio.wait({kind.rig.task}, timeout=TIMEOUT_S)
     assert kind.rig.task.done(), "the adapter did not notice the lost device"
+    assert kind.rig.task.exception() is not None  # `run` raises when its device is lost
     assert len(kind.leases) == 0
     await kind.back()
     await kind.rig.until(kind.safe, TIMEOUT_S)
