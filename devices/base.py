@@ -59,6 +59,21 @@ class Adapter(abc.ABC, Generic[OptionsT]):
     keys), and the message types they `publishes` and `accepts`. The supervisor calls `run` and
     restarts it with backoff when it raises; `run` must call `ctx.set_status("connected")` once the
     device is ready and should raise (not return) when the device is lost.
+
+    Commands: an adapter lists its handlers once, in a `gateway.core.dispatch.CommandTable` from
+    message type to handler (`commands`), its `accepts` derives from that table, and
+    `handle_command` runs the command's handler.
+
+    Leases, the one rule for every output a client drives (`gateway.core.lease.Leases`, held in
+    `leases`): a command that sets an output to anything but its safe value leases the output to
+    the commanding client (`Command.client_id`), with the commanded value and, where the device
+    has one, a deadline (a Thymio's `motor_lease_ms`, a rumble's duration); a new command renews
+    it, and commanding the safe value ends it. The lease ends, and the adapter puts the output to
+    the safe value it declares (`apply_safe`, at once, never behind a queue), when:
+    the client leaves (`release`), it runs out, on `estop` (every output, leased or not), at
+    shutdown (`run` cancelled, then `close`), and when the device is lost (`run` raising; outputs
+    a device keeps across a lost link are set safe again when it returns, `Leases.restore_safe`).
+    The device reports its leased outputs on the streams it already publishes.
     """
 
     kind: ClassVar[str]
@@ -86,13 +101,19 @@ class Adapter(abc.ABC, Generic[OptionsT]):
         """
 
     async def estop(self) -> None:
-        """Stop every actuator now; must not wait on queues. Devices without actuators do nothing."""
+        """Stop every actuator now; must not wait on queues. Devices without actuators do nothing.
+
+        The leases end with `LeaseEnd.ESTOP`; outputs no client holds are stopped too.
+        """
 
     def release(self, client_id: str) -> None:
         """The client `client_id` is gone: end its leases and put what it drove into a safe state."""
 
     async def close(self) -> None:
-        """Put the device in its safe state before the gateway stops (called after `run` is cancelled)."""
+        """Put the device in its safe state before the gateway stops (called after `run` is cancelled).
+
+        `run`, cancelled, has ended the leases with `LeaseEnd.SHUTDOWN`.
+        """
 
     def outputs(self) -> Mapping[str, Any]:
         """What the actuators output now, as plain values (logged with the safe state at shutdown)."""
