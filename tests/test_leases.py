@@ -1,12 +1,12 @@
 """One lease rule, every adapter: the safe value is reached when the client leaves, the lease runs out,
 on estop, at shutdown and when the device is lost.
 
-Each kind runs in-process against its simulator (the Thymio's Aseba VM over TCP, the LEGO hub and the
-micro:bit on the virtual BLE radio, an SDL virtual pad, the simulated Kortex 3 arm over loopback, the
-simulated Wii Remote on a socket pair), and every check reads what the simulated device received or
-does, not only the adapter's state. Expiry is fired directly (`leases.expire` at a time past every
-deadline), so no test sleeps for a lease term. The federated remote device is checked at its wire:
-what it sends the remote gateway over MQTT.
+Each kind runs in-process against its simulator (the simulated controller, the Thymio's Aseba VM
+over TCP, the LEGO hub and the micro:bit on the virtual BLE radio, an SDL virtual pad, the simulated
+Kortex 3 arm over loopback, the simulated Wii Remote on a socket pair), and every check reads what
+the simulated device received or does, not only the adapter's state. Expiry is fired directly
+(`leases.expire` at a time past every deadline), so no test sleeps for a lease term. The federated
+remote device is checked at its wire: what it sends the remote gateway over MQTT.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import asyncio
 import math
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -32,6 +33,7 @@ from devices.kortex.adapter import KortexAdapter
 from devices.kortex.options import KortexOptions
 from devices.lego.adapter import LegoHubAdapter, LegoHubOptions
 from devices.microbit.adapter import MicrobitAdapter, MicrobitOptions
+from devices.sim.controller import SimController, SimOptions
 from devices.sim.kortex_arm import SimulatedArm
 from devices.wiimote.adapter import WiimoteAdapter
 from devices.wiimote.options import WiimoteOptions
@@ -45,6 +47,7 @@ from gateway.messages.generic import Led, Rumble
 from gateway.messages.kortex import Command as C61Command
 from gateway.messages.lego import LegoMotorSpeed
 from gateway.messages.microbit import MicrobitPin
+from gateway.messages.sim import SimOutputs
 from gateway.supervisor import Supervisor
 from tests.adapter_rig import AdapterRig
 
@@ -282,7 +285,35 @@ class Wiimote(Kind):
         self.adapter.simulator.power_off()
 
 
+class Sim(Kind):
+    """The simulated controller (`kind = "sim"`): the rumble in the outputs it publishes."""
+
+    def __init__(self) -> None:
+        self.rig = AdapterRig(SimController, "sim", SimOptions(rate_hz=20.0))
+
+    async def drive(self, client: str) -> None:
+        await self.command("rumble", Rumble(0.75, 0.25, 30.0), client)
+
+    def outputs(self) -> SimOutputs:
+        outputs: SimOutputs = self.rig.latest("outputs")
+        return outputs
+
+    def driven(self) -> bool:
+        return (self.outputs().rumble_low, self.outputs().rumble_high) == (0.75, 0.25)
+
+    def safe(self) -> bool:
+        return (self.outputs().rumble_low, self.outputs().rumble_high) == (0.0, 0.0)
+
+    async def lose(self) -> None:
+        self.adapter.options = replace(self.adapter.options, fail_after_s=1e-6)  # its fault injection
+
+    async def back(self) -> None:
+        self.adapter.options = replace(self.adapter.options, fail_after_s=0.0)
+        await self.start()
+
+
 KINDS: dict[str, Callable[[], Kind]] = {
+    "sim": Sim,
     "aseba": Aseba,
     "lego_hub": Lego,
     "microbit": Microbit,

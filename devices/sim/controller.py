@@ -2,7 +2,9 @@
 
 It lets the whole path (bus, sessions, servers, supervisor) run before any hardware adapter, and its
 fault options (`connect_delay_s`, `fail_after_s`, `command_latency_s`, `failing_commands`) let tests
-and demos show reconnects, timeouts and device errors.
+and demos show reconnects, timeouts and device errors. Its rumble is leased to the client that
+started it for its `duration_s` (the core's `gateway.core.lease` rule): it stops when that runs out,
+when the client leaves, on estop, on a simulated fault and at shutdown.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from devices.base import Adapter, Command
+from gateway.core.dispatch import CommandTable
+from gateway.core.lease import Lease, LeaseEnd, Leases
 from gateway.errors import DeviceError, InvalidArgument
 from gateway.messages.common import Time
 from gateway.messages.creos import ControllerState
@@ -81,13 +85,12 @@ class SimController(Adapter[SimOptions]):
     kind = "sim"
     options_class = SimOptions
     publishes = ("creos_messages/ControllerState", "hwgateway/SimOutputs")
-    accepts = ("led", "sound", "rumble")
 
     def __init__(self, ctx: Any, options: SimOptions) -> None:
         super().__init__(ctx, options)
         self._outputs = SimOutputs(leds=((0.0, 0.0, 0.0),) * options.leds)
-        self._rumble_owner: str | None = None
-        self._rumble_stop: asyncio.TimerHandle | None = None
+        #: The rumble's lease (one output, "rumble"), for the command's `duration_s`.
+        self.leases: Leases[str, Rumble] = Leases(ctx.device_id, self._on_lease_end, is_safe=_still)
 
     def capabilities(self) -> Mapping[str, Any]:
         """LED count and the generic outputs it has."""
@@ -98,6 +101,15 @@ class SimController(Adapter[SimOptions]):
         await asyncio.sleep(self.options.connect_delay_s)
         self.ctx.set_status("connected")
         self.ctx.publish("outputs", self._outputs)
+        try:
+            await self._serve()
+        except asyncio.CancelledError:
+            self.leases.end_all(LeaseEnd.SHUTDOWN)
+            raise
+        finally:
+            self.leases.end_all(LeaseEnd.DEVICE_LOST)  # a simulated fault; nothing left after a shutdown
+
+    async def _serve(self) -> None:
         period = 1.0 / self.options.rate_hz
         streams = ["state", *(f"state/{index}" for index in range(2, self.options.state_topics + 1))]
         started = next_tick = time.monotonic()
@@ -126,38 +138,44 @@ class SimController(Adapter[SimOptions]):
             await asyncio.sleep(self.options.command_latency_s)
         if command.type in self.options.failing_commands:
             raise DeviceError(f"simulated device fault while handling {command.type!r}")
-        message = command.message
-        outputs = self._outputs
-        if isinstance(message, Led):
-            if message.index >= self.options.leds:
-                raise InvalidArgument(
-                    f"data.index: {message.index} is not an LED of this device (it has {self.options.leds})"
-                )
-            leds = list(outputs.leds)
-            for index in range(len(leds)) if message.index < 0 else (message.index,):
-                leds[index] = message.rgb
-            outputs = replace(outputs, leds=tuple(leds))
-        elif isinstance(message, Sound):
-            outputs = replace(outputs, sound_frequency_hz=message.frequency_hz)
-        elif isinstance(message, Rumble):
-            outputs = replace(outputs, rumble_low=message.low, rumble_high=message.high)
-            self._hold_rumble(command.client_id, message.duration_s)
+        outputs: SimOutputs = await self.commands.run(self, command, f"device {self.ctx.device_id!r} (sim)")
         self._set_outputs(replace(outputs, last_command=command.type, commands_received=outputs.commands_received + 1))
         return {"outputs": command.type}
 
+    async def _led(self, command: Command) -> SimOutputs:
+        message: Led = command.message
+        if message.index >= self.options.leds:
+            raise InvalidArgument(
+                f"data.index: {message.index} is not an LED of this device (it has {self.options.leds})"
+            )
+        leds = list(self._outputs.leds)
+        for index in range(len(leds)) if message.index < 0 else (message.index,):
+            leds[index] = message.rgb
+        return replace(self._outputs, leds=tuple(leds))
+
+    async def _sound(self, command: Command) -> SimOutputs:
+        message: Sound = command.message
+        return replace(self._outputs, sound_frequency_hz=message.frequency_hz)
+
+    async def _rumble(self, command: Command) -> SimOutputs:
+        message: Rumble = command.message
+        if self.leases.take("rumble", command.client_id, message, term_s=message.duration_s) is None:
+            return replace(self._outputs, rumble_low=0.0, rumble_high=0.0)  # no duration or no strength: stopped
+        return replace(self._outputs, rumble_low=message.low, rumble_high=message.high)
+
     async def estop(self) -> None:
         """Silence and stop rumbling at once."""
+        self.leases.end_all(LeaseEnd.ESTOP)
         self._stop_rumble()
         self._set_outputs(replace(self._outputs, sound_frequency_hz=0.0, estopped=self._outputs.estopped + 1))
 
     def release(self, client_id: str) -> None:
         """A rumble is leased to the client that started it: it stops when that client leaves."""
-        if self._rumble_owner == client_id:
-            log.info("stopping rumble of departed client %s", client_id)
-            self._stop_rumble()
+        self.leases.release(client_id)
 
     async def close(self) -> None:
         """Stop the rumble before the gateway exits."""
+        self.leases.end_all(LeaseEnd.SHUTDOWN)
         self._stop_rumble()
 
     def outputs(self) -> Mapping[str, Any]:
@@ -169,20 +187,25 @@ class SimController(Adapter[SimOptions]):
             "sound_frequency_hz": out.sound_frequency_hz,
         }
 
-    def _hold_rumble(self, client_id: str, duration_s: float) -> None:
-        if self._rumble_stop is not None:
-            self._rumble_stop.cancel()
-        self._rumble_owner = client_id
-        self._rumble_stop = asyncio.get_running_loop().call_later(duration_s, self._stop_rumble)
+    def _on_lease_end(self, output: str, lease: Lease[Rumble], why: LeaseEnd) -> None:
+        """The rumble's lease ended (its duration is up, among others): the motors stop."""
+        self._stop_rumble()
 
     def _stop_rumble(self) -> None:
-        if self._rumble_stop is not None:
-            self._rumble_stop.cancel()
-        self._rumble_stop = None
-        self._rumble_owner = None
         if self._outputs.rumble_low or self._outputs.rumble_high:
             self._set_outputs(replace(self._outputs, rumble_low=0.0, rumble_high=0.0))
 
     def _set_outputs(self, outputs: SimOutputs) -> None:
         self._outputs = outputs
         self.ctx.publish("outputs", outputs)
+
+    #: Every command the simulated controller takes, and its handler.
+    commands: ClassVar[CommandTable[SimController, Command]] = CommandTable(
+        {"led": _led, "sound": _sound, "rumble": _rumble}
+    )
+    accepts = commands.types()
+
+
+def _still(rumble: Rumble) -> bool:
+    """No strength or no duration: the motors' safe value."""
+    return rumble.duration_s <= 0 or not (rumble.low or rumble.high)
