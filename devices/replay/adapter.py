@@ -21,16 +21,17 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import orjson
 
 from devices.base import Adapter, Command, DeviceContext
 from gateway.bus import DeviceStatus
 from gateway.config import DeviceConfig
+from gateway.core.dispatch import CommandTable
 from gateway.errors import DeviceUnavailable, GatewayError, InvalidArgument
 from gateway.messages import REGISTRY, from_plain, to_plain
-from gateway.messages.replay import ReplayPause, ReplayResume, ReplaySeek, ReplaySpeed, ReplayState
+from gateway.messages.replay import ReplaySpeed, ReplayState
 from gateway.record.channels import DEVICE_TOPIC
 from gateway.record.replay_source import Recorded, Recording
 from gateway.record.replay_stream import StreamedRecording, open_recording
@@ -43,7 +44,6 @@ log = logging.getLogger(__name__)
 MAX_BURST = 64
 #: A loop over the recording starts again at most this often, s (a file of one message, or one instant).
 MIN_LOOP_S = 0.1
-CONTROL_TYPES = ("hwgateway/ReplayPause", "hwgateway/ReplayResume", "hwgateway/ReplaySeek", "hwgateway/ReplaySpeed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,27 +356,34 @@ class ReplayAdapter(Adapter[ReplayOptions]):
 
     async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
         """Seek, pause, resume or change speed; refuse anything else as `unavailable`."""
-        if not len(self._source) and command.type in CONTROL_TYPES:
+        controls = self.controls.types()
+        if not len(self._source) and command.type in controls:
             raise DeviceUnavailable(f"device {self.ctx.device_id!r} has not loaded {self.options.file} yet")
-        message = command.message
-        if isinstance(message, ReplaySeek):
-            applied = self._do_seek(message.position_s)
-        elif isinstance(message, ReplayPause):
-            applied = self._do_pause()
-        elif isinstance(message, ReplayResume):
-            applied = self._do_resume()
-        elif isinstance(message, ReplaySpeed):
-            self._seek(self._position_ns())
-            applied = f"speed {self.speed:g} -> {message.speed:g}"
-            self.speed = message.speed
-        else:
+        if command.type not in controls:
             raise DeviceUnavailable(
                 f"device {self.ctx.device_id!r} replays {Path(self.options.file).name}; "
-                f"it cannot carry out {command.type!r} (it takes {', '.join(CONTROL_TYPES)})"
+                f"it cannot carry out {command.type!r} (it takes {', '.join(controls)})"
             )
+        applied: str = await self.controls.run(self, command)
         state = ReplayState(self._state, self._position_ns() / 1e9, self._duration_ns() / 1e9, self.speed,
                             self.options.loop, applied)  # fmt: skip
         return to_plain(state)
+
+    async def _seek_command(self, command: Command) -> str:
+        return self._do_seek(command.message.position_s)
+
+    async def _pause_command(self, command: Command) -> str:
+        return self._do_pause()
+
+    async def _resume_command(self, command: Command) -> str:
+        return self._do_resume()
+
+    async def _speed_command(self, command: Command) -> str:
+        message: ReplaySpeed = command.message
+        self._seek(self._position_ns())
+        applied = f"speed {self.speed:g} -> {message.speed:g}"
+        self.speed = message.speed
+        return applied
 
     def _do_seek(self, position_s: float) -> str:
         duration_s = self._duration_ns() / 1e9
@@ -407,6 +414,16 @@ class ReplayAdapter(Adapter[ReplayOptions]):
         self._state = "playing"
         self._seek(self._anchor_ns)
         return f"resumed at {self._anchor_ns / 1e9:.3f} s"
+
+    #: The replay's own commands, and their handlers (every other type is refused as `unavailable`).
+    controls: ClassVar[CommandTable[ReplayAdapter, Command]] = CommandTable(
+        {
+            "hwgateway/ReplayPause": _pause_command,
+            "hwgateway/ReplayResume": _resume_command,
+            "hwgateway/ReplaySeek": _seek_command,
+            "hwgateway/ReplaySpeed": _speed_command,
+        }
+    )
 
 
 #: Recorded statuses a replayed device takes (`stopped` belongs to the live gateway's shutdown).
