@@ -192,3 +192,16 @@ def test_outputs_leased_when_the_device_was_lost_get_their_safe_value_again_when
     assert table.restore_safe() == []  # once
     table.end_all(LeaseEnd.SHUTDOWN)
     assert table.restore_safe() == []  # only a lost device's leases are restored
+
+
+def test_one_output_lost_alone_is_restored_alone(fake: FakeTime) -> None:
+    applied: Applied = []
+    table = leases(fake, applied, term_s=None)
+    table.take("node1/left", "alice", 1)
+    table.take("node2/left", "alice", 1)
+    assert table.end("node1/left", LeaseEnd.DEVICE_LOST)  # one node of a link went away
+    assert table.holders() == {"node2/left": "alice"}
+    applied.clear()
+    assert table.restore_safe(lambda key: key.startswith("node2/")) == []
+    assert table.restore_safe(lambda key: key.startswith("node1/")) == ["node1/left"]
+    assert [key for key, _, _ in applied] == ["node1/left"]

@@ -262,10 +262,13 @@ class AsebaAdapter(Adapter[AsebaOptions]):
 
     async def estop(self) -> None:
         """Stop the motors of every node on the link (leased or not)."""
-        self.leases.end_all(LeaseEnd.ESTOP)
+        leased = set(self.leases.end_all(LeaseEnd.ESTOP))
         network = self.network
         if network is not None:
-            self._stop_motors(list(network.nodes))
+            for node_id in list(network.nodes):
+                for name in MOTOR_VARIABLES:
+                    if (node_id, name) not in leased:
+                        self._zero_motor(node_id, name)
             await network.drain()
 
     def release(self, client_id: str) -> None:
@@ -320,6 +323,9 @@ class AsebaAdapter(Adapter[AsebaOptions]):
 
     def _on_node(self, node: NodeState) -> None:
         if not node.connected:
+            # Its motors are nobody's any more; when it comes back they are set to 0 again.
+            for motor in [motor for motor in self.leases if motor[0] == node.id]:
+                self.leases.end(motor, LeaseEnd.DEVICE_LOST)
             # A node that comes back (rebooted, back in radio range) may have lost the program.
             self.programs.pop(node.id, None)
             self.scripts.pop(node.id, None)

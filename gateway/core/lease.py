@@ -173,6 +173,8 @@ class Leases(Generic[K, V]):
         lease = self._leases.pop(key, None)
         if lease is None:
             return False
+        if why is LeaseEnd.DEVICE_LOST:
+            self._lost[key] = lease
         self._reschedule()
         self._safe(key, lease, why)
         return True
