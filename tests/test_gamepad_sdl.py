@@ -412,6 +412,20 @@ async def test_rumble_is_leased_to_its_client_and_estop_and_shutdown_stop_it(sdl
     await until(lambda: pad.calls.count(("Rumble", (0, 0))) == 2, "shutdown to stop the rumble")
 
 
+async def test_one_kind_of_rumble_ending_leaves_the_other_running(sdl: SdlBackend, devices) -> None:
+    pad = await attach(sdl, "Two Motor Pad")
+    device = devices()
+    await connected(device)
+    await device.command("rumble", Rumble(duration_s=30.0), client="c1")
+    await device.command("hwgateway/GamepadTriggerRumble", GamepadTriggerRumble(duration_s=30.0), client="c2")
+    device.adapter.release("c1")
+    await until(lambda: ("Rumble", (0, 0)) in pad.calls, "c1's rumble to stop")
+    device.adapter.leases.expire(now=float("inf"))  # c2's trigger rumble runs out
+    await until(lambda: ("RumbleTriggers", (0, 0)) in pad.calls, "the trigger rumble to stop")
+    stops = [call for call in pad.calls if call[1] == (0, 0)]
+    assert stops == [("Rumble", (0, 0)), ("RumbleTriggers", (0, 0))]  # each stopped once, when its lease ended
+
+
 async def test_commands_without_a_pad_are_unavailable(sdl: SdlBackend, devices) -> None:
     device = devices(name_contains="nothing like this")
     await until(lambda: device.status[1].startswith("waiting"), "waiting")

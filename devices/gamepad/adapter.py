@@ -172,6 +172,9 @@ def _info_message(pad: PadInfo | None) -> GamepadInfo:
     )
 
 
+TRIGGER_RUMBLE = "hwgateway/GamepadTriggerRumble"
+
+
 class GamepadAdapter(Adapter[GamepadOptions]):
     """A game controller through SDL2: ControllerState out; rumble, trigger rumble, LED, player index in."""
 
@@ -190,7 +193,7 @@ class GamepadAdapter(Adapter[GamepadOptions]):
         self._raw: RawPad | None = None
         self._last: tuple[tuple[float, ...], tuple[int, ...]] | None = None
         self._timer: asyncio.TimerHandle | None = None
-        #: Rumble leases by command type ("rumble", trigger rumble); the value is (motor, motor, ms).
+        #: Rumble leases by command type ("rumble", `TRIGGER_RUMBLE`); the value is (motor, motor, ms).
         self.leases: Leases[str, tuple[int, int, int]] = Leases(ctx.device_id, self._on_lease_end, is_safe=_still)
 
     def capabilities(self) -> Mapping[str, Any]:
@@ -313,8 +316,8 @@ class GamepadAdapter(Adapter[GamepadOptions]):
 
     async def estop(self) -> None:
         """Stop the motors now (queued to the SDL thread, not awaited), leased or not."""
-        if not self.leases.end_all(LeaseEnd.ESTOP):
-            self._stop_rumble()
+        self.leases.end_all(LeaseEnd.ESTOP)
+        self._stop_rumble()  # both kinds, leased or not (SDL sends a stop only to a motor still running)
 
     def release(self, client_id: str) -> None:
         """A rumble is leased to the client that started it: it stops early when that client leaves."""
@@ -417,19 +420,20 @@ class GamepadAdapter(Adapter[GamepadOptions]):
         self.leases.take(command.type, command.client_id, motors, term_s=motors[2] / 1000.0)
 
     def _on_lease_end(self, kind: str, lease: Lease[tuple[int, int, int]], why: LeaseEnd) -> None:
-        """A rumble's lease ended: both kinds of motor stop (queued to the SDL thread, not awaited)."""
-        self._stop_rumble()
+        """A rumble's lease ended: its motors stop (queued to the SDL thread, not awaited)."""
+        triggers = kind == TRIGGER_RUMBLE
+        self._stop_rumble(motors=not triggers, triggers=triggers)
 
-    def _stop_rumble(self) -> None:
+    def _stop_rumble(self, motors: bool = True, triggers: bool = True) -> None:
         if self._backend is not None and self._claim is not None:
-            self._backend.stop_rumble(self._claim)
+            self._backend.stop_rumble(self._claim, motors, triggers)
 
     #: Every command the pad takes, and its handler.
     commands: ClassVar[CommandTable[GamepadAdapter, Command]] = CommandTable(
         {
             "rumble": _rumble,
             "led": _led,
-            "hwgateway/GamepadTriggerRumble": _trigger_rumble,
+            TRIGGER_RUMBLE: _trigger_rumble,
             "hwgateway/GamepadPlayerIndex": _player_index,
         }
     )

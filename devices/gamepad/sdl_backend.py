@@ -253,9 +253,9 @@ class SdlBackend:
         """Set the claim's pad's player index (-1: none)."""
         await self.call(lambda: self._set_player_index(claim, index))
 
-    def stop_rumble(self, claim: Claim) -> None:
-        """Stop both kinds of rumble on the claim's pad at once; no waiting (e-stop, departed client)."""
-        self.submit(lambda: self._stop_rumble(claim))
+    def stop_rumble(self, claim: Claim, motors: bool = True, triggers: bool = True) -> None:
+        """Stop the rumble (`motors`) and trigger rumble (`triggers`) on the claim's pad at once; no waiting."""
+        self.submit(lambda: self._stop_rumble(claim, motors, triggers))
 
     async def attach_virtual(
         self, spec: VirtualSpec, on_output: Callable[[Any], None] | None = None, motion: bool = False
@@ -543,18 +543,21 @@ class SdlBackend:
         else:
             pad.rumble_until = until
 
-    def _stop_rumble(self, claim: Claim) -> None:
+    def _stop_rumble(self, claim: Claim, motors: bool, triggers: bool) -> None:
         if claim.pad is not None:
-            self._stop_pad_rumble(claim.pad)
+            self._stop_pad_rumble(claim.pad, motors, triggers)
 
-    def _stop_pad_rumble(self, pad: OpenPad) -> None:
+    def _stop_pad_rumble(self, pad: OpenPad, motors: bool = True, triggers: bool = True) -> None:
         # Only a motor that may still run gets a stop, so an expired rumble sees no second (0, 0).
         now = time.monotonic()
-        if pad.rumble_until > now:
-            sdl2.SDL_GameControllerRumble(pad.controller, 0, 0, 0)
-        if pad.trigger_rumble_until > now:
-            sdl2.SDL_GameControllerRumbleTriggers(pad.controller, 0, 0, 0)
-        pad.rumble_until = pad.trigger_rumble_until = 0.0
+        if motors:
+            if pad.rumble_until > now:
+                sdl2.SDL_GameControllerRumble(pad.controller, 0, 0, 0)
+            pad.rumble_until = 0.0
+        if triggers:
+            if pad.trigger_rumble_until > now:
+                sdl2.SDL_GameControllerRumbleTriggers(pad.controller, 0, 0, 0)
+            pad.trigger_rumble_until = 0.0
 
     def _set_led(self, claim: Claim, red: int, green: int, blue: int) -> None:
         if sdl2.SDL_GameControllerSetLED(self._pad_of(claim).controller, red, green, blue) < 0:
