@@ -203,6 +203,7 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
         try:
             await self._set_up(link)
             self.leases.restore_safe()  # pins keep their level across a lost link
+            await self._safe_writes_done()  # before any command can set them again
             names = self.capabilities()["services"]
             self.ctx.set_status("connected", f"{link.address}, services: {', '.join(names) or 'none'}")
             await link.until_lost()
