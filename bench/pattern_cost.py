@@ -4,8 +4,12 @@ Method: one process, no daemon. Two measurements, each as the median of `--repea
 thread's CPU time (`time.thread_time`, so other programs on the machine do not count):
 
 - **match**: `gateway.topics.matches` of each of the three worst patterns the limits allow (84
-  merged `**`, four `**` between literals, 31 `*` and a `**`) against a five-segment topic that none
-  of them matches, µs per match; the baseline is a literal five-segment pattern against the same topic.
+  merged `**`, four `**` between literals, 31 `*` and a `**`), µs per match, against two topics:
+  `short`, five segments that none of them matches (the old test's), and `deep`, 121 segments
+  ending in `zz` with no `c`, which passes every quick rejection and makes `**/a/**/b/**/c/**/zz`
+  backtrack. The baseline is a plain pattern against the same topic: for `short` a literal one of
+  five segments differing in the last, for `deep` `a/**/zz` (a literal cannot have 121 segments),
+  which walks the topic once.
 - **subscribe**: a bus holding 64 five-segment topics; one subscriber subscribes to the worst
   patterns (63 of them, as `tests/test_abuse.py` sends), lists the topics they match, and each
   topic is published once (each publish routes through the patterns); the baseline is the same
@@ -38,8 +42,10 @@ from gateway.topics import matches  # noqa: E402
 
 #: The costliest patterns the limits allow (`tests/test_topics.py` checks what they match).
 WORST = ["/".join(["**"] * 84 + ["zz"]), "**/a/**/b/**/c/**/zz", "/".join(["*"] * 31 + ["**"])]
-TOPIC = "/".join(["a"] * 4 + ["b" * 200])
-LITERAL = "/".join(["a"] * 4 + ["c"])
+TOPICS_TO_MATCH = {"short": "/".join(["a"] * 4 + ["b" * 200]), "deep": "/".join(["a", "b"] * 60 + ["zz"])}
+#: The plain pattern each topic is also matched against, for scale.
+LITERALS = {"short": "/".join(["a"] * 4 + ["c"]), "deep": "a/**/zz"}
+LITERAL = LITERALS["short"]
 TOPICS = [f"dev-{d}/group-{g}/part/leaf/value" for d in range(8) for g in range(8)]
 MATCHES_PER_RUN = 1000
 
@@ -51,12 +57,12 @@ def thread_cpu(work: Callable[[], None]) -> float:
     return time.thread_time() - started
 
 
-def match_us(pattern: str) -> float:
-    """µs of CPU per `matches(pattern, TOPIC)`, over `MATCHES_PER_RUN` calls."""
+def match_us(pattern: str, topic: str) -> float:
+    """µs of CPU per `matches(pattern, topic)`, over `MATCHES_PER_RUN` calls."""
 
     def run() -> None:
         for _ in range(MATCHES_PER_RUN):
-            matches(pattern, TOPIC)
+            matches(pattern, topic)
 
     return thread_cpu(run) / MATCHES_PER_RUN * 1e6
 
@@ -83,12 +89,13 @@ def subscribe_ms(patterns: list[str], attempt: int) -> float:
 
 def measure(repeats: int) -> dict[str, Any]:
     """Medians of `repeats` runs of every measurement, and the worst/baseline ratios."""
-    match_runs: dict[str, list[float]] = {name: [] for name in ("literal", "worst-0", "worst-1", "worst-2")}
+    patterns = {"literal": "", **{f"worst-{index}": pattern for index, pattern in enumerate(WORST)}}
+    match_runs: dict[str, list[float]] = {f"{t} {p}": [] for t in TOPICS_TO_MATCH for p in patterns}
     subscribe_runs: dict[str, list[float]] = {"literal": [], "worst": []}
     for repeat in range(repeats):
-        match_runs["literal"].append(match_us(LITERAL))
-        for index, pattern in enumerate(WORST):
-            match_runs[f"worst-{index}"].append(match_us(pattern))
+        for topic_name, topic in TOPICS_TO_MATCH.items():
+            for name, pattern in patterns.items():
+                match_runs[f"{topic_name} {name}"].append(match_us(pattern or LITERALS[topic_name], topic))
         subscribe_runs["literal"].append(subscribe_ms([LITERAL], repeat))
         subscribe_runs["worst"].append(subscribe_ms(WORST * 21, repeat))
     match = {name: statistics.median(runs) for name, runs in match_runs.items()}
@@ -96,7 +103,9 @@ def measure(repeats: int) -> dict[str, Any]:
     return {
         "repeats": repeats,
         "match_us_median": match,
-        "match_ratio_to_literal": {name: match[name] / match["literal"] for name in match if name != "literal"},
+        "match_ratio_to_literal": {
+            name: match[name] / match[f"{name.split()[0]} literal"] for name in match if "literal" not in name
+        },
         "subscribe_ms_median": subscribe,
         "subscribe_ratio_to_literal": subscribe["worst"] / subscribe["literal"],
         "budget_ms": {"worst match": max(match.values()) / 1000, "worst subscribe": subscribe["worst"]},
