@@ -142,15 +142,14 @@ async def main(samples: int) -> None:
         bare_p50 = statistics.median(results[f"{device}_bare"])
         print({"ratio": f"{device} adapter/bare p50", "value": round(adapter_p50 / bare_p50, 3)})
     writes = await refused_and_accepted_writes(bare_mb, samples)
-    overshoots = await timeout_overshoots(radio, max(5, samples // 30))
-    for name, values in {**writes, **overshoots}.items():
+    timings = {**writes, **await timeout_overshoots(radio, max(5, samples // 30))}
+    for name, values in timings.items():
         print(summary(name, values))
     for ratio, (top, bottom) in {
         "refused/accepted write p50": ("att_refused_write", "att_accepted_write"),
         "scan/bare timeout overshoot p50": ("scan_overshoot", "bare_timeout_overshoot"),
     }.items():
-        values = {**writes, **overshoots}
-        print({"ratio": ratio, "value": round(statistics.median(values[top]) / statistics.median(values[bottom]), 3)})
+        print({"ratio": ratio, "value": round(statistics.median(timings[top]) / statistics.median(timings[bottom]), 3)})
     await bare_mb.disconnect()
     await bare_hub.disconnect()
     for task in tasks:
