@@ -18,6 +18,10 @@ ratios of the abused side to its baseline from the same run:
   Also the seconds from the last byte sent to the close, against `read_timeout_s` (ratio).
 - **refusal**: a msgpack header announcing 4 GiB: the time until the close (ms), against a ping's
   round trip on a fresh connection (the bare cost of a connection's first exchange).
+- **stall**: a `sim` device at 1 kHz; a msgpack/TCP client (32 KiB receive buffer) subscribed to
+  it reads nothing for `STALL_S` while the daemon's RSS is sampled every 0.25 s: the highest RSS
+  over the window's start (MiB), against the same window with the client reading (**reading**).
+  The old test bound (`test_slow_client.py`): a stalled client's growth under 8 MiB.
 
 Run:  scripts/loopback-only.sh .venv/bin/python bench/abuse.py [--repeats 3] [--pings 200] [--rounds 4]
 """
@@ -185,6 +189,52 @@ async def refusal(tmp_path: Path, repeats: int) -> dict[str, Any]:
     return {"median": median, "refused/first ping": median["refused_ms"] / median["first_ping_ms"]}
 
 
+STALL_S = 5.0
+FAST_DEVICE = '[devices.fast]\nkind = "sim"\nrate_hz = 1000.0\n'
+
+
+async def stall_window(gateway: RunningGateway, reading: bool) -> float:
+    """The daemon's RSS growth (MiB) over `STALL_S` with one 1 kHz subscriber reading or not."""
+    process = psutil.Process(gateway.proc.pid)
+    client = await connect(gateway, "tcp", receive_buffer=32 * 1024)
+    await client.ok("subscribe", topics=["fast/**"])
+    await asyncio.sleep(0.5)
+    drain = asyncio.create_task(_read_forever(client)) if reading else None
+    before = _rss_mib(process)
+    peak = before
+    for _ in range(int(STALL_S / 0.25)):
+        await asyncio.sleep(0.25)
+        peak = max(peak, _rss_mib(process))
+    if drain is not None:
+        drain.cancel()
+    await client.close()
+    await asyncio.sleep(0.5)
+    return peak - before
+
+
+async def _read_forever(client: Any) -> None:
+    while True:
+        await client.receive(30)
+
+
+async def stall(tmp_path: Path, repeats: int) -> dict[str, Any]:
+    """Stalled and reading windows, alternating, on one daemon with a 1 kHz device."""
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, FAST_DEVICE))
+    runs: dict[str, list[float]] = {"stalled": [], "reading": []}
+    try:
+        await asyncio.sleep(0.5)
+        for repeat in range(repeats):
+            for side in ("stalled", "reading") if repeat % 2 == 0 else ("reading", "stalled"):
+                runs[side].append(await stall_window(gateway, reading=side == "reading"))
+    finally:
+        await gateway.stop()
+    median = {f"{side}_rss_growth_mib": statistics.median(values) for side, values in runs.items()}
+    return {
+        "median": median,
+        "stalled - reading (MiB)": median["stalled_rss_growth_mib"] - median["reading_rss_growth_mib"],
+    }
+
+
 async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as folder:
         tmp_path = Path(folder)
@@ -192,6 +242,7 @@ async def main(args: argparse.Namespace) -> None:
             "pings": await pings(tmp_path, args.repeats, args.pings),
             "partial": await partial(tmp_path, args.repeats, args.rounds),
             "refusal": await refusal(tmp_path, args.repeats),
+            "stall": await stall(tmp_path, args.repeats),
         }
     report["load_average"] = list(psutil.getloadavg())
     print(json.dumps(report, indent=2))
