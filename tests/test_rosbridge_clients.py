@@ -143,8 +143,9 @@ async def test_roslib_unchanged_with_json_cbor_and_fragments(demo: RunningGatewa
         assert len(result["wiimoteLast"]["buttons"]) == 11
         assert result["thymioCount"] >= 3
         assert result["thymioLast"]["source"] == 1
-        # sim-pad publishes 100 Hz: 200 ms throttling leaves about 10 in 2 s.
-        assert 5 <= result["throttledCount"] <= 14, result["throttledCount"]
+        # sim-pad publishes 100 Hz: 200 ms throttling leaves about 10 in 2 s (a busy machine fewer,
+        # never more; unthrottled it would be 200).
+        assert 1 <= result["throttledCount"] <= 14, result["throttledCount"]
         assert result["leds"]["ok"]
         assert result["leds"]["values"]["data"][:8] == [32] * 8
         assert not result["missingVariable"]["ok"]
