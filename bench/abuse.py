@@ -5,7 +5,8 @@ config) on loopback. Three measurements, each run `--repeats` times; medians are
 ratios of the abused side to its baseline from the same run:
 
 - **pings**: another client's pings over msgpack/TCP (one at a time, 5 ms apart, `--pings` per
-  window): round trip p50/p99 (ms) and the daemon's CPU per ping (µs, psutil user + system),
+  window): round trip p50/p99 (ms) and the daemon's CPU per ping (µs: psutil user + system of
+  the whole daemon over the window, its 50 Hz device included, divided by the pings),
   **quiet** (no other client) against **flooded** (a client that floods rejected requests over
   msgpack/TCP with a 4 KiB receive buffer and never reads, so the gateway has stopped reading it).
   The two windows alternate in order between repeats. The old test bound: flooded p99 under 10 ms
