@@ -6,8 +6,13 @@ the micro:bit with bleak alone (`BleLink.open`), (2) an LED matrix write with re
 `microbit` adapter's `handle_command` (the gateway's path without the client protocol) against the
 same write through a bare `BleakClient.write_gatt_char`, and (3) a LEGO StartSpeed through the
 `lego_hub` adapter (write plus waiting for the hub's Port Output Command Feedback) against a bare
-bleak write of the same bytes followed by waiting for the feedback notification. Medians and p99
-over every sample, and the ratios adapter/bare. The radio is simulated, so the figures are the
+bleak write of the same bytes followed by waiting for the feedback notification. Then (4) a write
+the peer refuses (21 bytes to the micro:bit's 20-byte LED text: an ATT error response, raised as
+`AttError`) against a write it accepts, on the same bare client, and (5) a scan for a name nobody
+advertises (`find_device`, 0.3 s timeout) against a bare `asyncio.timeout(0.3)`: how far past its
+timeout each ends, in ms. (4) and (5) were tests' wall-clock bounds until issue 34: an ATT error
+under 0.5 s, a 0.3 s scan ending within 1.5 s. Medians and p99 over every sample, and the ratios
+adapter/bare, refused/accepted and scan/bare. The radio is simulated, so the figures are the
 software's cost, not air time: a real link adds 7.5-50 ms connection intervals per round trip.
 
 Run:  scripts/loopback-only.sh .venv/bin/python bench/ble.py [--samples 300]
@@ -27,11 +32,13 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bleak import BleakClient  # noqa: E402 - after the path fix above
+import contextlib  # noqa: E402 - after the path fix above
+
+from bleak import BleakClient  # noqa: E402
 
 from devices.base import Command, DeviceContext  # noqa: E402
-from devices.ble.bumble_backend import BumbleClient  # noqa: E402
-from devices.ble.link import Backend, BleLink, Selector  # noqa: E402
+from devices.ble.bumble_backend import AttError, BumbleClient  # noqa: E402
+from devices.ble.link import Backend, BleLink, BleNotFound, Selector, find_device  # noqa: E402
 from devices.ble.virtual_radio import shared_radio  # noqa: E402
 from devices.lego.adapter import LegoHubAdapter, LegoHubOptions  # noqa: E402
 from devices.microbit.adapter import MicrobitAdapter, MicrobitOptions  # noqa: E402
@@ -134,6 +141,15 @@ async def main(samples: int) -> None:
         adapter_p50 = statistics.median(results[f"{device}_adapter"])
         bare_p50 = statistics.median(results[f"{device}_bare"])
         print({"ratio": f"{device} adapter/bare p50", "value": round(adapter_p50 / bare_p50, 3)})
+    writes = await refused_and_accepted_writes(bare_mb, samples)
+    timings = {**writes, **await timeout_overshoots(radio, max(5, samples // 30))}
+    for name, values in timings.items():
+        print(summary(name, values))
+    for ratio, (top, bottom) in {
+        "refused/accepted write p50": ("att_refused_write", "att_accepted_write"),
+        "scan/bare timeout overshoot p50": ("scan_overshoot", "bare_timeout_overshoot"),
+    }.items():
+        print({"ratio": ratio, "value": round(statistics.median(timings[top]) / statistics.median(timings[bottom]), 3)})
     await bare_mb.disconnect()
     await bare_hub.disconnect()
     for task in tasks:
@@ -143,6 +159,39 @@ async def main(samples: int) -> None:
     await hub.close()
     await mb_peer.stop()
     await hub_peer.stop()
+
+
+async def refused_and_accepted_writes(client: BleakClient, samples: int) -> dict[str, list[float]]:
+    """Seconds of a LED-text write the peer refuses (21 bytes, ATT error 0x0D) and of one it accepts (20)."""
+    results: dict[str, list[float]] = {"att_refused_write": [], "att_accepted_write": []}
+    for index in range(samples):
+        for refused in (True, False) if index % 2 == 0 else (False, True):
+            begin = time.perf_counter()
+            if refused:
+                with contextlib.suppress(AttError):
+                    await client.write_gatt_char(mb.LED_TEXT, b"x" * 21, response=True)
+                    raise RuntimeError("the peer accepted 21 bytes of LED text")
+            else:
+                await client.write_gatt_char(mb.LED_TEXT, b"x" * 20, response=True)
+            results["att_refused_write" if refused else "att_accepted_write"].append(time.perf_counter() - begin)
+    return results
+
+
+async def timeout_overshoots(radio: Any, rounds: int) -> dict[str, list[float]]:
+    """Seconds past 0.3 s that a scan for nobody ends, and that a bare `asyncio.timeout(0.3)` does."""
+    results: dict[str, list[float]] = {"scan_overshoot": [], "bare_timeout_overshoot": []}
+    for index in range(rounds):
+        for scan in (True, False) if index % 2 == 0 else (False, True):
+            begin = time.perf_counter()
+            if scan:
+                with contextlib.suppress(BleNotFound):
+                    await find_device(Selector(name="nobody"), 0.3, Backend.virtual(radio))
+            else:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(0.3):
+                        await asyncio.get_running_loop().create_future()
+            results["scan_overshoot" if scan else "bare_timeout_overshoot"].append(time.perf_counter() - begin - 0.3)
+    return results
 
 
 if __name__ == "__main__":

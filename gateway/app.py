@@ -313,6 +313,8 @@ class Gateway:
             "loop_lag_max_ms": round(self.monitor.max_lag * 1000, 3),
             "adapter_tasks_alive": tasks_alive,
             "clients": len(self.hub.sessions),
+            # Bytes of unfinished requests all connections hold now (within server.max_partial_bytes).
+            "partial_bytes": self.limits.partial_bytes,
             "devices": [
                 {"id": h.id, "kind": h.kind, "status": h.status, "detail": h.detail, "reconnects": h.reconnects}
                 for h in self.supervisor.devices.values()

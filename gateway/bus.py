@@ -167,8 +167,10 @@ class Subscription:
 class Subscriber:
     """A client's view of the bus: its subscriptions and its coalescing mailbox."""
 
-    def __init__(self, name: str, encoding: str) -> None:
+    def __init__(self, name: str, encoding: str, clock: Callable[[], float] = time.monotonic) -> None:
+        """`clock` (s) is the time `take_due` is given: the outbox passes `time.monotonic()`; tests their own."""
         self.name = name
+        self._clock = clock
         #: The encoding of the face serving this subscriber (informational: faces frame items themselves).
         self.encoding = encoding
         #: Writes an item to the client at once, or returns False when the client is backed up.
@@ -250,7 +252,7 @@ class Subscriber:
         if min_interval:
             self._intervals[key] = min_interval
             # A slot already held back has its wake-up timer set; only a new one needs the writer.
-            if was_pending and self._not_before.get(key, 0.0) > time.monotonic():
+            if was_pending and self._not_before.get(key, 0.0) > self._clock():
                 return
         else:
             self._intervals.pop(key, None)

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +47,16 @@ class Notifier:
             self._socket.close()
             self._socket = None
 
-    async def watchdog(self, healthy: Callable[[], bool], status: Callable[[], str]) -> None:
-        """Ping `WATCHDOG=1` every half watchdog interval while `healthy()`; refresh `STATUS=` each tick."""
+    async def watchdog(
+        self,
+        healthy: Callable[[], bool],
+        status: Callable[[], str],
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        """Ping `WATCHDOG=1` every half watchdog interval while `healthy()`; refresh `STATUS=` each tick.
+
+        `sleep(seconds)` waits between ticks (tests pass one they release by hand).
+        """
         if self.watchdog_interval is None:
             return
         period = self.watchdog_interval / 2
@@ -58,7 +66,7 @@ class Notifier:
             else:
                 log.warning("unhealthy: withholding the watchdog ping")
                 self.notify(f"STATUS=unhealthy: {status()}")
-            await asyncio.sleep(period)
+            await sleep(period)
 
 
 def _watchdog_interval(env: Mapping[str, str]) -> float | None:

@@ -1,4 +1,9 @@
-"""Hostile and clumsy clients against the real daemon, on every transport: every resource stays bounded."""
+"""Hostile and clumsy clients against the real daemon, on every transport: every resource stays bounded.
+
+The bounds here are counts (bytes of unfinished requests the gateway holds, refusals, connections)
+and outcomes (who is closed, why, and that everyone else is still answered). What the abuse costs in
+time, CPU and resident memory is measured against the same daemon unabused by `bench/abuse.py`.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +11,12 @@ import asyncio
 import json
 import re
 import resource
-import statistics
-import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import msgpack
-import psutil
 import pytest
 import websockets
 
@@ -33,53 +37,47 @@ from tests.abuse_clients import (
 from tests.harness import TRANSPORTS, RunningGateway, TransportName, connect, gateway_config, start_gateway
 
 MiB = 1024 * 1024
+#: Each held connection sends this much of a value announced at 1 MiB, and stops.
+HALF = 512 * 1024
 
 
-def _rss(gateway: RunningGateway) -> int:
-    return int(psutil.Process(gateway.proc.pid).memory_info().rss)
-
-
-async def _ping_rtts(gateway: RunningGateway, count: int, transport: TransportName = "ws") -> list[float]:
+async def _pings_answered(gateway: RunningGateway, count: int, transport: TransportName = "ws") -> None:
+    """A new client of `transport` pings `count` times; each is answered (the harness's timeout guards a hang)."""
     client = await connect(gateway, transport)
-    rtts = []
     for _ in range(count):
-        started = time.perf_counter()
-        await client.ok("ping")
-        rtts.append(time.perf_counter() - started)
-        await asyncio.sleep(0.005)
+        assert (await client.ok("ping"))["pong"] is True
     await client.close()
-    return rtts
 
 
-def _cpu_s(gateway: RunningGateway) -> float:
-    """The daemon's CPU time so far (user + system, s)."""
-    times = psutil.Process(gateway.proc.pid).cpu_times()
-    return float(times.user + times.system)
+async def _health(gateway: RunningGateway) -> dict[str, Any]:
+    async with aiohttp.ClientSession() as http, http.get(f"{gateway.base_url}/healthz") as response:
+        body: dict[str, Any] = await response.json()
+        return body
 
 
-#: The issue's bound on another client's ping p99 while a never-reading client floods (s).
-PING_P99_S = 0.010
-
-
-def _p99(values: list[float]) -> float:
-    return statistics.quantiles(values, n=100)[98]
+async def _partial_bytes_reach(gateway: RunningGateway, wanted: Callable[[int], bool]) -> int:
+    """The gateway's bytes of unfinished requests (`/healthz`) once `wanted` holds for them."""
+    async with asyncio.timeout(10):  # guards a hang only: the reads are quick
+        while True:
+            held = int((await _health(gateway))["partial_bytes"])
+            if wanted(held):
+                return held
+            await asyncio.sleep(0.05)
 
 
 # -- partial requests ---------------------------------------------------------------------------
 
 
-async def _hold_partial_requests_until_dropped(gateway: RunningGateway, transport: TransportName) -> tuple[int, int]:
-    """24 connections each send half of a 1 MiB value and stop; return the daemon's RSS at peak and after."""
+async def _hold_partial_requests_until_dropped(gateway: RunningGateway, transport: TransportName) -> int:
+    """24 connections each send half of a 1 MiB value and stop; return the bytes the gateway held of them."""
     held = []
     for _ in range(24):  # 12 MiB, within server.max_partial_bytes (16 MiB)
         reader, writer = await open_raw(gateway, transport)
         head = ws_frame_header(MiB - 64) if transport == "ws" else b"\xc6" + (MiB - 64).to_bytes(4, "big")
-        writer.write(head + b"x" * (512 * 1024))
+        writer.write(head + b"x" * HALF)
         await writer.drain()
         held.append((reader, writer))
-    await asyncio.sleep(0.3)
-    peak = _rss(gateway)
-    started = time.monotonic()
+    peak = await _partial_bytes_reach(gateway, lambda held: held >= 24 * HALF)
     for reader, writer in held:
         sent = await read_until_closed(reader, timeout=5.0)
         assert close_of(transport, sent) == {
@@ -89,30 +87,23 @@ async def _hold_partial_requests_until_dropped(gateway: RunningGateway, transpor
             "(server.read_timeout_s)",
         }
         writer.close()
-    assert time.monotonic() - started < 3.0
-    await asyncio.sleep(0.5)
-    return peak, _rss(gateway)
+    await _partial_bytes_reach(gateway, lambda held: held == 0)
+    return peak
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_partial_requests_are_dropped_after_the_read_timeout_and_memory_returns(
+async def test_partial_requests_are_dropped_after_the_read_timeout_and_their_bytes_given_back(
     tmp_path: Path, transport: TransportName
 ) -> None:
     config = gateway_config(tmp_path, server="read_timeout_s = 1.0\n")
     gateway = await start_gateway(tmp_path, config)
     try:
-        await asyncio.sleep(0.5)
-        rss_before = _rss(gateway)
-        peaks, afters = [], []
-        for _ in range(4):  # memory freed in one round is reused by the next: no round adds to the last
-            peak, after = await _hold_partial_requests_until_dropped(gateway, transport)
-            peaks.append(peak)
-            afters.append(after)
-        assert peaks[0] - rss_before > 8 * MiB  # the partial values were held...
-        # ...and given back: four rounds of 12 MiB would leave 48 MiB if it were not (allocator slack aside).
-        assert max(afters) - rss_before < 16 * MiB, (rss_before, peaks, afters)
-        assert max(peaks) - peaks[0] < 8 * MiB, (rss_before, peaks, afters)
-        assert max(await _ping_rtts(gateway, 20, transport)) < 0.5
+        assert (await _health(gateway))["partial_bytes"] == 0
+        # The second round fits in the 16 MiB budget only if the first one's 12 MiB were given back.
+        # (What the rounds cost in resident memory is bench/abuse.py's subject: it is the allocator's.)
+        peaks = [await _hold_partial_requests_until_dropped(gateway, transport) for _ in range(2)]
+        assert all(24 * HALF <= peak < 24 * (HALF + 64) for peak in peaks), peaks  # payload and framing only
+        await _pings_answered(gateway, 20, transport)
     finally:
         assert await gateway.stop() == 0
 
@@ -146,7 +137,8 @@ async def test_unfinished_requests_beyond_the_shared_budget_are_closed(
         for reader, writer in held[:4]:
             assert not reader.at_eof()
             writer.transport.abort()
-        assert max(await _ping_rtts(gateway, 10, transport)) < 0.5
+        await _partial_bytes_reach(gateway, lambda held: held == 0)
+        await _pings_answered(gateway, 10, transport)
     finally:
         assert await gateway.stop() == 0
 
@@ -155,13 +147,12 @@ async def test_unfinished_requests_beyond_the_shared_budget_are_closed(
 async def test_a_header_claiming_4_gib_is_refused_as_soon_as_it_is_read(
     tmp_path: Path, transport: TransportName
 ) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path))
+    # No read timeout could close it first: the refusal can only come from the header itself.
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, server="read_timeout_s = 3600.0\n"))
     try:
         reader, writer = await open_raw(gateway, transport)
-        started = time.monotonic()
         writer.write(ws_frame_header(4 << 30, WS_BINARY) if transport == "ws" else b"\xdb\xff\xff\xff\xff")
-        sent = await read_until_closed(reader, timeout=3.0)
-        assert time.monotonic() - started < 1.0
+        sent = await read_until_closed(reader, timeout=10.0)  # guards a hang only
         if transport == "ws":
             assert ws_close_code(sent) == 1009
         else:
@@ -187,11 +178,6 @@ async def test_a_client_that_sends_rejected_frames_and_never_reads_is_no_longer_
     config = gateway_config(tmp_path, server=budget, extra='[auth]\ntokens = ["s3cret-token-0123"]\n')
     gateway = await start_gateway(tmp_path, config)
     try:
-        await asyncio.sleep(0.3)
-        rss_before = _rss(gateway)
-        cpu = _cpu_s(gateway)
-        await _ping_rtts(gateway, 100)
-        pings_cpu = _cpu_s(gateway) - cpu  # what 100 pings (and the devices meanwhile) cost without a flood
         _, writer = await open_raw(gateway, transport, receive_buffer=4096 if transport != "unix" else None)
         # Invalid JSON on /ws, a msgpack value that is not a map elsewhere: each is answered `bad_request`.
         junk = ws_frame(b"x") if transport == "ws" else msgpack.packb(1)
@@ -199,8 +185,7 @@ async def test_a_client_that_sends_rejected_frames_and_never_reads_is_no_longer_
         chunk = (junk + binary) * 2000
         sent = 0
         stalled = False
-        flood_until = time.monotonic() + 4.0
-        while time.monotonic() < flood_until:
+        while sent < 256 * MiB:  # far more than any buffer on the way holds: the gateway must stop reading
             writer.write(chunk)
             try:
                 async with asyncio.timeout(0.5):
@@ -209,19 +194,10 @@ async def test_a_client_that_sends_rejected_frames_and_never_reads_is_no_longer_
                 stalled = True  # the gateway stopped reading: that is the point
                 break
             sent += len(chunk)
-        # Another client's pings: they cost the daemon what they cost without the flood (CPU time, which
-        # other programs on the machine do not inflate), and are answered fast in the best of up to
-        # three rounds (a stalled flood costs nothing in any round; a busy machine may spoil one).
-        cpu = _cpu_s(gateway)
-        rounds: list[list[float]] = []
-        while len(rounds) < 3 and (not rounds or _p99(rounds[-1]) >= PING_P99_S):
-            rounds.append(await _ping_rtts(gateway, 100))
-        flooded_cpu = (_cpu_s(gateway) - cpu) / len(rounds)
-        rss_growth = _rss(gateway) - rss_before
         assert stalled, f"the gateway read all {sent} bytes of a client that never reads"
-        assert rss_growth < 24 * MiB, rss_growth
-        assert flooded_cpu < 2 * pings_cpu + 0.05, (flooded_cpu, pings_cpu)
-        assert min(_p99(rtts) for rtts in rounds) < PING_P99_S, [sorted(rtts)[-3:] for rtts in rounds]
+        # Another client is served meanwhile. What its pings cost and how long they take next to the
+        # stalled flood, against no flood, is bench/abuse.py's subject.
+        await _pings_answered(gateway, 100)
         writer.transport.abort()
     finally:
         assert await gateway.stop() == 0
@@ -253,7 +229,7 @@ async def test_a_client_past_its_refusal_burst_is_closed_and_the_rest_of_its_flo
         assert close["code"] == "rate_limited"
         assert "(server.refusal_burst, server.max_requests_per_s)" in close["reason"]
         writer.close()
-        assert max(await _ping_rtts(gateway, 10, transport)) < 0.5  # others are served as before
+        await _pings_answered(gateway, 10, transport)  # others are served as before
     finally:
         assert await gateway.stop() == 0
 
@@ -392,16 +368,14 @@ async def test_slowloris_headers_are_cut_off_and_health_stays_reachable(tmp_path
                 writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: ")  # and then a byte now and then
             loris.append((reader, writer))
         async with aiohttp.ClientSession() as http:
-            started = time.monotonic()
             for _ in range(3):
                 for _, writer in loris[1::2]:
                     writer.write(b"a")
                 assert (await http.get(f"{gateway.base_url}/healthz")).status == 200
                 await asyncio.sleep(0.4)
-            answers = [await read_until_closed(reader, timeout=3.0) for reader, _ in loris]
+            answers = [await read_until_closed(reader, timeout=10.0) for reader, _ in loris]  # hang guard
         for _, writer in loris:
             writer.close()
-        assert time.monotonic() - started < 4.0
         assert all(a.startswith(b"HTTP/1.1 408 Request Timeout") for a in answers), {a[:40] for a in answers}
         assert b"request headers not received within 1 s" in answers[1]
     finally:
@@ -431,34 +405,25 @@ async def test_the_worst_legal_patterns_subscribe_without_stalling_the_loop(
         assert await gateway.stop() == 0
 
 
-def test_the_worst_legal_patterns_cost_well_under_10_ms_of_loop_time() -> None:
-    """What a subscribe of the worst patterns costs the loop, as CPU time of this thread (not wall clock).
+def test_the_worst_legal_patterns_on_a_busy_bus_match_nothing_and_hold_nothing_back() -> None:
+    """A subscribe of the worst patterns on a bus of 64 five-segment topics (more than the demo publishes).
 
-    The bus holds 64 five-segment topics (more than the demo's devices publish); the subscribe
-    compiles the patterns, lists the topics they match, and each topic's next publish routes through them.
+    What it costs the loop, against a plain pattern, is `bench/pattern_cost.py`'s subject.
     """
     bus = Bus()
     topics = [f"dev-{d}/group-{g}/part/leaf/value" for d in range(8) for g in range(8)]
     for topic in topics:
         bus.publish(topic, Led(index=0, rgb=(0.1, 0.0, 0.0)))
-    costs = []
-    for attempt in range(3):
-        subscriber = Subscriber(f"worst-{attempt}", "json")
-        bus.attach(subscriber)
-        started = time.thread_time()
-        subscription = bus.subscribe(subscriber, WORST_PATTERNS, None)
-        matched = [t for t in bus.topics() if subscriber.subscriptions[subscription].matches(t)]
-        for topic in topics:
-            bus.publish(topic, Led(index=0, rgb=(0.2, 0.0, 0.0)))
-        costs.append(time.thread_time() - started)
-        assert matched == []
-        bus.detach(subscriber)
-    # The publishes alone, for scale: the patterns' share is what lies above this.
-    started = time.thread_time()
+    subscriber = Subscriber("worst", "json")
+    bus.attach(subscriber)
+    subscription = bus.subscribe(subscriber, WORST_PATTERNS, None)
+    assert [t for t in bus.topics() if subscriber.subscriptions[subscription].matches(t)] == []
     for topic in topics:
-        bus.publish(topic, Led(index=0, rgb=(0.3, 0.0, 0.0)))
-    publishes = time.thread_time() - started
-    assert min(costs) < 0.010, (costs, publishes)
+        bus.publish(topic, Led(index=0, rgb=(0.2, 0.0, 0.0)))
+    assert subscriber.depth == 0  # no sample routed to it
+    plain = bus.subscribe(subscriber, ["dev-0/group-0/part/leaf/value"], None)  # and it still subscribes
+    assert subscriber.subscriptions[plain].matches("dev-0/group-0/part/leaf/value")
+    assert subscriber.depth == 1  # that topic's latest value
 
 
 async def test_unknown_device_names_leave_metrics_the_same_size(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from bench import send_floor
 def test_measures_a_positive_cpu_cost_per_send() -> None:
     cost = send_floor.measure(clients=3, rate=200.0, size=100, seconds=0.3)
     assert math.isfinite(cost)
-    assert 0.0 < cost < 10_000.0  # µs; a send costs microseconds, never milliseconds
+    assert cost > 0.0  # µs, measured (how many is the bench's report, not a test's bound)
 
 
 def test_prints_the_median_per_send_and_per_message(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,7 +7,6 @@ documented `backend=` hook, Bumble's host and controllers on an in-process link,
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -59,10 +58,10 @@ async def test_scan_by_name_address_service_and_manufacturer(radio) -> None:
     assert data.manufacturer_data[LEGO_COMPANY_ID][1] == SystemType.CITY_HUB
     device, _ = await find_device(Selector(address=hub.address.lower()), 2.0, backend)
     assert device.address == hub.address
-    started = time.monotonic()
+    # The scan ends with its timeout (not before, and not with an error of the radio's); how close to
+    # it is bench/ble.py's measure.
     with pytest.raises(BleNotFound, match=r"no device advertising with name 'nobody' within 0.3 s"):
         await find_device(Selector(name="nobody"), 0.3, backend)
-    assert 0.3 <= time.monotonic() - started < 1.5
     # bleak's own helpers work on the backend too.
     found = await BleakScanner.find_device_by_name(  # type: ignore[call-arg]
         "BBC micro:bit [tivit]", timeout=2.0, backend=BumbleScanner, radio=virtual
@@ -94,11 +93,9 @@ async def test_plain_bleak_client_reads_writes_notifies_and_sees_att_errors(radi
         await asyncio.sleep(0.05)
         assert received == [b"\x02"]
         assert microbit.uart_received == [b"hi"]
-        started = time.monotonic()
         with pytest.raises(AttError) as caught:
             await client.write_gatt_char(mb.LED_TEXT, b"x" * 21, response=True)
-        assert caught.value.code == 0x0D  # invalid attribute value length
-        assert time.monotonic() - started < 0.5  # answered on the wire, not a GATT timeout
+        assert caught.value.code == 0x0D  # invalid attribute value length: answered on the wire, not timed out
         await microbit.drop()
         async with asyncio.timeout(2):
             await disconnected.wait()

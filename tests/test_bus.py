@@ -1,8 +1,9 @@
-"""The bus on its own: latest value, patterns, coalescing, rate holding, encode-once, seq and stamps."""
+"""The bus on its own: latest value, patterns, coalescing, rate holding, encode-once, seq and stamps.
+
+Rate holding runs on a clock the tests move by hand, so no test depends on how fast the machine is.
+"""
 
 from __future__ import annotations
-
-import time
 
 import msgpack
 import orjson
@@ -28,8 +29,18 @@ def websocket_payload(frame: bytes) -> bytes:
     return frame[4:]
 
 
-def take(subscriber: Subscriber) -> list[Sample]:
-    due, _ = subscriber.take_due(time.monotonic())
+class ManualClock:
+    """A monotonic clock (s) that moves only when a test advances it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def take(subscriber: Subscriber, now: float = 1000.0) -> list[Sample]:
+    due, _ = subscriber.take_due(now)
     return [item for item in due if isinstance(item, Sample)]
 
 
@@ -73,13 +84,13 @@ async def test_max_rate_holds_samples_back_but_delivers_the_newest() -> None:
     subscriber = Subscriber("c", "json")
     bus.subscribe(subscriber, ["dev/a"], 10.0)
     bus.publish("dev/a", led(0.1))
-    assert [s.seq for s in take(subscriber)] == [1]
+    assert [s.seq for s in take(subscriber, 1000.0)] == [1]
     bus.publish("dev/a", led(0.2))
     bus.publish("dev/a", led(0.3))
-    due, next_due = subscriber.take_due(time.monotonic())
+    due, next_due = subscriber.take_due(1000.06)
     assert due == []
-    assert next_due is not None
-    assert 0.05 < next_due - time.monotonic() <= 0.1
+    assert next_due == 1000.1  # 10 Hz: 0.1 s after the last one went
+    assert subscriber.take_due(1000.0999) == ([], 1000.1)
     due, _ = subscriber.take_due(next_due)
     assert [(s.seq, s.message.rgb[0]) for s in due if isinstance(s, Sample)] == [(3, 0.3)]
 
@@ -92,7 +103,7 @@ async def test_each_sample_is_encoded_once_per_encoding_for_any_number_of_subscr
         bus.subscribe(subscriber, ["dev/a"], None)
     before = FRAMES_ENCODED.copy()
     bus.publish("dev/a", led(0.5), stamp=123.25)
-    frames = [item.frame(e) for e, s in subscribers for item in s.take_due(time.monotonic())[0]]
+    frames = [item.frame(e) for e, s in subscribers for item in s.take_due(1000.0)[0]]
     assert FRAMES_ENCODED["json"] - before["json"] == 1
     assert FRAMES_ENCODED["msgpack"] - before["msgpack"] == 1
     decoded = orjson.loads(websocket_payload(frames[1]))
@@ -125,26 +136,33 @@ async def test_device_events_reach_attached_subscribers_keyed_per_device() -> No
     bus.attach(subscriber)
     bus.device_event(DeviceEvent("dev", "sim", "connecting", "", 1.0))
     bus.device_event(DeviceEvent("dev", "sim", "connected", "", 2.0))
-    due, _ = subscriber.take_due(time.monotonic())
+    due, _ = subscriber.take_due(1000.0)
     assert len(due) == 1
     assert msgpack.unpackb(due[0].frame("msgpack"))["status"] == "connected"
 
 
 async def test_a_sample_arriving_inside_the_rate_window_still_wakes_the_writer() -> None:
     bus = Bus()
-    subscriber = Subscriber("c", "json")
+    clock = ManualClock()
+    subscriber = Subscriber("c", "json", clock)
     bus.subscribe(subscriber, ["dev/a"], 2.0)
     bus.publish("dev/a", led(0.1))
-    take(subscriber)
+    take(subscriber, clock.now)
     subscriber.wakeup.clear()
+    clock.now += 0.2
     bus.publish("dev/a", led(0.2))  # inside the 0.5 s window, and then the topic goes quiet
     assert subscriber.wakeup.is_set()  # so the writer arms its timer for this held-back sample
-    due, next_due = subscriber.take_due(time.monotonic())
+    due, next_due = subscriber.take_due(clock.now)
     assert due == []
-    assert next_due is not None
+    assert next_due == 1000.5
     subscriber.wakeup.clear()
+    clock.now += 0.2
     bus.publish("dev/a", led(0.3))  # already held back with a timer armed: no extra wake-up
     assert not subscriber.wakeup.is_set()
+    clock.now += 0.2
+    bus.publish("dev/a", led(0.4))  # its timer is past due: the writer is woken for it
+    assert subscriber.wakeup.is_set()
+    assert [s.message.rgb[0] for s in take(subscriber, clock.now)] == [0.4]
 
 
 async def test_unsubscribe_drops_what_it_left_unsent() -> None:

@@ -473,12 +473,22 @@ async def test_slowloris_headers_are_cut_off_on_every_websocket_listener(
 async def test_a_client_that_never_authenticates_is_closed_after_auth_timeout_s(
     gateway: tuple[RunningGateway, Ports], face: Face
 ) -> None:
+    logged = len(gateway[0].logs)
     conn = await face.open(gateway[1], None)  # connected, and silent
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    await conn.closed_within(AUTH_TIMEOUT_S + 5)
-    if not face.token_in_url:  # Foxglove without a token is closed at once
-        assert loop.time() - started >= AUTH_TIMEOUT_S * 0.9
+    answer = await conn.closed_within(AUTH_TIMEOUT_S + 5)
+    if face.token_in_url:  # Foxglove without a token is closed at once, for that
+        return
+    # Closed at the deadline and not sooner for another reason: the close says so, or, where the
+    # protocol has no goodbye (TDM over TCP), the gateway's log does.
+    reason = f"not authenticated within {AUTH_TIMEOUT_S:g} s (server.auth_timeout_s)"
+    if answer:
+        assert reason.encode() in answer, answer
+        return
+    async with asyncio.timeout(5):  # the log line is read from the daemon's output a moment later
+        while True:
+            if any(f"closing: {reason}" in str(line.get("event")) for line in gateway[0].logs[logged:]):
+                break
+            await asyncio.sleep(0.05)
 
 
 @pytest.mark.parametrize("face", FACES, ids=_ids(FACES))

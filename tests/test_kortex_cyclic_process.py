@@ -109,9 +109,10 @@ def test_pacer_wakes_at_or_after_each_deadline_and_stop_cuts_a_long_wait_short()
     # A wait never ends early (how late is the bench's business).
     assert min(lateness) >= 0
     threading.Timer(0.1, pacer.stop).start()
-    started = time.monotonic()
-    pacer.wait(time.perf_counter_ns() + 60_000_000_000)  # a minute
-    assert time.monotonic() - started < 5.0
+    waiter = threading.Thread(target=pacer.wait, args=(time.perf_counter_ns() + 60_000_000_000,))  # a minute
+    waiter.start()
+    waiter.join(15.0)  # guards a hang only: without the stop it would wait the whole minute
+    assert not waiter.is_alive(), "stop did not cut a minute's wait short"
     assert pacer.stopping
     assert pacer.woken()
     pacer.close()
@@ -245,11 +246,8 @@ async def test_a_slow_loop_keeps_its_session_alive_and_still_stops_at_once() -> 
         await until(lambda: arm.requests[Function.SESSION_KEEP_ALIVE] >= 4, timeout=5)
         assert arm.requests[Function.BASE_CYCLIC_REFRESH_FEEDBACK] >= 1
     finally:
-        started = time.monotonic()
-        await device.stop()
-        stopped_in = time.monotonic() - started
+        await asyncio.wait_for(device.stop(), 10.0)  # guards a hang only; STOP cutting a wait is the Pacer's test
         await arm.stop()
-    assert stopped_in < 1.5  # STOP ends a long sleep at once
     assert len(udp_sessions_closed(arm)) == 1
 
 

@@ -334,7 +334,9 @@ async def test_throttle_rate_and_cbor_per_subscription(ros: RawRosbridge) -> Non
         frame = await asyncio.wait_for(ros.ws.recv(), 2.0)
         assert isinstance(frame, bytes)  # CBOR subscriptions get binary frames
         frames += 1
-    assert 4 <= frames <= 8  # 4 per second at 50 Hz published
+    # Throttled to 4 per second: unthrottled, 50 Hz would bring 75 (a busy machine brings fewer, never
+    # more; the rate holding itself is test_bus's, on a clock the test moves).
+    assert 1 <= frames <= 8
 
 
 async def test_a_sample_is_encoded_once_for_every_client(gateway: RunningGateway) -> None:
@@ -349,8 +351,8 @@ async def test_a_sample_is_encoded_once_for_every_client(gateway: RunningGateway
         await asyncio.sleep(1.0)
         encoded = await metric(running, "hwgw_frames_encoded_total", 'encoding="rosbridge.json"') - encoded
         published = await metric(running, "hwgw_bus_published_total", 'topic="sim-1/state"') - published
-        assert published >= 30
-        assert encoded <= published + 2  # once per sample, not once per client
+        assert published >= 1  # (50 Hz: about 50; a busy machine fewer)
+        assert encoded <= published + 2  # once per sample, not once per client (4 clients: 4 per sample)
     finally:
         for client in clients:
             await client.close()

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import re
 import shlex
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import time
@@ -155,14 +153,14 @@ async def test_daemon_under_the_units_command_line_notifies_and_feeds_the_watchd
         ready_message = next(m for _, m in listener.messages if "READY=1" in m)
         assert "STATUS=1/1 devices connected, 0 clients" in ready_message.splitlines()
 
-        # Pings every half interval until the loop is blocked on purpose, then a gap, then pings again.
-        while len(listener.pings()) < 12:
+        # Pings until the loop is blocked on purpose; the lag is seen once it runs again, and that
+        # tick withholds its ping (says unhealthy); then pings again. (The period on a sleep the test
+        # releases: test_the_watchdog_pings_each_half_interval_only_while_healthy.)
+        unhealthy = await listener.wait_for("STATUS=unhealthy: 1/1 devices connected, 0 clients")
+        while not [stamp for stamp in listener.pings() if stamp > unhealthy]:
             await listener.receive()
-        pings = listener.pings()
-        gaps = [b - a for a, b in itertools.pairwise(pings)]
-        assert max(gaps) >= 2.0, gaps  # the blocked loop sent nothing
-        steady = [gap for gap in gaps if gap < 1.5]
-        assert 0.4 <= statistics.median(steady) <= 0.7, steady
+        before = [stamp for stamp in listener.pings() if stamp < unhealthy]
+        assert len(before) >= 2, listener.messages  # it pinged while healthy
 
         proc.send_signal(signal.SIGTERM)
         await listener.wait_for("STOPPING=1")
@@ -172,6 +170,29 @@ async def test_daemon_under_the_units_command_line_notifies_and_feeds_the_watchd
             proc.kill()
             await proc.wait()
         listener.sock.close()
+
+
+async def test_the_watchdog_pings_each_half_interval_only_while_healthy() -> None:
+    name = f"hwgateway-test-watchdog-{os.getpid()}"
+    health = [True, True, False, True]
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == len(health):
+            raise asyncio.CancelledError  # the daemon's stop
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.bind("\0" + name)
+        sock.setblocking(False)
+        notifier = Notifier({"NOTIFY_SOCKET": "@" + name, "WATCHDOG_USEC": "3000000"})
+        ticks = iter(health)
+        with pytest.raises(asyncio.CancelledError):
+            await notifier.watchdog(lambda: next(ticks), lambda: "ok", sleep=sleep)
+        notifier.close()
+        sent = [sock.recv(100).decode() for _ in health]
+    assert slept == [1.5] * len(health)  # half of WATCHDOG_USEC's 3 s
+    assert sent == ["WATCHDOG=1\nSTATUS=ok"] * 2 + ["STATUS=unhealthy: ok", "WATCHDOG=1\nSTATUS=ok"]
 
 
 def test_notifier_reaches_an_abstract_socket_and_is_silent_without_one() -> None:

@@ -305,14 +305,12 @@ async def test_with_tokens_the_handshake_password_is_the_token(tmp_path: Path) -
         assert await running.stop() == 0
 
 
-async def test_pings_arrive_every_2_5_s_framed_like_every_message(gateway: tuple[RunningGateway, int, int]) -> None:
+async def test_pings_arrive_framed_like_every_message(gateway: tuple[RunningGateway, int, int]) -> None:
     raw = await raw_tcp(gateway[1])
-    loop = asyncio.get_running_loop()
-    started = loop.time()
     while True:  # tdmclient's reader only stops after its next message: the TDM pings (pitfall P1)
+        # The period (2.5 s) is test_tdm_pings.py's, on a sleep it releases; 5 s here guards a hang.
         (length,) = struct.unpack("<I", await asyncio.wait_for(raw.reader.readexactly(4), 5))
         kind, _ = parse(await raw.reader.readexactly(length))
         if kind == ThymioFB.MESSAGE_TYPE_PING:
             break
-    assert 2.0 < loop.time() - started < 4.0
     await raw.aclose()

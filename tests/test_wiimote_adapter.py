@@ -268,7 +268,9 @@ async def test_led_and_rumble_commands(make: Callable[..., Device]) -> None:
     await device.until(lambda: device.state().rumble)
     await device.until(lambda: not device.sim.rumble)
     on_at, off_at = device.sim.rumble_changes[0][0], device.sim.rumble_changes[1][0]
-    assert 0.15 <= off_at - on_at <= 0.6
+    # Off by the pattern, never before its 0.2 s (a late timer is a busy machine's, so no upper bound;
+    # the pattern's own timing is test_wiimote_switch's, on a controllable clock).
+    assert off_at - on_at >= 0.15
     # While rumbling, every output report carries the rumble bit (status polls, mode reports).
     await device.command(Rumble(1.0, 0.0, 1.0), "rumble")
     await device.until(lambda: device.sim.rumble)

@@ -126,9 +126,10 @@ class SimController(Adapter[SimOptions]):
                 next_tick = now
             # Samples due since the last wake-up go out back to back, so the mean rate is exact.
             while next_tick <= now:
-                state = controller_state(time.time())
+                sampled = time.time()
+                state = controller_state(sampled)
                 for stream in streams:
-                    self.ctx.publish(stream, state)
+                    self.ctx.publish(stream, state, sampled)  # the device's stamp: when it was sampled
                 next_tick += period
             await asyncio.sleep(max(next_tick - time.monotonic(), 0.0))
 

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 log = logging.getLogger(__name__)
@@ -48,8 +48,14 @@ class _Peer:
 class AuthGuard:
     """Remembers failed token attempts per source address; see the module docstring."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        """`clock()` (s) dates failures; `sleep(seconds)` makes an attempt wait its delay (tests pass their own)."""
         self._clock = clock
+        self._sleep = sleep
         self._peers: OrderedDict[str, _Peer] = OrderedDict()
 
     def delay_for(self, address: str) -> float:
@@ -72,7 +78,7 @@ class AuthGuard:
             async with peer.lock:
                 delay = self.delay_for(address)
                 if delay:
-                    await asyncio.sleep(delay)
+                    await self._sleep(delay)
                 return self._checked(address, peer, check)
         finally:
             peer.waiting -= 1

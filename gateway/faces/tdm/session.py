@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from gateway.bus import DeviceEvent, Outgoing, Sample
@@ -109,8 +110,17 @@ def _error_code(error: GatewayError) -> ErrorType:
 class TdmSession:
     """One connection speaking the TDM protocol (TCP or WebSocket: the transport frames it)."""
 
-    def __init__(self, hub: Hub, transport: Transport, peer: str, ws_port: int) -> None:
+    def __init__(
+        self,
+        hub: Hub,
+        transport: Transport,
+        peer: str,
+        ws_port: int,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        """`sleep(seconds)` paces the pings (tests pass one they release by hand)."""
         self.hub = hub
+        self._sleep = sleep
         self.transport = transport
         self.client = Client(hub, peer, "tdm")
         self.id = self.client.id
@@ -185,7 +195,7 @@ class TdmSession:
     async def _ping(self) -> None:
         ping = codec.ping()
         while True:
-            await asyncio.sleep(PING_PERIOD_S)
+            await self._sleep(PING_PERIOD_S)
             self._push(ping)
 
     # -- input -------------------------------------------------------------------------------
