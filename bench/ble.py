@@ -29,7 +29,6 @@ if str(REPO_ROOT) not in sys.path:
 
 from bleak import BleakClient  # noqa: E402 - after the path fix above
 
-from devices.base import Command, DeviceContext  # noqa: E402
 from devices.ble.bumble_backend import BumbleClient  # noqa: E402
 from devices.ble.link import Backend, BleLink, Selector  # noqa: E402
 from devices.ble.virtual_radio import shared_radio  # noqa: E402
@@ -38,6 +37,7 @@ from devices.microbit.adapter import MicrobitAdapter, MicrobitOptions  # noqa: E
 from devices.sim.lego_hub import SimulatedLegoHub  # noqa: E402
 from devices.sim.microbit import SimulatedMicrobit  # noqa: E402
 from gateway.bus import Bus  # noqa: E402
+from gateway.core.adapter import Command, DeviceContext  # noqa: E402
 from gateway.messages.lego import LegoMotorSpeed  # noqa: E402
 from gateway.messages.microbit import MicrobitLeds  # noqa: E402
 from protocols.lwp3 import messages as lwp  # noqa: E402

@@ -23,11 +23,13 @@ from typing import Any
 
 from aiohttp import web
 
+from devices.registry import KINDS
 from gateway import __version__
 from gateway.bus import Bus
 from gateway.commands import CommandRouter
-from gateway.config import Config
+from gateway.core.adapter import DeviceKinds
 from gateway.core.client import Hub
+from gateway.core.config import Config
 from gateway.errors import ErrorCode
 from gateway.faces.contract import Face
 from gateway.faces.foxglove.server import FoxgloveServer
@@ -124,10 +126,10 @@ class LoopMonitor:
 class Gateway:
     """One running gateway."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, kinds: DeviceKinds = KINDS) -> None:
         self.config = config
         self.bus = Bus()
-        self.supervisor = Supervisor(self.bus, config.supervisor, config.devices)
+        self.supervisor = Supervisor(self.bus, config.supervisor, config.devices, kinds)
         self.router = CommandRouter(self.supervisor, self._observe_command)
         self.hub = Hub(self.bus, self.supervisor, self.router, config.server, config.auth.all_credentials())
         self.monitor = LoopMonitor()
@@ -137,7 +139,9 @@ class Gateway:
         self._guards: dict[asyncio.BaseTransport, GuardedHttpProtocol] = {}
         self.limits = ConnectionLimits(config.server, raise_open_file_limit())
         self._msgpack = MsgpackServer(self.hub, self.limits)
-        self._ros_names = ros_names.RosNames(ros_names.namings_of(config.devices)) if config.rosbridge.enabled else None
+        self._ros_names = (
+            ros_names.RosNames(ros_names.namings_of(config.devices, kinds)) if config.rosbridge.enabled else None
+        )
         self._rosbridge = (
             RosbridgeServer(self.hub, self._ros_names, config.rosbridge.port, self.limits, self._guards)
             if self._ros_names is not None

@@ -22,7 +22,7 @@ from gateway.errors import ConfigError
 
 if TYPE_CHECKING:
     from gateway.app import Gateway
-    from gateway.config import Config
+    from gateway.core.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     # should not wait for them (about 1 s here, several on a Raspberry Pi).
     from gateway import logs, waits
     from gateway.config import load
-    from gateway.config_checks import warnings as config_warnings
+    from gateway.core.config_checks import warnings as config_warnings
 
     try:
         if args.command == "check-config":

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from gateway.bus import Bus
 from gateway.commands import CommandRouter
-from gateway.config import ServerConfig, SupervisorConfig
 from gateway.core.client import Hub
+from gateway.core.config import ServerConfig, SupervisorConfig
 from gateway.faces.native.session import Session
 from gateway.servers.http import _receive_text
 from gateway.supervisor import Supervisor

@@ -56,9 +56,9 @@ from devices.aseba.options import AsebaOptions
 from devices.aseba.scripts import Script, resolve_script
 from devices.aseba.thymio_program import EVENT_ID, EVENT_SIZES, EVENT_WORDS, ThymioProgram, generate
 from devices.aseba.transport import Target, discover_usb, open_link, parse_target
-from devices.base import Adapter, Command, DeviceContext
 from devices.sim.thymio import BUTTON_NAMES as SIM_BUTTON_NAMES
 from devices.sim.thymio import SimulatedThymio
+from gateway.core.adapter import Adapter, Command, DeviceContext
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages import aseba_gateway, asebaros, to_plain
 from gateway.messages.common import Time
@@ -142,7 +142,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
     def __init__(self, ctx: DeviceContext, options: AsebaOptions) -> None:
         super().__init__(ctx, options)
         if options.simulate:  # its touch buttons can be pressed from the dashboard, as by hand
-            self.accepts = (*self.accepts, SIM_BUTTON)  # type: ignore[misc]
+            self.accepts = (*self.accepts, SIM_BUTTON)
         self.network: AsebaNetwork | None = None
         self.target: Target | None = None
         #: Names of the user events of the program the gateway loaded, by node id (index = event id).

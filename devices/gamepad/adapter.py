@@ -30,7 +30,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from devices.base import Adapter, Command, DeviceContext
 from devices.gamepad.model import (
     VIRTUAL_FEATURES,
     BackendStopped,
@@ -49,6 +48,7 @@ from devices.gamepad.model import (
     VirtualSpec,
 )
 from devices.gamepad.normalize import AXIS_NAMES, BUTTON_NAMES, Normalizer, RawPad, Settings
+from gateway.core.adapter import Adapter, Command, DeviceContext
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages.common import Time
 from gateway.messages.creos import ControllerState

@@ -50,7 +50,6 @@ from typing import Any
 import aiomqtt
 from google.protobuf.message import Message
 
-from devices.base import Adapter, Command
 from devices.kortex import convert
 from devices.kortex.connection import KortexConnection
 from devices.kortex.cyclic import EVENT_LOOP_STALL_S, CyclicCodec, CyclicProcess, Kortex2Codec, Kortex3Codec
@@ -60,6 +59,7 @@ from devices.kortex.options import ANALOG_CHANNELS, ANALOG_OUTPUT_MAX, KortexOpt
 from devices.kortex.transport import MqttSettings, MqttTransport, open_mqtt, open_tcp
 from devices.sim.kortex_arm import SimulatedArm
 from devices.sim.mqtt_broker import EmbeddedBroker
+from gateway.core.adapter import Adapter, Command
 from gateway.errors import DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages.generic import Led
 from gateway.messages.kortex import Command as C61Command

@@ -34,10 +34,10 @@ from typing import Any
 from bleak.backends.device import BLEDevice
 from bleak.backends.scanner import AdvertisementData
 
-from devices.base import Adapter, Command, DeviceContext
 from devices.ble.link import SAFE_STATE_WRITE_TIMEOUT_S, Backend, BleError, BleLink, Selector
 from devices.ble.options import SHARED_KEYS_DOC, check_address
 from devices.sim.lego_hub import SimulatedLegoHub
+from gateway.core.adapter import Adapter, Command, DeviceContext
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, RequestTimeout, UnknownCommand
 from gateway.messages.common import Time, Vector3
 from gateway.messages.creos import ControllerState
@@ -208,7 +208,7 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
         #: The simulated hub of `simulate = true` (tests reach it here).
         self.simulator: SimulatedLegoHub | None = None
         if options.simulate:  # its green button can be pressed from the dashboard, as by hand
-            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[misc,assignment]
+            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[assignment]
         self.link: BleLink | None = None
         #: Notifications that broke LWP3 (counted and dropped).
         self.malformed = 0

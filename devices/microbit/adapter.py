@@ -25,11 +25,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from devices.base import Adapter, Command, DeviceContext
 from devices.ble.link import SAFE_STATE_WRITE_TIMEOUT_S as SAFE_WRITE_S
 from devices.ble.link import Backend, BleError, BleLink, Selector
 from devices.ble.options import SHARED_KEYS_DOC, check_address
 from devices.sim.microbit import ALL_SERVICES, SimulatedMicrobit
+from gateway.core.adapter import Adapter, Command, DeviceContext
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages.common import Time, Vector3
 from gateway.messages.creos import ControllerState
@@ -140,7 +140,7 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
         #: The simulated micro:bit of `simulate = true` (tests reach it here).
         self.simulator: SimulatedMicrobit | None = None
         if options.simulate:  # its buttons can be pressed from the dashboard, as by hand
-            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[misc,assignment]
+            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[assignment]
         self.link: BleLink | None = None
         #: Readings that broke the profile's formats (counted and dropped).
         self.malformed = 0

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from devices.base import Adapter, Command
+from gateway.core.adapter import Adapter, Command
 from gateway.errors import DeviceError, InvalidArgument
 from gateway.messages.common import Time
 from gateway.messages.creos import ControllerState

@@ -31,7 +31,6 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from devices.base import Adapter, Command, DeviceContext
 from devices.sim.wiimote import SimulatedWiimote
 from devices.sim.wiimote import button_names as sim_button_names
 from devices.wiimote.convert import (
@@ -47,6 +46,7 @@ from devices.wiimote.imu import Zeroing, ZeroingResult
 from devices.wiimote.options import WiimoteOptions
 from devices.wiimote.timed_switch import MIN_PULSE_S, SwitchBank, check_switch
 from devices.wiimote.transport import LinkLost, ReportLink, open_hidraw, open_l2cap
+from gateway.core.adapter import Adapter, Command, DeviceContext
 from gateway.errors import DeviceUnavailable, InvalidArgument
 from gateway.messages.generic import Led, Rumble
 from gateway.messages.sim import SimButton
@@ -90,7 +90,7 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         #: The simulated remote of `transport = "sim"` (tests reach it here).
         self.simulator: SimulatedWiimote | None = None
         if options.transport == "sim" and options.sim_device == "remote":  # pressed from the dashboard, as by hand
-            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[misc,assignment]
+            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[assignment]
         self.connection: wc.WiimoteConnection | None = None
         self.remote: HidrawRemote | None = None
         #: Input reports that broke the protocol, over every connection (counted and ignored).

@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from gateway.config import ServerConfig
+from gateway.core.config import ServerConfig
 from gateway.errors import ErrorCode, RateLimited
 from gateway.servers.limits import RateLimitedLog
 

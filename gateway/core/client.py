@@ -18,9 +18,9 @@ from typing import Any, Protocol
 
 from gateway.bus import Bus, Subscriber
 from gateway.commands import MIN_COMMAND_TIMEOUT_S, CommandRouter
-from gateway.config import ServerConfig
 from gateway.core.admission import Admission
 from gateway.core.auth_guard import MAX_FAILURES_PER_CONNECTION, AuthGuard, Throttled
+from gateway.core.config import ServerConfig
 from gateway.credentials import OPEN_ACCESS, Credential, find
 from gateway.errors import (
     ErrorCode,

@@ -26,7 +26,7 @@ from gateway.record import (
 
 if TYPE_CHECKING:
     from gateway.app import Gateway
-    from gateway.config import Config
+    from gateway.core.config import Config
 
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.config import ServerConfig
+from gateway.core.config import ServerConfig
 from gateway.errors import ErrorCode
 from gateway.servers.limits import HTTP_RESERVE, ConnectionLimits, RateLimitedLog, Refused, Ticket
 from gateway.servers.socket_transport import close_or_abort

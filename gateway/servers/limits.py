@@ -13,7 +13,7 @@ import resource
 import time
 from collections import Counter
 
-from gateway.config import ServerConfig
+from gateway.core.config import ServerConfig
 from gateway.memory import release_soon
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
-from gateway.config import ServerConfig
+from gateway.core.config import ServerConfig
 from gateway.errors import ErrorCode
 from gateway.servers.limits import RateLimitedLog, Ticket
 

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import WSCloseCode, WSMessage, WSMsgType, web
 
-from gateway.config import ServerConfig
+from gateway.core.config import ServerConfig
 from gateway.errors import ErrorCode
 from gateway.servers.http_guard import GuardedHttpProtocol, close_on_read_timeout, reserve_refusal
 from gateway.servers.limits import RateLimitedLog

@@ -30,8 +30,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from gateway.bus import Sample
-from gateway.config import MqttConfig
 from gateway.core.client import Hub
+from gateway.core.config import MqttConfig
 from gateway.faces.mqtt.commands import CommandService, request_of
 from gateway.faces.mqtt.discovery import Discovery
 from gateway.faces.mqtt.export import Exporter

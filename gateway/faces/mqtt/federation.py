@@ -25,10 +25,10 @@ import orjson
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from devices.base import Adapter, Command, DeviceContext
 from gateway.bus import DeviceStatus
 from gateway.commands import MIN_COMMAND_TIMEOUT_S
-from gateway.config import DeviceConfig
+from gateway.core.adapter import Adapter, Command, DeviceContext
+from gateway.core.config import DeviceConfig
 from gateway.errors import DeviceUnavailable, ErrorCode, GatewayError, RequestTimeout
 from gateway.faces.mqtt.commands import CLIENT_PROPERTY, PEER_PROPERTY, TOKEN_PROPERTY
 from gateway.faces.mqtt.link import Link
