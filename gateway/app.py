@@ -35,6 +35,8 @@ from gateway.faces.contract import Face
 from gateway.faces.foxglove.server import FoxgloveServer
 from gateway.faces.mqtt.bridge import MqttBridge
 from gateway.faces.mqtt.face import MqttFace
+from gateway.faces.native.msgpack_server import MsgpackServer
+from gateway.faces.native.websocket import handler as native_websocket
 from gateway.faces.rosbridge import names as ros_names
 from gateway.faces.rosbridge.server import RosbridgeServer
 from gateway.faces.rosbridge.server import handler as rosbridge_handler
@@ -47,7 +49,6 @@ from gateway.sdnotify import Notifier
 from gateway.servers.http import build_app
 from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded
 from gateway.servers.limits import ConnectionLimits, RateLimitedLog, raise_open_file_limit
-from gateway.servers.msgpack_server import MsgpackServer
 from gateway.servers.tls import server_context
 from gateway.supervisor import Supervisor
 from gateway.waits import finish_within
@@ -198,7 +199,8 @@ class Gateway:
         if self.recorder is not None:
             self.recorder.start()  # before the devices: their first availability is in the file
         self.supervisor.start()
-        app = build_app(self.hub, self.health, self.metrics.render, self._guards)
+        app = build_app(server, self.health, self.metrics.render, self._guards)
+        app.router.add_get("/ws", native_websocket(self.hub, self._guards))
         if self._ros_names is not None:
             app.router.add_get("/rosbridge", rosbridge_handler(self.hub, self._ros_names))
         tls = server_context(server)

@@ -22,8 +22,8 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unus
 
 from devices.sim.controller import controller_state
 from gateway.bus import Bus, Subscriber
+from gateway.faces.native.msgpack_server import StreamTransport
 from gateway.faces.outbox import Outbox
-from gateway.servers.msgpack_server import StreamTransport
 from gateway.servers.socket_transport import HIGH_WATER_BYTES
 from gateway.wire import Encoding, encode, pack_messages, websocket_payload
 from hwgateway.client.transports import open_transport, parse_url
