@@ -284,7 +284,7 @@ class TdmSession:
     # -- requests ----------------------------------------------------------------------------
 
     def _node_handles(self) -> list[Any]:
-        return [h for h in self.client.devices() if nodes.is_node(h)]
+        return [h for h in self.client.devices() if nodes.is_node(h.kind)]
 
     def _device(self, node_or_group: bytes) -> str:
         """The device a node or group id names; `Error unknown_node` when none."""
@@ -457,7 +457,7 @@ class TdmSession:
 
     def _render_device(self, event: DeviceEvent) -> bytes | None:
         handle = self.client.device(event.device)
-        if handle is None or not nodes.is_node(handle):
+        if handle is None or not nodes.is_node(handle.kind):
             return None
         # Rendering must give the same bytes each time: an item the socket could not take is rendered again.
         info = self._node_info(event.device, event.status, event.locked_by)
