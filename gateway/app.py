@@ -24,6 +24,7 @@ from typing import Any
 from aiohttp import web
 
 from devices.registry import KINDS
+from devices.remote.adapter import RemoteDevice
 from gateway import __version__
 from gateway.bus import Bus
 from gateway.commands import CommandRouter
@@ -148,7 +149,7 @@ class Gateway:
             if self._ros_names is not None
             else None
         )
-        self.mqtt = MqttBridge(config.mqtt, self.hub) if config.mqtt.enabled else None
+        self.mqtt = MqttBridge(config.mqtt, self.hub, RemoteDevice.imported) if config.mqtt.enabled else None
         if self.mqtt is not None:
             self.metrics.registry.register(self.mqtt.collector())
         self.tdm = TdmServer(self.hub, config.tdm, self.limits) if config.tdm.enabled else None
