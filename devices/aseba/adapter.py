@@ -48,7 +48,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devices.aseba import thymio
 from devices.aseba.network import AsebaNetwork, NodeError, NodeState
@@ -56,8 +56,6 @@ from devices.aseba.options import AsebaOptions
 from devices.aseba.scripts import Script, resolve_script
 from devices.aseba.thymio_program import EVENT_ID, EVENT_SIZES, EVENT_WORDS, ThymioProgram, generate
 from devices.aseba.transport import Target, discover_usb, open_link, parse_target
-from devices.sim.thymio import BUTTON_NAMES as SIM_BUTTON_NAMES
-from devices.sim.thymio import SimulatedThymio
 from gateway.core.adapter import Adapter, Command, DeviceContext
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages import aseba_gateway, asebaros, to_plain
@@ -65,6 +63,9 @@ from gateway.messages.common import Time
 from gateway.messages.sim import SimButton
 from protocols.aseba.compiler import CompiledScript, CompileError, EventSpec, compile_script
 from protocols.aseba.messages import MessageType, UserMessage
+
+if TYPE_CHECKING:  # a simulator is imported only when `simulate` asks for one
+    from devices.sim.thymio import SimulatedThymio
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +174,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             # Motor targets stay only while renewed: a client that holds them (`hwgateway cmd --hold`)
             # repeats these commands within this many ms.
             "lease_renewal_ms": {MOTORS: self.options.motor_lease_ms, SET_VARIABLE: self.options.motor_lease_ms},
-            **({"sim_buttons": list(SIM_BUTTON_NAMES)} if self.options.simulate else {}),
+            **({"sim_buttons": list(_sim_button_names())} if self.options.simulate else {}),
         }
 
     def event_layouts(self, node_id: int) -> list[dict[str, Any]]:
@@ -197,6 +198,8 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         """Open the link and serve it until it closes (raise) or the gateway stops (cancel)."""
         if self.options.simulate:
             if self._sim is None:
+                from devices.sim.thymio import SimulatedThymio
+
                 self._sim = SimulatedThymio(demo=self.options.sim_motion == "demo")
                 await self._sim.start()
             target = Target("tcp", host=self._sim.host, port=self._sim.port)
@@ -628,3 +631,10 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         if variable is None:
             raise InvalidArgument(f"data.variable: node {node.id} ({node.name}) has no variable {name!r}")
         return variable.address, variable.size
+
+
+def _sim_button_names() -> tuple[str, ...]:
+    """The simulated Thymio's touch buttons (imports the simulator: only for `simulate = true`)."""
+    from devices.sim.thymio import BUTTON_NAMES
+
+    return tuple(BUTTON_NAMES)

@@ -45,7 +45,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiomqtt
 from google.protobuf.message import Message
@@ -57,8 +57,6 @@ from devices.kortex.cyclic_wire import ChildConfig
 from devices.kortex.errors import KortexRequestError, KortexTimeout, LinkLost
 from devices.kortex.options import ANALOG_CHANNELS, ANALOG_OUTPUT_MAX, KortexOptions
 from devices.kortex.transport import MqttSettings, MqttTransport, open_mqtt, open_tcp
-from devices.sim.kortex_arm import SimulatedArm
-from devices.sim.mqtt_broker import EmbeddedBroker
 from gateway.core.adapter import Adapter, Command
 from gateway.errors import DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages.generic import Led
@@ -75,6 +73,10 @@ from protocols.kortex.generated import (
     CommonKortex3_pb2,
 )
 from protocols.kortex.services import STOP_RPC_NAMES, Function, ServiceId
+
+if TYPE_CHECKING:  # a simulator is imported only when `simulate` asks for one
+    from devices.sim.kortex_arm import SimulatedArm
+    from devices.sim.mqtt_broker import EmbeddedBroker
 
 log = logging.getLogger(__name__)
 
@@ -285,6 +287,9 @@ class KortexAdapter(Adapter[KortexOptions]):
 
     async def _start_simulated_arm(self) -> None:
         """The `simulate` arm; on the MQTT path also its broker (embedded, or at host:mqtt_port)."""
+        from devices.sim.kortex_arm import SimulatedArm
+        from devices.sim.mqtt_broker import EmbeddedBroker
+
         options = self.options
         broker: tuple[str, int] | None = None
         if options.uses_mqtt:

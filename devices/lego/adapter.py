@@ -29,14 +29,13 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bleak.backends.device import BLEDevice
 from bleak.backends.scanner import AdvertisementData
 
 from devices.ble.link import SAFE_STATE_WRITE_TIMEOUT_S, Backend, BleError, BleLink, Selector
 from devices.ble.options import SHARED_KEYS_DOC, check_address
-from devices.sim.lego_hub import SimulatedLegoHub
 from gateway.core.adapter import Adapter, Command, DeviceContext
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, RequestTimeout, UnknownCommand
 from gateway.messages.common import Time, Vector3
@@ -80,6 +79,10 @@ from protocols.lwp3.modes import (
     PortModeInformation,
     PortModeInformationRequest,
 )
+
+if TYPE_CHECKING:  # a simulator is imported only when `simulate` asks for one
+    from devices.sim.lego_hub import SimulatedLegoHub
+
 
 log = logging.getLogger(__name__)
 
@@ -255,6 +258,7 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
         selector = self.options.selector()
         if self.options.simulate:
             from devices.ble.virtual_radio import shared_radio
+            from devices.sim.lego_hub import SimulatedLegoHub
 
             if self.simulator is None:
                 self.simulator = SimulatedLegoHub(

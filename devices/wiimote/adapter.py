@@ -29,10 +29,8 @@ import socket
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from devices.sim.wiimote import SimulatedWiimote
-from devices.sim.wiimote import button_names as sim_button_names
 from devices.wiimote.convert import (
     CONTROLLER_AXES,
     CONTROLLER_BUTTONS,
@@ -55,6 +53,9 @@ from gateway.messages.wiimote_gateway import Calibrate, WiimoteClassic, WiimoteL
 from protocols.wiimote import connection as wc
 from protocols.wiimote import extensions as ext
 from protocols.wiimote import reports as rp
+
+if TYPE_CHECKING:  # a simulator is imported only when `simulate` asks for one
+    from devices.sim.wiimote import SimulatedWiimote
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,8 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
             "controller": {"axes": list(CONTROLLER_AXES), "buttons": list(CONTROLLER_BUTTONS)},
         }
         if self.options.transport == "sim" and self.options.sim_device == "remote":  # what SimButton presses
+            from devices.sim.wiimote import button_names as sim_button_names
+
             caps["sim_buttons"] = list(sim_button_names(self.options.sim_extension))
         if conn is not None:
             caps.update(
@@ -221,6 +224,8 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         return link
 
     def _open_simulated(self) -> ReportLink:
+        from devices.sim.wiimote import SimulatedWiimote
+
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         options = self.options
         self.simulator = SimulatedWiimote(
