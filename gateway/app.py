@@ -49,9 +49,10 @@ from gateway.record.daemon import BusRecorder, config_digest
 from gateway.sdnotify import Notifier
 from gateway.servers.http import build_app
 from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded
-from gateway.servers.limits import ConnectionLimits, RateLimitedLog, raise_open_file_limit
+from gateway.servers.limits import ConnectionLimits, raise_open_file_limit
 from gateway.servers.tls import server_context
 from gateway.supervisor import Supervisor
+from gateway.throttled_logs import RateLimitedLog
 from gateway.waits import finish_within
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from gateway.core.config import ServerConfig
 from gateway.errors import ErrorCode
-from gateway.servers.limits import RateLimitedLog, Ticket
+from gateway.servers.limits import Ticket
+from gateway.throttled_logs import RateLimitedLog
 
 if TYPE_CHECKING:
     from gateway.core.client import Client

@@ -37,8 +37,8 @@ from gateway.errors import (
 from gateway.faces.native.messages import renderer
 from gateway.faces.outbox import CLOSE_TIMEOUT_S, Outbox
 from gateway.faces.outbox import Transport as FrameTransport
-from gateway.servers.limits import CONNECTION_LINES
 from gateway.servers.socket_transport import CLOSE_DRAIN_S
+from gateway.throttled_logs import CONNECTION_LINES
 from gateway.wire import Encoding, encode, pack_messages
 
 log = logging.getLogger(__name__)

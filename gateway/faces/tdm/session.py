@@ -30,8 +30,8 @@ from gateway.errors import (
 from gateway.faces.outbox import CLOSE_TIMEOUT_S, Outbox
 from gateway.faces.outbox import Transport as FrameTransport
 from gateway.faces.tdm import nodes
-from gateway.servers.limits import CONNECTION_LINES
 from gateway.servers.socket_transport import CLOSE_DRAIN_S
+from gateway.throttled_logs import CONNECTION_LINES
 from protocols.errors import ProtocolError
 from protocols.tdm import codec
 from protocols.tdm.framing import MAX_MESSAGE_BYTES
