@@ -29,12 +29,11 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "gateway.faces": "faces",
     "devices": "devices",
     "hwgateway": "clients",
-    "gateway.record.recorder": "clients",
     "gateway.__main__": "root",
     "gateway.cli": "root",
     "gateway.app": "root",
     "gateway.config": "root",
-    "gateway.record.cli": "root",
+    "gateway.record_cli": "root",
 }
 
 #: Layer -> the layers its modules may import (docs/architecture.md, "What may import what").
