@@ -1,5 +1,9 @@
 """The gateway process: wires bus, supervisor and servers, and runs the start/stop lifecycle.
 
+Part of the composition root (docs/architecture.md): it hands the core the device kinds
+(`devices.registry.KINDS`), builds every face, and gives the MQTT face the adapter of imported
+devices (`devices.remote`); the core and the faces import no device.
+
 Shutdown: first, as a task of its own, every device to its safe state (e-stop, then close); then
 stop listening, and side by side every client closed with `going_away` (each close bounded; a
 client that does not read is aborted) and the MQTT bridge's stop. Every part is bounded by
