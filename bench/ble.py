@@ -36,7 +36,6 @@ import contextlib  # noqa: E402 - after the path fix above
 
 from bleak import BleakClient  # noqa: E402
 
-from devices.base import Command, DeviceContext  # noqa: E402
 from devices.ble.bumble_backend import AttError, BumbleClient  # noqa: E402
 from devices.ble.link import Backend, BleLink, BleNotFound, Selector, find_device  # noqa: E402
 from devices.ble.virtual_radio import shared_radio  # noqa: E402
@@ -45,6 +44,7 @@ from devices.microbit.adapter import MicrobitAdapter, MicrobitOptions  # noqa: E
 from devices.sim.lego_hub import SimulatedLegoHub  # noqa: E402
 from devices.sim.microbit import SimulatedMicrobit  # noqa: E402
 from gateway.bus import Bus  # noqa: E402
+from gateway.core.adapter import Command, DeviceContext  # noqa: E402
 from gateway.messages.lego import LegoMotorSpeed  # noqa: E402
 from gateway.messages.microbit import MicrobitLeds  # noqa: E402
 from protocols.lwp3 import messages as lwp  # noqa: E402

@@ -21,6 +21,7 @@ import orjson
 from mcap.writer import CompressionType, Writer
 
 from gateway.bus import Bus, Sample
+from gateway.faces.native.messages import state_message
 from gateway.messages import REGISTRY, schema_of, to_plain
 from gateway.messages.wiimote import State
 from gateway.record.sink import McapSink, StateText
@@ -71,7 +72,7 @@ def main() -> None:
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="hwgw-bench-sink-"))
     samples = _samples(args.messages)
-    texts: list[object] = [StateText(orjson.dumps(s.envelope())) for s in samples]
+    texts: list[object] = [StateText(orjson.dumps(state_message(s))) for s in samples]
     bare = _bare(folder / "bare.mcap", [orjson.dumps(to_plain(s.message)) for s in samples])
     daemon_put, daemon_cpu = _sink(folder / "daemon.mcap", list(samples))
     client_put, client_cpu = _sink(folder / "client.mcap", texts)

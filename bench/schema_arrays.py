@@ -37,7 +37,7 @@ from typing import Any
 
 import msgpack
 
-from devices.registry import adapter_class, kinds
+from devices.registry import KINDS
 from gateway.commands import CommandRouter
 from gateway.errors import InvalidArgument
 from gateway.messages import REGISTRY
@@ -158,8 +158,8 @@ def _decoded(data: dict[str, Any]) -> dict[str, Any]:
 def accepted_by() -> dict[str, list[str]]:
     """Every type some adapter kind accepts, with the kinds (a `replay` device accepts every one)."""
     kinds_of: dict[str, list[str]] = {}
-    for kind in kinds():
-        for type_name in adapter_class(kind).accepts:
+    for kind in KINDS.kinds():
+        for type_name in KINDS.adapter_class(kind).accepts:
             kinds_of.setdefault(type_name, []).append(kind)
     largest_first = sorted(kinds_of, key=lambda name: (-_count(message_at_limits(REGISTRY[name].cls)), name))
     return {name: kinds_of[name] for name in largest_first}

@@ -1,1 +1,1 @@
-"""Device adapters, one package per device family, all behind `devices.base.Adapter`."""
+"""Device adapters, one package per device family, all behind `gateway.core.adapter.Adapter`."""

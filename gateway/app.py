@@ -1,5 +1,9 @@
 """The gateway process: wires bus, supervisor and servers, and runs the start/stop lifecycle.
 
+Part of the composition root (docs/architecture.md): it hands the core the device kinds
+(`devices.registry.KINDS`), builds every face, and gives the MQTT face the adapter of imported
+devices (`devices.remote`); the core and the faces import no device.
+
 Shutdown: first, as a task of its own, every device to its safe state (e-stop, then close); then
 stop listening, and side by side every client closed with `going_away` (each close bounded; a
 client that does not read is aborted) and the MQTT bridge's stop. Every part is bounded by
@@ -23,16 +27,21 @@ from typing import Any
 
 from aiohttp import web
 
+from devices.registry import KINDS
+from devices.remote.adapter import RemoteDevice
 from gateway import __version__
 from gateway.bus import Bus
 from gateway.commands import CommandRouter
-from gateway.config import Config
+from gateway.core.adapter import DeviceKinds
 from gateway.core.client import Hub
+from gateway.core.config import Config
 from gateway.errors import ErrorCode
 from gateway.faces.contract import Face
 from gateway.faces.foxglove.server import FoxgloveServer
 from gateway.faces.mqtt.bridge import MqttBridge
 from gateway.faces.mqtt.face import MqttFace
+from gateway.faces.native.msgpack_server import MsgpackServer
+from gateway.faces.native.websocket import handler as native_websocket
 from gateway.faces.rosbridge import names as ros_names
 from gateway.faces.rosbridge.server import RosbridgeServer
 from gateway.faces.rosbridge.server import handler as rosbridge_handler
@@ -44,10 +53,10 @@ from gateway.record.daemon import BusRecorder, config_digest
 from gateway.sdnotify import Notifier
 from gateway.servers.http import build_app
 from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded
-from gateway.servers.limits import ConnectionLimits, RateLimitedLog, raise_open_file_limit
-from gateway.servers.msgpack_server import MsgpackServer
+from gateway.servers.limits import ConnectionLimits, raise_open_file_limit
 from gateway.servers.tls import server_context
 from gateway.supervisor import Supervisor
+from gateway.throttled_logs import RateLimitedLog
 from gateway.waits import finish_within
 
 log = logging.getLogger(__name__)
@@ -124,10 +133,10 @@ class LoopMonitor:
 class Gateway:
     """One running gateway."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, kinds: DeviceKinds = KINDS) -> None:
         self.config = config
         self.bus = Bus()
-        self.supervisor = Supervisor(self.bus, config.supervisor, config.devices)
+        self.supervisor = Supervisor(self.bus, config.supervisor, config.devices, kinds)
         self.router = CommandRouter(self.supervisor, self._observe_command)
         self.hub = Hub(self.bus, self.supervisor, self.router, config.server, config.auth.all_credentials())
         self.monitor = LoopMonitor()
@@ -137,13 +146,15 @@ class Gateway:
         self._guards: dict[asyncio.BaseTransport, GuardedHttpProtocol] = {}
         self.limits = ConnectionLimits(config.server, raise_open_file_limit())
         self._msgpack = MsgpackServer(self.hub, self.limits)
-        self._ros_names = ros_names.RosNames(ros_names.namings_of(config.devices)) if config.rosbridge.enabled else None
+        self._ros_names = (
+            ros_names.RosNames(ros_names.namings_of(config.devices, kinds)) if config.rosbridge.enabled else None
+        )
         self._rosbridge = (
             RosbridgeServer(self.hub, self._ros_names, config.rosbridge.port, self.limits, self._guards)
             if self._ros_names is not None
             else None
         )
-        self.mqtt = MqttBridge(config.mqtt, self.hub) if config.mqtt.enabled else None
+        self.mqtt = MqttBridge(config.mqtt, self.hub, RemoteDevice.imported) if config.mqtt.enabled else None
         if self.mqtt is not None:
             self.metrics.registry.register(self.mqtt.collector())
         self.tdm = TdmServer(self.hub, config.tdm, self.limits) if config.tdm.enabled else None
@@ -194,7 +205,8 @@ class Gateway:
         if self.recorder is not None:
             self.recorder.start()  # before the devices: their first availability is in the file
         self.supervisor.start()
-        app = build_app(self.hub, self.health, self.metrics.render, self._guards)
+        app = build_app(server, self.health, self.metrics.render, self._guards)
+        app.router.add_get("/ws", native_websocket(self.hub, self._guards))
         if self._ros_names is not None:
             app.router.add_get("/rosbridge", rosbridge_handler(self.hub, self._ros_names))
         tls = server_context(server)

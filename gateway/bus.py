@@ -17,34 +17,37 @@ import asyncio
 import itertools
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from gateway.messages import to_plain, type_name
 from gateway.topics import check_topic, matches_any, parse_pattern
-from gateway.wire import Encoding, encode
 
 DeviceStatus = Literal["connecting", "connected", "disconnected", "stopped"]
 
-#: How many state frames were encoded, per face encoding (shows that fan-out encodes once).
+#: How many sample frames were rendered, per face and encoding (shows that fan-out encodes once).
 FRAMES_ENCODED: Counter[str] = Counter()
 
 
 class Outgoing(Protocol):
-    """Something a subscriber's mailbox can hold: keyed, and encodable once per encoding."""
+    """Something a subscriber's mailbox can hold: keyed, and rendered by each face once per encoding.
+
+    The bus knows no face's wire shape: a face renders an item into its own bytes and caches them
+    on the item (`encoded`), so that every client of that face and encoding shares one render.
+    """
+
+    #: What each face rendered of this item so far, by the key it gave (`encoded`); read it first on a hot path.
+    frames: dict[str, bytes]
 
     @property
     def key(self) -> str:
         """The mailbox slot: a newer item with the same key replaces an unsent older one."""
 
-    def frame(self, encoding: Encoding) -> bytes:
-        """The encoded protocol message."""
-
     def encoded(self, key: str, build: Callable[[], bytes]) -> bytes:
         """The bytes `build` makes for this item, built once per `key` however many clients send them.
 
-        Faces other than the native one cache their own frames here (key: the face and its encoding).
+        The key names the face and its encoding (the native face's keys are its encodings).
         """
 
 
@@ -69,7 +72,7 @@ class Sample:
     recv_stamp: float
     message: Any
     _plain: dict[str, Any] | None = None
-    _frames: dict[str, bytes] = field(default_factory=dict)
+    frames: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     @property
     def key(self) -> str:
@@ -82,28 +85,11 @@ class Sample:
             self._plain = to_plain(self.message)
         return self._plain
 
-    def envelope(self) -> dict[str, Any]:
-        """The `state` protocol message."""
-        return {
-            "op": "state",
-            "topic": self.topic,
-            "type": self.type,
-            "seq": self.seq,
-            "stamp": self.stamp,
-            "recv_stamp": self.recv_stamp,
-            "data": self.data(),
-        }
-
-    def frame(self, encoding: Encoding) -> bytes:
-        """The `state` message encoded (once per encoding)."""
-        cached = self._frames.get(encoding)  # the hot path: no closure once encoded
-        return cached if cached is not None else self.encoded(encoding, lambda: encode(self.envelope(), encoding))
-
     def encoded(self, key: str, build: Callable[[], bytes]) -> bytes:
         """The bytes `build` makes, built once per `key` (counted in `FRAMES_ENCODED`)."""
-        cached = self._frames.get(key)
+        cached = self.frames.get(key)
         if cached is None:
-            cached = self._frames[key] = build()
+            cached = self.frames[key] = build()
             FRAMES_ENCODED[key] += 1
         return cached
 
@@ -119,35 +105,18 @@ class DeviceEvent:
     stamp: float
     #: The session id of the client holding the device's exclusive control lock (None: unlocked).
     locked_by: str | None = None
-    _frames: dict[str, bytes] = field(default_factory=dict)
+    frames: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     @property
     def key(self) -> str:
         """Availability is keyed per device ('$' never appears in a topic)."""
         return "$device/" + self.device
 
-    def envelope(self) -> dict[str, Any]:
-        """The `device` protocol message."""
-        return {
-            "op": "device",
-            "device": self.device,
-            "kind": self.kind,
-            "status": self.status,
-            "detail": self.detail,
-            "stamp": self.stamp,
-            "locked_by": self.locked_by,
-        }
-
-    def frame(self, encoding: Encoding) -> bytes:
-        """The `device` message encoded (once per encoding)."""
-        cached = self._frames.get(encoding)  # the hot path: no closure once encoded
-        return cached if cached is not None else self.encoded(encoding, lambda: encode(self.envelope(), encoding))
-
     def encoded(self, key: str, build: Callable[[], bytes]) -> bytes:
         """The bytes `build` makes, built once per `key`."""
-        cached = self._frames.get(key)
+        cached = self.frames.get(key)
         if cached is None:
-            cached = self._frames[key] = build()
+            cached = self.frames[key] = build()
         return cached
 
 
@@ -305,8 +274,6 @@ class Bus:
         self._routes: dict[str, tuple[list[Callable[[Outgoing], None]], list[tuple[Subscriber, float]]]] = {}
         self._ids = itertools.count(1)
         self.published: Counter[str] = Counter()
-        #: The fan-out groups of this bus's subscribers, by the key their face gives them.
-        self.groups: dict[Hashable, Group] = {}
 
     def publish(self, topic: str, message: Any, stamp: float | None = None) -> Sample:
         """Publish `message` on `topic`; `stamp` is the device's time (seconds since the epoch)."""

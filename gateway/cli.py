@@ -22,7 +22,7 @@ from gateway.errors import ConfigError
 
 if TYPE_CHECKING:
     from gateway.app import Gateway
-    from gateway.config import Config
+    from gateway.core.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     hash_token.add_argument("--generate", action="store_true", help="make a new random token and print it too")
 
-    from gateway.record import cli as record_cli
+    from gateway import record_cli
 
     record_cli.add_record_arguments(
         commands.add_parser("record", help="record a running gateway's bus to an MCAP file")
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         print(text, file=sys.stderr if status else sys.stdout)
         return status
     if args.command in ("record", "replay"):
-        from gateway.record import cli as record_cli
+        from gateway import record_cli
 
         return record_cli.run_record(args) if args.command == "record" else record_cli.run_replay(args)
     if args.command == "hash-token":
@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     # should not wait for them (about 1 s here, several on a Raspberry Pi).
     from gateway import logs, waits
     from gateway.config import load
-    from gateway.config_checks import warnings as config_warnings
+    from gateway.core.config_checks import warnings as config_warnings
 
     try:
         if args.command == "check-config":
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     for warning in config_warnings(config):
         log.warning("config: %s", warning)
     if args.command == "demo" and args.record:
-        from gateway.record import cli as record_cli
+        from gateway import record_cli
 
         return waits.run(record_cli.serve_and_record(config, args.record, _print_demo_banner))
     from gateway.app import serve  # after logging is configured

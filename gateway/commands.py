@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from devices.base import Command
+from gateway.core.adapter import Command
 from gateway.errors import (
     DeviceError,
     DeviceUnavailable,

@@ -13,13 +13,12 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from devices.base import Adapter, DeviceContext
-from devices.registry import adapter_class
 from gateway.bus import Bus, DeviceEvent, DeviceStatus
-from gateway.config import DeviceConfig, SupervisorConfig
+from gateway.core.adapter import NO_KINDS, Adapter, DeviceContext, DeviceKinds
+from gateway.core.config import DeviceConfig, SupervisorConfig
 from gateway.errors import ConfigError
 
-#: Builds an adapter from its context and options (default: the registry's class of the config's kind).
+#: Builds an adapter from its context and options (default: the class of the config's kind).
 AdapterFactory = Callable[[DeviceContext, Any], Adapter[Any]]
 
 log = logging.getLogger(__name__)
@@ -36,7 +35,7 @@ TASKS_END_AT_STOP_S = 1.0
 class DeviceHandle:
     """One configured device: its adapter, availability and restart count."""
 
-    def __init__(self, config: DeviceConfig, bus: Bus, factory: AdapterFactory | None = None) -> None:
+    def __init__(self, config: DeviceConfig, bus: Bus, factory: AdapterFactory) -> None:
         self.config = config
         self.id = config.id
         self.kind = config.kind
@@ -48,7 +47,7 @@ class DeviceHandle:
         self.locked_by: str | None = None
         self._bus = bus
         context = DeviceContext(config.id, bus, self.set_status)
-        self.adapter: Adapter[Any] = (factory or adapter_class(config.kind))(context, config.options)
+        self.adapter: Adapter[Any] = factory(context, config.options)
         self.task: asyncio.Task[None] | None = None
 
     def set_status(self, status: DeviceStatus, detail: str = "") -> None:
@@ -78,16 +77,24 @@ class DeviceHandle:
 
 
 class Supervisor:
-    """Owns every adapter task."""
+    """Owns every adapter task; `kinds` names the adapter class of each configured device's kind.
 
-    def __init__(self, bus: Bus, config: SupervisorConfig, devices: Iterable[DeviceConfig]) -> None:
+    The composition root passes the gateway's kinds (`devices.registry.KINDS`); with none, a
+    configured device is refused (`KeyError`: unknown kind).
+    """
+
+    def __init__(
+        self, bus: Bus, config: SupervisorConfig, devices: Iterable[DeviceConfig], kinds: DeviceKinds = NO_KINDS
+    ) -> None:
         self._config = config
         self._bus = bus
         self._started = False
         #: True once `stop` began: the router refuses new commands (none may undo the e-stop).
         self.stopping = False
         self.devices: dict[str, DeviceHandle] = {
-            device.id: DeviceHandle(device, bus) for device in devices if device.enabled
+            device.id: DeviceHandle(device, bus, kinds.adapter_class(device.kind))
+            for device in devices
+            if device.enabled
         }
         for handle in self.devices.values():
             handle.adapter.ctx.add_device = self.add

@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from devices.base import Adapter, Command, DeviceContext
 from gateway.bus import Bus
+from gateway.core.adapter import Adapter, Command, DeviceContext
 
 AdapterT = TypeVar("AdapterT", bound=Adapter[Any])
 

@@ -15,6 +15,7 @@ from collections.abc import Coroutine
 from importlib import resources
 from typing import Any, TypeVar
 
+from devices.registry import KINDS as DEVICE_KINDS
 from gateway.bus import Bus
 from gateway.commands import MIN_COMMAND_TIMEOUT_S, CommandRouter
 from gateway.config import loads
@@ -36,7 +37,7 @@ class DemoDevices:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="demo-devices", daemon=True)
         self.bus = Bus()
-        self.supervisor = Supervisor(self.bus, self.config.supervisor, self.config.devices)
+        self.supervisor = Supervisor(self.bus, self.config.supervisor, self.config.devices, DEVICE_KINDS)
         self.router = CommandRouter(self.supervisor, lambda device, outcome, seconds: None)
 
     def call(self, coroutine: Coroutine[Any, Any, T], timeout: float) -> T:

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from devices.base import Adapter, DeviceContext
 from devices.lego.adapter import LegoHubAdapter, LegoHubOptions
 from devices.microbit.adapter import MicrobitAdapter, MicrobitOptions
 from gateway.bus import Bus
+from gateway.core.adapter import Adapter, DeviceContext
 
 
 @pytest.mark.parametrize("after_s", [0.0, 0.03, 0.06, 0.09, 0.12, 0.15, 0.2, 0.25, 0.3, 0.4])

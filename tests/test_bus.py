@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from gateway.bus import FRAMES_ENCODED, Bus, DeviceEvent, Sample, Subscriber
+from gateway.faces.native.messages import renderer
 from gateway.messages.generic import Led
 from gateway.wire import Encoding, websocket_text_frame
 
@@ -103,7 +104,7 @@ async def test_each_sample_is_encoded_once_per_encoding_for_any_number_of_subscr
         bus.subscribe(subscriber, ["dev/a"], None)
     before = FRAMES_ENCODED.copy()
     bus.publish("dev/a", led(0.5), stamp=123.25)
-    frames = [item.frame(e) for e, s in subscribers for item in s.take_due(1000.0)[0]]
+    frames = [renderer(e)(item) for e, s in subscribers for item in s.take_due(1000.0)[0]]
     assert FRAMES_ENCODED["json"] - before["json"] == 1
     assert FRAMES_ENCODED["msgpack"] - before["msgpack"] == 1
     decoded = orjson.loads(websocket_payload(frames[1]))
@@ -138,7 +139,7 @@ async def test_device_events_reach_attached_subscribers_keyed_per_device() -> No
     bus.device_event(DeviceEvent("dev", "sim", "connected", "", 2.0))
     due, _ = subscriber.take_due(1000.0)
     assert len(due) == 1
-    assert msgpack.unpackb(due[0].frame("msgpack"))["status"] == "connected"
+    assert msgpack.unpackb(renderer("msgpack")(due[0]))["status"] == "connected"
 
 
 async def test_a_sample_arriving_inside_the_rate_window_still_wakes_the_writer() -> None:

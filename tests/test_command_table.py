@@ -6,8 +6,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from devices.base import Command
 from devices.lego.adapter import LegoHubAdapter
+from gateway.core.adapter import Command
 from gateway.core.dispatch import CommandTable
 from gateway.errors import UnknownCommand
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Config, TokenConfig, load, loads
+from gateway.config import load, loads
+from gateway.core.config import Config, TokenConfig
 from gateway.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent

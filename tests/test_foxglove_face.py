@@ -14,7 +14,8 @@ import aiohttp
 import pytest
 from websockets.exceptions import InvalidStatus
 
-from gateway.config import ServerConfig, loads
+from gateway.config import loads
+from gateway.core.config import ServerConfig
 from gateway.errors import ConfigError, ProtocolError
 from gateway.faces.foxglove import wire
 from gateway.faces.foxglove.catalog import command_topic

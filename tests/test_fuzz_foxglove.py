@@ -18,11 +18,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from devices.registry import options_class
+from devices.registry import KINDS
 from gateway.bus import Bus
 from gateway.commands import CommandRouter
-from gateway.config import DeviceConfig, ServerConfig, SupervisorConfig
 from gateway.core.client import Hub
+from gateway.core.config import DeviceConfig, ServerConfig, SupervisorConfig
 from gateway.faces.foxglove import wire
 from gateway.faces.foxglove.catalog import Catalog
 from gateway.faces.foxglove.session import FoxgloveSession
@@ -58,8 +58,8 @@ def test_any_binary_client_message_decodes_or_is_refused_by_name(data: bytes) ->
 
 def _session(capture: Capture) -> FoxgloveSession:
     bus = Bus()
-    devices = (DeviceConfig("sim-1", "sim", True, options_class("sim")()),)
-    supervisor = Supervisor(bus, SupervisorConfig(), devices)
+    devices = (DeviceConfig("sim-1", "sim", True, KINDS.options_class("sim")()),)
+    supervisor = Supervisor(bus, SupervisorConfig(), devices, KINDS)
     hub = Hub(bus, supervisor, CommandRouter(supervisor, lambda *_: None), ServerConfig(max_request_bytes=4096), ())
     info: dict[str, Any] = {"op": "serverInfo", "name": "fuzz", "capabilities": [], "sessionId": "fuzz"}
     session = FoxgloveSession(hub, Catalog(), capture, "fuzz", wire.SDK_V1, info, None)

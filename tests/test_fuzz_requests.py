@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from gateway.bus import Bus
 from gateway.commands import CommandRouter
-from gateway.config import ServerConfig, SupervisorConfig
 from gateway.core.client import Hub
+from gateway.core.config import ServerConfig, SupervisorConfig
 from gateway.faces.native.session import Session
-from gateway.servers.http import _receive_text
+from gateway.faces.native.websocket import receive_text
 from gateway.supervisor import Supervisor
 from gateway.wire import Encoding
 from protocols.errors import ProtocolError
@@ -92,7 +92,7 @@ def test_any_request_maps_get_one_result_each(batch: list[dict[str, Any]]) -> No
 def test_any_websocket_text_gets_one_result(text: str) -> None:
     async def run() -> None:
         session, capture = _session("json")
-        await _receive_text(session, text, 4096)
+        await receive_text(session, text, 4096)
         await _settle(session)
         results = _results(capture)
         assert len(results) == 1, (text, results)

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from devices.registry import KINDS
 from gateway.bus import Bus
 from gateway.commands import CommandRouter
-from gateway.config import DeviceConfig, ServerConfig, SupervisorConfig
 from gateway.core.client import Hub
+from gateway.core.config import DeviceConfig, ServerConfig, SupervisorConfig
 from gateway.faces.rosbridge.names import RosNames, namings_of
 from gateway.faces.rosbridge.ops import RosbridgeSession
 from gateway.faces.rosbridge.server import _receive_binary, _receive_text
@@ -50,18 +51,16 @@ requests = st.dictionaries(st.sampled_from(FIELDS), values, max_size=6) | st.bui
 def _session() -> tuple[RosbridgeSession, Capture]:
     bus = Bus()
     devices = (DeviceConfig("sim-1", "sim", True, _sim_options()),)
-    supervisor = Supervisor(bus, SupervisorConfig(), devices)
+    supervisor = Supervisor(bus, SupervisorConfig(), devices, KINDS)
     hub = Hub(bus, supervisor, CommandRouter(supervisor, lambda *_: None), ServerConfig(max_request_bytes=4096), ())
     capture = Capture()
-    session = RosbridgeSession(hub, RosNames(namings_of(devices)), capture, "fuzz")
+    session = RosbridgeSession(hub, RosNames(namings_of(devices, KINDS)), capture, "fuzz")
     session.start()
     return session, capture
 
 
 def _sim_options() -> Any:
-    from devices.registry import options_class
-
-    return options_class("sim")()
+    return KINDS.options_class("sim")()
 
 
 def _messages(capture: Capture) -> list[dict[str, Any]]:

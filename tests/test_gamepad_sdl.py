@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from devices.base import Command, DeviceContext
 from devices.gamepad import sdl_backend
 from devices.gamepad.adapter import GamepadAdapter, GamepadOptions, PadLost
 from devices.gamepad.mappings import MappingFileError
@@ -28,6 +27,7 @@ from devices.gamepad.model import VirtualSpec
 from devices.gamepad.sdl_backend import SdlBackend
 from devices.gamepad.sdl_virtual import VirtualPad
 from gateway.bus import Bus
+from gateway.core.adapter import Command, DeviceContext
 from gateway.errors import DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages.creos import ControllerState
 from gateway.messages.gamepad import GamepadInfo, GamepadPlayerIndex, GamepadTriggerRumble, GamepadVirtualOutputs

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import RecordConfig, ServerConfig
+from gateway.core.config import RecordConfig, ServerConfig
 from tests.test_service import ROOT, unit_entries, unit_value
 
 INSTALL_USER = ROOT / "scripts" / "install-user.sh"

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from devices.base import Command
 from devices.kortex.adapter import KortexAdapter
 from devices.kortex.connection import KEEPALIVE_IDLE_S, KortexConnection
 from devices.kortex.errors import KortexRequestError, LinkLost
 from devices.kortex.options import KortexOptions
 from devices.kortex.transport import open_tcp
 from devices.sim.kortex_arm import ArmFaults, SimulatedArm
+from gateway.core.adapter import Command
 from gateway.errors import InvalidArgument, UnknownCommand
 from gateway.messages.generic import Led
 from gateway.messages.kortex import ArmStateNotification, KortexCyclicStats

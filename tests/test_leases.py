@@ -23,7 +23,6 @@ import pytest
 
 from devices.aseba.adapter import AsebaAdapter
 from devices.aseba.options import AsebaOptions
-from devices.base import Adapter, Command
 from devices.gamepad import sdl_backend
 from devices.gamepad.adapter import GamepadAdapter, GamepadOptions
 from devices.gamepad.model import VirtualSpec
@@ -33,12 +32,16 @@ from devices.kortex.adapter import KortexAdapter
 from devices.kortex.options import KortexOptions
 from devices.lego.adapter import LegoHubAdapter, LegoHubOptions
 from devices.microbit.adapter import MicrobitAdapter, MicrobitOptions
+from devices.remote.adapter import RemoteDevice
 from devices.sim.controller import SimController, SimOptions
 from devices.sim.kortex_arm import SimulatedArm
 from devices.wiimote.adapter import WiimoteAdapter
 from devices.wiimote.options import WiimoteOptions
 from gateway.bus import Bus
-from gateway.config import SupervisorConfig
+from gateway.commands import CommandRouter
+from gateway.core.adapter import Adapter, Command
+from gateway.core.client import Hub
+from gateway.core.config import ServerConfig, SupervisorConfig
 from gateway.core.lease import Leases
 from gateway.faces.mqtt.federation import Importer
 from gateway.faces.mqtt.topics import TopicMap
@@ -423,8 +426,9 @@ class RecordingLink:
 async def remote() -> AsyncIterator[tuple[Adapter[Any], RecordingLink]]:
     bus = Bus()
     supervisor = Supervisor(bus, SupervisorConfig(), ())
+    hub = Hub(bus, supervisor, CommandRouter(supervisor, lambda *_: None), ServerConfig(), ())
     link = RecordingLink()
-    importer = Importer(supervisor, TopicMap("hwgateway", "lab-b"), link)
+    importer = Importer(hub, RemoteDevice.imported, TopicMap("hwgateway", "lab-b"), link)
     importer.on_status("lab-a", b"online")
     importer.on_devices("lab-a", b'{"devices": [{"id": "lamp", "accepts": ["led"]}]}')
     handle = supervisor.devices["lab-a:lamp"]

@@ -22,8 +22,9 @@ from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unus
 
 from devices.sim.controller import controller_state
 from gateway.bus import Bus, Subscriber
+from gateway.faces.native.messages import renderer, state_message
+from gateway.faces.native.msgpack_server import StreamTransport
 from gateway.faces.outbox import Outbox
-from gateway.servers.msgpack_server import StreamTransport
 from gateway.servers.socket_transport import HIGH_WATER_BYTES
 from gateway.wire import Encoding, encode, pack_messages, websocket_payload
 from hwgateway.client.transports import open_transport, parse_url
@@ -68,7 +69,7 @@ async def rig(send_buffer_bytes: int = 0, receive_buffer: int | None = None) -> 
     transport = CountingTransport(writer, send_buffer_bytes)
     bus = Bus()
     subscriber = Subscriber("t1", "msgpack")
-    outbox = Outbox("t1", subscriber, transport, lambda item: item.frame("msgpack"))
+    outbox = Outbox("t1", subscriber, transport, renderer("msgpack"))
     outbox.start()
     bus.subscribe(subscriber, ["dev/**"], None)
     try:
@@ -157,7 +158,7 @@ async def test_a_stalled_client_is_coalesced_newest_wins_with_bounded_memory() -
             publish_tick(r.bus, tick)
             await asyncio.sleep(0)
             peak_buffer = max(peak_buffer, asyncio_transport.get_write_buffer_size())
-        frame_bytes = len(r.bus.latest("dev/a").frame("msgpack"))  # type: ignore[union-attr]
+        frame_bytes = len(renderer("msgpack")(r.bus.latest("dev/a")))  # type: ignore[arg-type]
         # What the gateway holds: the high-water mark and one batch over it, and one slot per topic.
         assert peak_buffer <= HIGH_WATER_BYTES + len(TOPICS) * frame_bytes
         assert r.subscriber.depth <= len(TOPICS)
@@ -183,7 +184,7 @@ def test_multi_sample_frames_keep_order_and_never_exceed_the_frame_limit(encodin
     messages = []
     for tick in range(20):
         for topic in TOPICS:
-            messages.append(bus.publish(topic, controller_state(float(tick))).envelope())
+            messages.append(state_message(bus.publish(topic, controller_state(float(tick)))))
     messages.insert(7, {"op": "device", "device": "dev", "detail": "x" * 600})  # alone over 256 and 700 bytes
     frames = [encode(message, encoding) for message in messages]
     packed = pack_messages(frames, encoding, max_bytes)

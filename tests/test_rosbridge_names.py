@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from devices.registry import KINDS
 from gateway.config import loads
 from gateway.errors import ConfigError
 from gateway.faces.rosbridge import names as ros
@@ -18,7 +19,7 @@ ROSBRIDGE = "[rosbridge]\nenabled = true\n"
 
 
 def names_of(text: str) -> ros.RosNames:
-    return ros.RosNames(ros.namings_of(loads(ROSBRIDGE + text).devices))
+    return ros.RosNames(ros.namings_of(loads(ROSBRIDGE + text).devices, KINDS))
 
 
 @pytest.mark.parametrize(

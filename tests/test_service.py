@@ -18,7 +18,7 @@ import pytest
 from dockerfile_parse import DockerfileParser
 
 from gateway.app import STOP_DEADLINE_S
-from gateway.config import ServerConfig
+from gateway.core.config import ServerConfig
 from gateway.sdnotify import Notifier
 from gateway.servers.limits import HTTP_RESERVE
 from tests.conftest import require_peer

@@ -14,7 +14,7 @@ import aiohttp
 import msgpack
 import pytest
 
-from devices.registry import kinds
+from devices.registry import KINDS
 from gateway.config import loads
 from gateway.errors import ConfigError
 from tests.harness import connect, free_port, gateway_config, start_gateway
@@ -47,7 +47,7 @@ colour = "red"
 EVERY_ERROR = [
     "server.http_port: expected an integer, got str 'x'",
     "devices.thymio: target 'serial:/dev/ttyACM0': expected a Dashel target",
-    f"devices.nameless.kind: required key is missing (one of: {', '.join(sorted(kinds()))})",
+    f"devices.nameless.kind: required key is missing (one of: {', '.join(sorted(KINDS.kinds()))})",
     "devices.pad.rate_hz: expected a number, got str 'fast'",
     "devices.pad.colour: unknown key",
     "devices.remote-b: Wii Remote 00:1f:32:aa:bb:cc is already taken by devices.remote-a",

@@ -14,8 +14,8 @@ from tdmclient.thymio import ThymioFB
 
 from gateway.bus import Bus
 from gateway.commands import CommandRouter
-from gateway.config import ServerConfig, SupervisorConfig
 from gateway.core.client import Hub
+from gateway.core.config import ServerConfig, SupervisorConfig
 from gateway.faces.tdm.session import PING_PERIOD_S, TdmSession
 from gateway.supervisor import Supervisor
 from protocols.tdm.framing import frame

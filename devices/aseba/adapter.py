@@ -50,7 +50,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from devices.aseba import thymio
 from devices.aseba.network import AsebaNetwork, NodeError, NodeState
@@ -58,9 +58,7 @@ from devices.aseba.options import AsebaOptions
 from devices.aseba.scripts import Script, resolve_script
 from devices.aseba.thymio_program import EVENT_ID, EVENT_SIZES, EVENT_WORDS, ThymioProgram, generate
 from devices.aseba.transport import Target, discover_usb, open_link, parse_target
-from devices.base import Adapter, Command, DeviceContext
-from devices.sim.thymio import BUTTON_NAMES as SIM_BUTTON_NAMES
-from devices.sim.thymio import SimulatedThymio
+from gateway.core.adapter import Adapter, Command, DeviceContext
 from gateway.core.dispatch import CommandTable
 from gateway.core.lease import Lease, LeaseEnd, Leases
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument
@@ -69,6 +67,9 @@ from gateway.messages.common import Time
 from gateway.messages.sim import SimButton
 from protocols.aseba.compiler import CompiledScript, CompileError, EventSpec, compile_script
 from protocols.aseba.messages import MessageType, UserMessage
+
+if TYPE_CHECKING:  # a simulator is imported only when `simulate` asks for one
+    from devices.sim.thymio import SimulatedThymio
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +130,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
     def __init__(self, ctx: DeviceContext, options: AsebaOptions) -> None:
         super().__init__(ctx, options)
         if options.simulate:  # its touch buttons can be pressed from the dashboard, as by hand
-            self.accepts = (*self.accepts, SIM_BUTTON)  # type: ignore[misc]
+            self.accepts = (*self.accepts, SIM_BUTTON)
         self.network: AsebaNetwork | None = None
         self.target: Target | None = None
         #: Names of the user events of the program the gateway loaded, by node id (index = event id).
@@ -162,7 +163,7 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             # Motor targets stay only while renewed: a client that holds them (`hwgateway cmd --hold`)
             # repeats these commands within this many ms.
             "lease_renewal_ms": {MOTORS: self.options.motor_lease_ms, SET_VARIABLE: self.options.motor_lease_ms},
-            **({"sim_buttons": list(SIM_BUTTON_NAMES)} if self.options.simulate else {}),
+            **({"sim_buttons": list(_sim_button_names())} if self.options.simulate else {}),
         }
 
     def event_layouts(self, node_id: int) -> list[dict[str, Any]]:
@@ -186,6 +187,8 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         """Open the link and serve it until it closes (raise) or the gateway stops (cancel)."""
         if self.options.simulate:
             if self._sim is None:
+                from devices.sim.thymio import SimulatedThymio
+
                 self._sim = SimulatedThymio(demo=self.options.sim_motion == "demo")
                 await self._sim.start()
             target = Target("tcp", host=self._sim.host, port=self._sim.port)
@@ -652,3 +655,10 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         }
     )
     accepts = commands.types(SIM_BUTTON)
+
+
+def _sim_button_names() -> tuple[str, ...]:
+    """The simulated Thymio's touch buttons (imports the simulator: only for `simulate = true`)."""
+    from devices.sim.thymio import BUTTON_NAMES
+
+    return tuple(BUTTON_NAMES)

@@ -34,7 +34,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from devices.base import Adapter, Command, DeviceContext
 from devices.gamepad.model import (
     VIRTUAL_FEATURES,
     BackendStopped,
@@ -53,6 +52,7 @@ from devices.gamepad.model import (
     VirtualSpec,
 )
 from devices.gamepad.normalize import AXIS_NAMES, BUTTON_NAMES, Normalizer, RawPad, Settings
+from gateway.core.adapter import Adapter, Command, DeviceContext
 from gateway.core.dispatch import CommandTable
 from gateway.core.lease import Lease, LeaseEnd, Leases
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand

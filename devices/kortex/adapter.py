@@ -48,12 +48,11 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import aiomqtt
 from google.protobuf.message import Message
 
-from devices.base import Adapter, Command
 from devices.kortex import convert
 from devices.kortex.connection import KortexConnection
 from devices.kortex.cyclic import EVENT_LOOP_STALL_S, CyclicCodec, CyclicProcess, Kortex2Codec, Kortex3Codec
@@ -61,8 +60,7 @@ from devices.kortex.cyclic_wire import ChildConfig
 from devices.kortex.errors import KortexRequestError, KortexTimeout, LinkLost
 from devices.kortex.options import ANALOG_CHANNELS, ANALOG_OUTPUT_MAX, KortexOptions
 from devices.kortex.transport import MqttSettings, MqttTransport, open_mqtt, open_tcp
-from devices.sim.kortex_arm import SimulatedArm
-from devices.sim.mqtt_broker import EmbeddedBroker
+from gateway.core.adapter import Adapter, Command
 from gateway.core.dispatch import CommandTable
 from gateway.core.lease import Lease, LeaseEnd, Leases
 from gateway.errors import DeviceUnavailable, InvalidArgument, UnknownCommand
@@ -80,6 +78,10 @@ from protocols.kortex.generated import (
     CommonKortex3_pb2,
 )
 from protocols.kortex.services import STOP_RPC_NAMES, Function, ServiceId
+
+if TYPE_CHECKING:  # a simulator is imported only when `simulate` asks for one
+    from devices.sim.kortex_arm import SimulatedArm
+    from devices.sim.mqtt_broker import EmbeddedBroker
 
 log = logging.getLogger(__name__)
 
@@ -299,6 +301,9 @@ class KortexAdapter(Adapter[KortexOptions]):
 
     async def _start_simulated_arm(self) -> None:
         """The `simulate` arm; on the MQTT path also its broker (embedded, or at host:mqtt_port)."""
+        from devices.sim.kortex_arm import SimulatedArm
+        from devices.sim.mqtt_broker import EmbeddedBroker
+
         options = self.options
         broker: tuple[str, int] | None = None
         if options.uses_mqtt:

@@ -30,15 +30,14 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from bleak.backends.device import BLEDevice
 from bleak.backends.scanner import AdvertisementData
 
-from devices.base import Adapter, Command, DeviceContext
 from devices.ble.link import SAFE_STATE_WRITE_TIMEOUT_S, Backend, BleError, BleLink, Selector
 from devices.ble.options import SHARED_KEYS_DOC, check_address
-from devices.sim.lego_hub import SimulatedLegoHub
+from gateway.core.adapter import Adapter, Command, DeviceContext
 from gateway.core.dispatch import CommandTable
 from gateway.core.lease import Lease, LeaseEnd, Leases
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, RequestTimeout, UnknownCommand
@@ -82,6 +81,10 @@ from protocols.lwp3.modes import (
     PortModeInformation,
     PortModeInformationRequest,
 )
+
+if TYPE_CHECKING:  # a simulator is imported only when `simulate` asks for one
+    from devices.sim.lego_hub import SimulatedLegoHub
+
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +212,7 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
         #: The simulated hub of `simulate = true` (tests reach it here).
         self.simulator: SimulatedLegoHub | None = None
         if options.simulate:  # its green button can be pressed from the dashboard, as by hand
-            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[misc]
+            self.accepts = (*self.accepts, "hwgateway/SimButton")
         self.link: BleLink | None = None
         #: Notifications that broke LWP3 (counted and dropped).
         self.malformed = 0
@@ -260,6 +263,7 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
         selector = self.options.selector()
         if self.options.simulate:
             from devices.ble.virtual_radio import shared_radio
+            from devices.sim.lego_hub import SimulatedLegoHub
 
             if self.simulator is None:
                 self.simulator = SimulatedLegoHub(

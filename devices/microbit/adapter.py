@@ -24,13 +24,12 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from devices.base import Adapter, Command, DeviceContext
 from devices.ble.link import SAFE_STATE_WRITE_TIMEOUT_S as SAFE_WRITE_S
 from devices.ble.link import Backend, BleError, BleLink, Selector
 from devices.ble.options import SHARED_KEYS_DOC, check_address
-from devices.sim.microbit import ALL_SERVICES, SimulatedMicrobit
+from gateway.core.adapter import Adapter, Command, DeviceContext
 from gateway.core.dispatch import CommandTable
 from gateway.core.lease import Lease, LeaseEnd, Leases
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand
@@ -53,6 +52,9 @@ from gateway.messages.sim import SimButton
 from protocols.errors import ProtocolError
 from protocols.microbit import pins
 from protocols.microbit import profile as mb
+
+if TYPE_CHECKING:  # a simulator is imported only when `simulate` asks for one
+    from devices.sim.microbit import SimulatedMicrobit
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +86,7 @@ class MicrobitOptions:
     magnetometer_period_ms: int = field(default=0, metadata={"min": 0, "max": 640})
     temperature_period_ms: int = field(default=0, metadata={"min": 0, "max": 60000})
     simulate: bool = False
-    sim_services: tuple[str, ...] = ALL_SERVICES
+    sim_services: tuple[str, ...] = mb.PROGRAM_SERVICES
     sim_motion: str = "rest"
     sim_runtime: str = "v2"
     sim_pairing_required: bool = False
@@ -96,9 +98,9 @@ class MicrobitOptions:
             check_address(self.address)
         except ValueError as error:
             problems.append(str(error))
-        unknown = set(self.sim_services) - set(ALL_SERVICES)
+        unknown = set(self.sim_services) - set(mb.PROGRAM_SERVICES)
         if unknown:
-            problems.append(f"sim_services: unknown {sorted(unknown)} (known: {', '.join(ALL_SERVICES)})")
+            problems.append(f"sim_services: unknown {sorted(unknown)} (known: {', '.join(mb.PROGRAM_SERVICES)})")
         if self.sim_motion not in ("rest", "demo"):
             problems.append(f"sim_motion must be 'rest' or 'demo', got {self.sim_motion!r}")
         if self.sim_runtime not in ("v1", "v2"):
@@ -145,7 +147,7 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
         #: The simulated micro:bit of `simulate = true` (tests reach it here).
         self.simulator: SimulatedMicrobit | None = None
         if options.simulate:  # its buttons can be pressed from the dashboard, as by hand
-            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[misc]
+            self.accepts = (*self.accepts, "hwgateway/SimButton")
         self.link: BleLink | None = None
         #: Readings that broke the profile's formats (counted and dropped).
         self.malformed = 0
@@ -182,6 +184,7 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
         backend = Backend()
         if self.options.simulate:
             from devices.ble.virtual_radio import shared_radio
+            from devices.sim.microbit import SimulatedMicrobit
 
             if self.simulator is None:
                 self.simulator = SimulatedMicrobit(

@@ -25,9 +25,9 @@ from typing import Any, ClassVar, cast
 
 import orjson
 
-from devices.base import Adapter, Command, DeviceContext
 from gateway.bus import DeviceStatus
-from gateway.config import DeviceConfig
+from gateway.core.adapter import Adapter, Command, DeviceContext
+from gateway.core.config import DeviceConfig
 from gateway.core.dispatch import CommandTable
 from gateway.errors import DeviceUnavailable, GatewayError, InvalidArgument
 from gateway.messages import REGISTRY, from_plain, to_plain
@@ -82,8 +82,8 @@ class ReplayedDevice(Adapter[ReplayedOptions]):
     def __init__(self, ctx: DeviceContext, options: ReplayedOptions) -> None:
         super().__init__(ctx, options)
         recorded = options.recorded
-        self.publishes = tuple(str(t) for t in recorded.get("publishes", ()))  # type: ignore[misc]
-        self.accepts = tuple(str(t) for t in recorded.get("accepts", ()))  # type: ignore[misc]
+        self.publishes = tuple(str(t) for t in recorded.get("publishes", ()))
+        self.accepts = tuple(str(t) for t in recorded.get("accepts", ()))
 
     def capabilities(self) -> Mapping[str, Any]:
         """Where the samples come from."""

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
-from devices.base import Adapter, Command
+from gateway.core.adapter import Adapter, Command
 from gateway.core.dispatch import CommandTable
 from gateway.core.lease import Lease, LeaseEnd, Leases
 from gateway.errors import DeviceError, InvalidArgument

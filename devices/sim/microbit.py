@@ -32,7 +32,7 @@ from devices.sim.ble_peripheral import P, SimulatedPeripheral, att_error, charac
 from protocols.microbit import pins
 from protocols.microbit import profile as mb
 
-ALL_SERVICES = ("accelerometer", "magnetometer", "button", "io_pin", "led", "event", "temperature", "uart")
+ALL_SERVICES = mb.PROGRAM_SERVICES
 
 
 class SimulatedMicrobit(SimulatedPeripheral):

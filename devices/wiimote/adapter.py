@@ -31,11 +31,8 @@ import socket
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from devices.base import Adapter, Command, DeviceContext
-from devices.sim.wiimote import SimulatedWiimote
-from devices.sim.wiimote import button_names as sim_button_names
 from devices.wiimote.convert import (
     CONTROLLER_AXES,
     CONTROLLER_BUTTONS,
@@ -49,6 +46,7 @@ from devices.wiimote.imu import Zeroing, ZeroingResult
 from devices.wiimote.options import WiimoteOptions
 from devices.wiimote.timed_switch import MIN_PULSE_S, SwitchBank, check_switch
 from devices.wiimote.transport import LinkLost, ReportLink, open_hidraw, open_l2cap
+from gateway.core.adapter import Adapter, Command, DeviceContext
 from gateway.core.dispatch import CommandTable
 from gateway.core.lease import Lease, LeaseEnd, Leases
 from gateway.errors import DeviceUnavailable, InvalidArgument
@@ -59,6 +57,9 @@ from gateway.messages.wiimote_gateway import WiimoteClassic, WiimoteLeds
 from protocols.wiimote import connection as wc
 from protocols.wiimote import extensions as ext
 from protocols.wiimote import reports as rp
+
+if TYPE_CHECKING:  # a simulator is imported only when `simulate` asks for one
+    from devices.sim.wiimote import SimulatedWiimote
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         #: The simulated remote of `transport = "sim"` (tests reach it here).
         self.simulator: SimulatedWiimote | None = None
         if options.transport == "sim" and options.sim_device == "remote":  # pressed from the dashboard, as by hand
-            self.accepts = (*self.accepts, "hwgateway/SimButton")  # type: ignore[misc]
+            self.accepts = (*self.accepts, "hwgateway/SimButton")
         self.connection: wc.WiimoteConnection | None = None
         self.remote: HidrawRemote | None = None
         #: Input reports that broke the protocol, over every connection (counted and ignored).
@@ -139,6 +140,8 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
             "controller": {"axes": list(CONTROLLER_AXES), "buttons": list(CONTROLLER_BUTTONS)},
         }
         if self.options.transport == "sim" and self.options.sim_device == "remote":  # what SimButton presses
+            from devices.sim.wiimote import button_names as sim_button_names
+
             caps["sim_buttons"] = list(sim_button_names(self.options.sim_extension))
         if conn is not None:
             caps.update(
@@ -233,6 +236,8 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
         return link
 
     def _open_simulated(self) -> ReportLink:
+        from devices.sim.wiimote import SimulatedWiimote
+
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         options = self.options
         self.simulator = SimulatedWiimote(

@@ -19,9 +19,9 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from gateway.config import ServerConfig
+from gateway.core.config import ServerConfig
 from gateway.errors import ErrorCode, RateLimited
-from gateway.servers.limits import RateLimitedLog
+from gateway.throttled_logs import RateLimitedLog
 
 #: Refused requests and the clients closed for them, on every face: one line per interval at most.
 REFUSALS_LOG = RateLimitedLog("refused requests", 10.0, logging.INFO)

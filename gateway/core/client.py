@@ -18,9 +18,9 @@ from typing import Any, Protocol
 
 from gateway.bus import Bus, Subscriber
 from gateway.commands import MIN_COMMAND_TIMEOUT_S, CommandRouter
-from gateway.config import ServerConfig
 from gateway.core.admission import Admission
 from gateway.core.auth_guard import MAX_FAILURES_PER_CONNECTION, AuthGuard, Throttled
+from gateway.core.config import DeviceConfig, ServerConfig
 from gateway.credentials import OPEN_ACCESS, Credential, find
 from gateway.errors import (
     ErrorCode,
@@ -33,7 +33,7 @@ from gateway.errors import (
     UnknownDevice,
 )
 from gateway.messages import REGISTRY, schema_of
-from gateway.supervisor import DeviceHandle, Supervisor
+from gateway.supervisor import AdapterFactory, DeviceHandle, Supervisor
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,10 @@ class Hub:
     def device(self, device: str) -> DeviceHandle | None:
         """One device's handle (None when there is no such device)."""
         return self.supervisor.devices.get(device)
+
+    def add_device(self, config: DeviceConfig, factory: AdapterFactory) -> DeviceHandle:
+        """Add a device at run time, supervised like a configured one (the MQTT face's imported devices)."""
+        return self.supervisor.add(config, factory)
 
 
 class Client:

@@ -24,7 +24,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Protocol
 from weakref import WeakKeyDictionary
 
@@ -152,8 +152,9 @@ class FanoutGroup:
         if outbox._grouped:
             self.step_apart(outbox, replay)
         self._apart.remove(outbox)
-        if not self._members and not self._apart and self._bus.groups.get(self.key) is self:
-            del self._bus.groups[self.key]
+        groups = _groups.get(self._bus)
+        if not self._members and not self._apart and groups is not None and groups.get(self.key) is self:
+            del groups[self.key]
 
     def step_apart(self, outbox: Outbox, replay: bool = True) -> None:
         """Serve `outbox` one item at a time from now on, this round's items so far first."""
@@ -217,6 +218,14 @@ class FanoutGroup:
 
 
 _flushers: WeakKeyDictionary[asyncio.AbstractEventLoop, _Flusher] = WeakKeyDictionary()
+#: The fan-out groups of each bus's subscribers, by the key their outboxes give them (the faces' own
+#: registry: the bus only hands each group its samples, through `Subscriber.set_group`).
+_groups: WeakKeyDictionary[Bus, dict[Hashable, FanoutGroup]] = WeakKeyDictionary()
+
+
+def groups_of(bus: Bus) -> Mapping[Hashable, FanoutGroup]:
+    """The fan-out groups of `bus`'s subscribers now, by key."""
+    return _groups.get(bus, {})
 
 
 def _flusher(loop: asyncio.AbstractEventLoop) -> _Flusher:
@@ -327,10 +336,10 @@ class Outbox:
         if key is not None:
             assert bus is not None
             assert flusher is not None
-            found = bus.groups.get(key)
-            if not isinstance(found, FanoutGroup):
-                found = FanoutGroup(key, bus, flusher)
-                bus.groups[key] = found
+            groups = _groups.setdefault(bus, {})
+            found = groups.get(key)
+            if found is None:
+                found = groups[key] = FanoutGroup(key, bus, flusher)
             self._group = found
             found.enter(self)
         self._subscriber.set_group(self._group)

@@ -1,4 +1,6 @@
-"""Record the bus to MCAP files and replay them: `hwgateway record`, `hwgateway replay`, `--recover`.
+"""Record the bus to MCAP files and read them back (the daemon's `[record]`, and the commands' shared parts).
+
+`hwgateway record` is `hwgateway.recorder`; `hwgateway replay` and `--recover` are in `gateway.record_cli`.
 
 Exit codes of the record and replay commands (also in README.md):
 0 done; 2 bad arguments; 3 the file is not MCAP, corrupt or truncated (`--recover` reports what it

@@ -25,7 +25,7 @@ from prometheus_client.registry import Collector
 from gateway import __version__
 from gateway.bus import Bus, DeviceEvent, Outgoing, Subscriber
 from gateway.commands import CommandAnswered, CommandRouter, CommandSeen
-from gateway.config import Config, RecordConfig
+from gateway.core.config import Config, RecordConfig
 from gateway.messages import REGISTRY, schema_of
 from gateway.record.channels import COMMAND_TOPIC, COMMAND_TYPE, OWN_SCHEMAS, RESULT_TOPIC, RESULT_TYPE
 from gateway.record.sink import McapSink, Rotation

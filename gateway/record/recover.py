@@ -54,12 +54,12 @@ class Contents:
         return sum(self.counts.values())
 
 
-def _stream(file: BinaryIO, contents: Contents, cancel: threading.Event | None = None) -> Iterator[Message]:
-    """Yield the messages of `file` in file order, filling `contents` (see `_stream_marked`)."""
-    yield from cast(Iterator[Message], _stream_marked(file, contents, cancel, marks=False))
+def stream_messages(file: BinaryIO, contents: Contents, cancel: threading.Event | None = None) -> Iterator[Message]:
+    """Yield the messages of `file` in file order, filling `contents` (see `stream_marked`)."""
+    yield from cast(Iterator[Message], stream_marked(file, contents, cancel, marks=False))
 
 
-def _stream_marked(
+def stream_marked(
     file: BinaryIO, contents: Contents, cancel: threading.Event | None = None, marks: bool = True
 ) -> Iterator[Message | ChunkMark]:
     """Yield the messages of `file` in file order, filling `contents`; stop quietly at a bad tail.
@@ -144,13 +144,14 @@ def read(path: str | Path) -> Contents:
     except OSError as error:
         raise BadRecording(f"{path}: {error.strerror}") from None
     with file:
-        for _ in _stream(file, contents):
+        for _ in stream_messages(file, contents):
             pass
-    _check_readable(path, contents)
+    check_readable(path, contents)
     return contents
 
 
-def _check_readable(path: str | Path, contents: Contents) -> None:
+def check_readable(path: str | Path, contents: Contents) -> None:
+    """Raise `BadRecording` when reading `path` found nothing at all (`contents`: what the read found)."""
     if not contents.complete and not contents.channels and not contents.messages:
         raise BadRecording(f"{path}: not a readable MCAP file ({contents.stopped_by})")
 
@@ -163,7 +164,7 @@ def repair(source: str | Path, target: str | Path) -> Contents:
         writer.start(profile="", library="hwgateway recover")
         schema_ids: dict[int, int] = {}
         channel_ids: dict[int, int] = {}
-        for message in _stream(file, contents):
+        for message in stream_messages(file, contents):
             channel_id = channel_ids.get(message.channel_id)
             if channel_id is None:
                 channel = contents.channels[message.channel_id]
@@ -177,7 +178,7 @@ def repair(source: str | Path, target: str | Path) -> Contents:
         for metadata in contents.metadata:
             writer.add_metadata(metadata.name, metadata.metadata)
         writer.finish()  # type: ignore[no-untyped-call]
-    _check_readable(source, contents)
+    check_readable(source, contents)
     return contents
 
 

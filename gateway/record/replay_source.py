@@ -22,7 +22,7 @@ import orjson
 
 from gateway.record.channels import DEVICE_TOPIC
 from gateway.record.mcap_read import Abandoned
-from gateway.record.recover import BadRecording, Contents, _check_readable, _stream, read
+from gateway.record.recover import BadRecording, Contents, check_readable, read, stream_messages
 from gateway.topics import check_device_id, check_topic, matches_any
 
 #: Bytes of messages (data and 30 bytes of bookkeeping each) one recording may load.
@@ -252,7 +252,7 @@ def load_recording(
     except OSError as error:
         raise BadRecording(f"{path}: {error.strerror}") from None
     with file:
-        for message in _stream(file, contents, cancel):
+        for message in stream_messages(file, contents, cancel):
             channel_id = message.channel_id
             channel = contents.channels[channel_id]
             if seen_channels.get(channel_id) is not channel:  # new, or defined again
@@ -268,7 +268,7 @@ def load_recording(
             ordered = ordered and message.log_time >= last
             last = message.log_time
             append(number, message.log_time, message.publish_time, message.data)
-    _check_readable(path, contents)
+    check_readable(path, contents)
     recording.devices = recorded_devices(contents)
     keep_chosen_events(recording, chooser.devices, ordered, cancel)
     return recording

@@ -20,7 +20,7 @@ import orjson
 
 from gateway.record.channels import DEVICE_TOPIC
 from gateway.record.mcap_read import ChunkMark, read_chunk_at
-from gateway.record.recover import BadRecording, _check_readable, _stream_marked
+from gateway.record.recover import BadRecording, check_readable, stream_marked
 from gateway.record.replay_source import (
     MAX_LOADED_BYTES,
     Chooser,
@@ -165,7 +165,7 @@ def index_recording(
     except OSError as error:
         raise BadRecording(f"{path}: {error.strerror}") from None
     with file:
-        for item in _stream_marked(file, contents, cancel):
+        for item in stream_marked(file, contents, cancel):
             if isinstance(item, ChunkMark):
                 current = None if item.offset < 0 else _ChunkSpans(item.offset)
                 if current is not None:
@@ -195,7 +195,7 @@ def index_recording(
                     stats[1] = log_ns
                 if log_ns > stats[2]:
                     stats[2] = log_ns
-    _check_readable(path, contents)
+    check_readable(path, contents)
     holder.devices = recorded_devices(contents)
     blocks = []
     for spans in chunks:

@@ -180,10 +180,17 @@ class _File:
 
 
 def _device_record(event: DeviceEvent) -> Record:
+    """A device event as the recording keeps it: its fields (docs: the `_gateway/device` topic)."""
     stamp = _ns(event.stamp)
-    envelope = event.envelope()
-    del envelope["op"]
-    return (DEVICE_TOPIC, DEVICE_TYPE, stamp, stamp, 0, orjson.dumps(envelope))
+    availability = {
+        "device": event.device,
+        "kind": event.kind,
+        "status": event.status,
+        "detail": event.detail,
+        "stamp": event.stamp,
+        "locked_by": event.locked_by,
+    }
+    return (DEVICE_TOPIC, DEVICE_TYPE, stamp, stamp, 0, orjson.dumps(availability))
 
 
 def _sample_record(sample: Sample) -> Record:

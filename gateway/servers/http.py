@@ -1,7 +1,8 @@
-"""HTTP front end: `/ws` (client protocol over JSON text frames), `/healthz`, `/metrics`, and the dashboard.
+"""The HTTP port: `/healthz`, `/metrics` and the dashboard, under the Host check and the connection guard.
 
-The dashboard is static files (`gateway/static/`) served at `/` and `/static/<name>`; the page is a
-client like any other and talks to the gateway only over `/ws`.
+Faces add their own WebSocket endpoints to the application (the native face's `/ws`, rosbridge's
+`/rosbridge`). The dashboard is static files (`gateway/static/`) served at `/` and `/static/<name>`;
+the page is a client like any other and talks to the gateway only over `/ws`.
 """
 
 from __future__ import annotations
@@ -14,14 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from aiohttp import WSMessage, WSMsgType, web
+from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from gateway.core.client import Hub
-from gateway.faces.native.session import Session
+from gateway.core.config import ServerConfig
 from gateway.servers.hosts import HostPolicy, host_guard
 from gateway.servers.http_guard import GuardedHttpProtocol
-from gateway.servers.upgrade import WebSocketTransport, accept, receive_messages, vet_upgrade
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +40,7 @@ _PLAIN_HOST = re.compile(r"[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]{2,
 
 
 def build_app(
-    hub: Hub,
+    server: ServerConfig,
     health: Callable[[], tuple[int, dict[str, Any]]],
     metrics: Callable[[], bytes],
     guards: Mapping[asyncio.BaseTransport, GuardedHttpProtocol] | None = None,
@@ -51,7 +50,6 @@ def build_app(
     `guards` maps each connection's transport to its `GuardedHttpProtocol` (absent: no guard, as
     under a plain aiohttp site).
     """
-    server = hub.server
     connection_guards: Mapping[asyncio.BaseTransport, GuardedHttpProtocol] = {} if guards is None else guards
 
     @web.middleware
@@ -64,29 +62,6 @@ def build_app(
             return await handler(request)
         finally:
             guard.request_finished()
-
-    async def websocket(request: web.Request) -> web.StreamResponse:
-        guard = connection_guards.get(request.transport) if request.transport is not None else None
-        ws = vet_upgrade(request, guard, server, "WebSocket", server.max_frame_bytes)
-        if not isinstance(ws, web.WebSocketResponse):
-            return ws
-        transport = await accept(ws, request)
-        if transport is None:  # the client left during the handshake
-            return ws
-        session = Session(hub, WebSocketTransport(ws, transport, server.send_buffer_bytes), str(request.remote))
-        session.start()
-
-        async def handle(message: WSMessage) -> None:
-            if message.type == WSMsgType.TEXT:
-                await _receive_text(session, message.data, server.max_request_bytes)
-            else:
-                await session.reject("binary frames are not accepted on /ws: send JSON text frames")
-
-        try:
-            await receive_messages(ws, guard, session, server.max_frame_bytes, handle)
-        finally:
-            session.finish()
-        return ws
 
     async def healthz(request: web.Request) -> web.Response:
         status, body = health()
@@ -116,23 +91,11 @@ def build_app(
     app = web.Application(
         client_max_size=server.max_frame_bytes, middlewares=[guarded, host_guard(HostPolicy(server.allowed_hosts))]
     )
-    app.router.add_get("/ws", websocket)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", prometheus)
     app.router.add_get("/", index)
     app.router.add_get("/static/{name}", static)
     return app
-
-
-async def _receive_text(session: Session, text: str, max_request_bytes: int) -> None:
-    # Characters never outnumber UTF-8 bytes, and a character takes at most 4 bytes.
-    size = len(text) if len(text) * 4 <= max_request_bytes else len(text.encode())
-    try:
-        request = orjson.loads(text)
-    except orjson.JSONDecodeError as error:
-        await session.reject(f"not valid JSON: {error}")
-        return
-    await session.receive(request, size)
 
 
 def _static_files(directory: Path) -> dict[str, Path]:

@@ -16,10 +16,11 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.config import ServerConfig
+from gateway.core.config import ServerConfig
 from gateway.errors import ErrorCode
-from gateway.servers.limits import HTTP_RESERVE, ConnectionLimits, RateLimitedLog, Refused, Ticket
+from gateway.servers.limits import HTTP_RESERVE, ConnectionLimits, Refused, Ticket
 from gateway.servers.socket_transport import close_or_abort
+from gateway.throttled_logs import RateLimitedLog
 from protocols.errors import ProtocolError
 from protocols.websocket_meter import WebSocketMeter
 

@@ -19,9 +19,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
-from gateway.config import ServerConfig
+from gateway.core.config import ServerConfig
 from gateway.errors import ErrorCode
-from gateway.servers.limits import RateLimitedLog, Ticket
+from gateway.servers.limits import Ticket
+from gateway.throttled_logs import RateLimitedLog
 
 if TYPE_CHECKING:
     from gateway.core.client import Client

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ssl
 
-from gateway.config import ServerConfig
+from gateway.core.config import ServerConfig
 
 
 def server_context(server: ServerConfig) -> ssl.SSLContext | None:

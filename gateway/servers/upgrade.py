@@ -18,11 +18,11 @@ from urllib.parse import urlsplit
 
 from aiohttp import WSCloseCode, WSMessage, WSMsgType, web
 
-from gateway.config import ServerConfig
+from gateway.core.config import ServerConfig
 from gateway.errors import ErrorCode
 from gateway.servers.http_guard import GuardedHttpProtocol, close_on_read_timeout, reserve_refusal
-from gateway.servers.limits import RateLimitedLog
 from gateway.servers.socket_transport import CLOSE_DRAIN_S, SocketTransport
+from gateway.throttled_logs import RateLimitedLog
 from gateway.wire import Encoding
 
 if TYPE_CHECKING:

@@ -13,6 +13,9 @@ from collections.abc import Iterable
 from protocols.errors import ProtocolError
 from protocols.microbit import pins
 
+#: The services a micro:bit program may start, by the names its Bluetooth settings give them.
+PROGRAM_SERVICES = ("accelerometer", "magnetometer", "button", "io_pin", "led", "event", "temperature", "uart")
+
 
 def _uuid(short: str) -> str:
     return f"e95d{short}-251d-470a-a062-fa1922dfa9a8"

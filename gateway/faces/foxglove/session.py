@@ -31,8 +31,8 @@ from gateway.faces.foxglove.catalog import (
     schema_advertisement,
 )
 from gateway.faces.outbox import CLOSE_TIMEOUT_S, Outbox, Transport
-from gateway.servers.limits import CONNECTION_LINES
 from gateway.servers.socket_transport import CLOSE_DRAIN_S
+from gateway.throttled_logs import CONNECTION_LINES
 
 log = logging.getLogger(__name__)
 

@@ -30,12 +30,12 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from gateway.bus import Sample
-from gateway.config import MqttConfig
 from gateway.core.client import Hub
+from gateway.core.config import MqttConfig
 from gateway.faces.mqtt.commands import CommandService, request_of
 from gateway.faces.mqtt.discovery import Discovery
 from gateway.faces.mqtt.export import Exporter
-from gateway.faces.mqtt.federation import Importer, RemoteDevice
+from gateway.faces.mqtt.federation import ImportAdapter, Importer
 from gateway.faces.mqtt.reader import BatchReader
 from gateway.faces.mqtt.topics import TopicMap
 from gateway.topics import check_device_id
@@ -66,7 +66,7 @@ def _payload(value: object) -> bytes:
 class MqttBridge:
     """The gateway on an MQTT broker (docs/mqtt.md)."""
 
-    def __init__(self, config: MqttConfig, hub: Hub) -> None:
+    def __init__(self, config: MqttConfig, hub: Hub, import_adapter: ImportAdapter) -> None:
         self.config = config
         self._hub = hub
         url = urlsplit(config.url)
@@ -81,7 +81,7 @@ class MqttBridge:
         )
         self.commands = CommandService(hub, self.topics, self, config.max_payload_bytes)
         token = Path(config.token_file).read_text(encoding="utf-8").strip() if config.token_file else ""
-        self.importer = Importer(hub.supervisor, self.topics, self, token) if config.import_ else None
+        self.importer = Importer(hub, import_adapter, self.topics, self, token) if config.import_ else None
         self.discovery = Discovery(self.topics, config.ha_prefix) if config.ha_discovery else None
         self._discovered: dict[str, bytes] = {}
         self._client: aiomqtt.Client | None = None
@@ -365,8 +365,8 @@ class MqttBridge:
     # -- helpers -----------------------------------------------------------------------------
 
     def _is_local(self, device: str) -> bool:
-        handle = self._hub.device(device)
-        return handle is not None and not isinstance(handle.adapter, RemoteDevice)
+        imported = self.importer is not None and self.importer.imports(device)
+        return not imported and self._hub.device(device) is not None
 
     def _new_topic(self, sample: Sample) -> None:
         if self.discovery is None:

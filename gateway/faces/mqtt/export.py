@@ -22,6 +22,7 @@ from gateway.core.client import Client, Hub
 from gateway.credentials import OPEN_ACCESS
 from gateway.faces.mqtt.link import Link
 from gateway.faces.mqtt.topics import TopicMap
+from gateway.faces.native.messages import device_message, state_message
 from gateway.waits import wait_event
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ DEVICES_DEBOUNCE_S = 0.05
 
 def availability_payload(event: DeviceEvent) -> bytes:
     """Our `device` message plus a Zigbee2MQTT-style `state`: `online` while connected, else `offline`."""
-    envelope = event.envelope()
+    envelope = device_message(event)
     envelope["state"] = "online" if event.status == "connected" else "offline"
     return orjson.dumps(envelope)
 
@@ -149,7 +150,7 @@ class Exporter:
         if sample.topic not in self._seen:
             self._seen.add(sample.topic)
             self._on_new_topic(sample)
-        payload = sample.encoded("mqtt", lambda: orjson.dumps(sample.envelope()))  # once for every face
+        payload = sample.encoded("mqtt", lambda: orjson.dumps(state_message(sample)))  # once for every face
         return self._topics.state(self._topics.own, sample.topic), payload
 
     async def _send(self, item: Outgoing) -> None:

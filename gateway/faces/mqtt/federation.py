@@ -1,7 +1,8 @@
 """Federation: other gateways' devices shown here as `<gateway>:<device>`, their commands sent over MQTT.
 
-Each imported device is a `RemoteDevice` adapter added to the supervisor at run time, so every face
-(WebSocket, msgpack, dashboard, ...) sees it like a local one. Its samples come from the remote
+Each imported device is an adapter added through the client core at run time, so every face
+(WebSocket, msgpack, dashboard, ...) sees it like a local one; the composition root gives the
+adapter (`devices.remote`), which forwards to the `Importer`. Its samples come from the remote
 gateway's retained topics and are checked against their message types before they reach the bus; its
 availability follows the remote's `availability` topic and its gateway's `status` (last will
 `offline`: every device of that gateway turns `disconnected`). A command goes to the remote's
@@ -24,25 +25,23 @@ import itertools
 import logging
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, Protocol
 
 import orjson
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from devices.base import Adapter, Command, DeviceContext
 from gateway.bus import DeviceStatus
-from gateway.commands import MIN_COMMAND_TIMEOUT_S
-from gateway.config import DeviceConfig
-from gateway.core.lease import Lease, LeaseEnd, Leases
+from gateway.core.adapter import Adapter, Command, DeviceContext
+from gateway.core.client import MIN_CLIENT_TIMEOUT_S, Hub
+from gateway.core.config import DeviceConfig
 from gateway.errors import DeviceUnavailable, ErrorCode, GatewayError, RequestTimeout
 from gateway.faces.mqtt.commands import CLIENT_PROPERTY, PEER_PROPERTY, TOKEN_PROPERTY
 from gateway.faces.mqtt.link import Link
 from gateway.faces.mqtt.topics import TopicMap, imported_id
 from gateway.messages import REGISTRY, from_plain, to_plain
-from gateway.supervisor import Supervisor
 from gateway.topics import check_device_id, check_topic
 
 log = logging.getLogger(__name__)
@@ -56,14 +55,6 @@ ESTOP_DEDUP_S = 0.2
 MAX_EARLY_SAMPLES = 4096
 
 
-@dataclass(frozen=True, slots=True)
-class RemoteOptions:
-    """Where an imported device lives: its gateway and its id there."""
-
-    gateway: str
-    device: str
-
-
 @dataclass
 class _Remote:
     """What is known of one other gateway."""
@@ -73,67 +64,34 @@ class _Remote:
     last_estop: float = 0.0
 
 
-class RemoteDevice(Adapter[RemoteOptions]):
-    """A device of another gateway; its message types are set per device (`Importer` subclasses it)."""
+class ImportedDevice(Protocol):
+    """What the importer drives of an imported device's adapter (`devices.remote.RemoteDevice`)."""
 
-    kind: ClassVar[str] = "remote"
-    options_class: ClassVar[type[Any]] = RemoteOptions
-    importer: ClassVar[Importer]
-    remote_capabilities: ClassVar[dict[str, Any]] = {}
+    @property
+    def ctx(self) -> DeviceContext:
+        """Where its samples and availability go."""
 
-    def capabilities(self) -> Mapping[str, Any]:
-        """The remote's capabilities, plus where the device lives."""
-        return {**self.remote_capabilities, "gateway": self.options.gateway}
+    @property
+    def mirroring(self) -> bool:
+        """True while it runs (its availability may be set)."""
 
-    #: True while `run` mirrors the remote: before it, the supervisor has yet to say `connecting`,
-    #: and an availability set then would come out ahead of it (connected, connecting, connected).
-    mirroring: bool = False
+    def describe(self, publishes: Iterable[str], accepts: Iterable[str], capabilities: Mapping[str, Any]) -> None:
+        """Take what the remote gateway lists for the device."""
 
-    def __init__(self, ctx: DeviceContext, options: RemoteOptions) -> None:
-        super().__init__(ctx, options)
-        #: The clients that commanded this device, by client id; the value is their last command's type.
-        self.leases: Leases[str, str] = Leases(ctx.device_id, self._on_lease_end, is_safe=lambda _: False)
 
-    async def run(self) -> None:
-        """Mirror the remote's availability (the importer sets it) until cancelled."""
-        self.mirroring = True
-        ending = LeaseEnd.DEVICE_LOST
-        try:
-            self.importer.refresh(self.options.gateway, self.options.device)
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            ending = LeaseEnd.SHUTDOWN
-            raise
-        finally:
-            self.mirroring = False
-            self.leases.end_all(ending)
-
-    async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
-        """Send the command to the remote gateway and wait for its result."""
-        # Leased before it is sent: a client that leaves while it is under way is still released there.
-        self.leases.take(command.client_id, command.client_id, command.type)
-        return await self.importer.forward(self.options, command)
-
-    async def estop(self) -> None:
-        """Ask the remote gateway for an emergency stop (which ends every lease there)."""
-        self.leases.end_all(LeaseEnd.ESTOP)
-        await self.importer.forward_estop(self.options.gateway)
-
-    def release(self, client_id: str) -> None:
-        """One of our clients left: its lease here ends, and with it its leases on the remote gateway."""
-        self.leases.release(client_id)
-
-    def _on_lease_end(self, client_id: str, lease: Lease[str], why: LeaseEnd) -> None:
-        """The remote's own rule makes its outputs safe: it is told when one of our clients is gone."""
-        if why is LeaseEnd.CLIENT_GONE:
-            self.importer.forward_release(self.options.gateway, client_id)
+#: Builds the adapter of an imported device: its context, its gateway, its id there, and the importer
+#: it forwards to (the composition root gives `devices.remote.RemoteDevice.imported`).
+ImportAdapter = Callable[[DeviceContext, str, str, "Importer"], ImportedDevice]
 
 
 class Importer:
     """Keeps imported devices in step with what other gateways publish."""
 
-    def __init__(self, supervisor: Supervisor, topics: TopicMap, link: Link, token: str = "") -> None:
-        self._supervisor = supervisor
+    def __init__(self, hub: Hub, adapter: ImportAdapter, topics: TopicMap, link: Link, token: str = "") -> None:
+        self._hub = hub
+        self._adapter = adapter
+        #: The adapters of the imported devices, by local id.
+        self._devices: dict[str, ImportedDevice] = {}
         self._token = token
         self._topics = topics
         self._link = link
@@ -210,8 +168,9 @@ class Importer:
 
     def on_state(self, gateway: str, device: str, bus_topic: str, payload: bytes) -> None:
         """A remote sample: checked against its type, then published on our bus as `<gateway>:<topic>`."""
-        handle = self._supervisor.devices.get(imported_id(gateway, device))
-        if handle is None or not isinstance(handle.adapter, RemoteDevice):
+        local_id = imported_id(gateway, device)
+        adapter = self._devices.get(local_id)
+        if adapter is None:
             # Retained samples may arrive before the device list: keep the newest until it does.
             if len(self._early) < MAX_EARLY_SAMPLES or (gateway, bus_topic) in self._early:
                 self._early[(gateway, bus_topic)] = (device, payload)
@@ -225,11 +184,11 @@ class Importer:
             stamp = envelope.get("stamp")
             stamp = float(stamp) if isinstance(stamp, int | float) and not isinstance(stamp, bool) else None
             stream = bus_topic.split("/", 1)[1]
-            check_topic(f"{handle.id}/{stream}")
+            check_topic(f"{local_id}/{stream}")
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, IndexError, GatewayError):
             self.rejected["bad_state"] += 1
             return
-        handle.adapter.ctx.publish(stream, message, stamp)
+        adapter.ctx.publish(stream, message, stamp)
         self.imported += 1
 
     def on_reply(self, properties: Properties | None, payload: bytes) -> None:
@@ -258,19 +217,23 @@ class Importer:
 
     # -- what our clients ask ----------------------------------------------------------------
 
-    async def forward(self, options: RemoteOptions, command: Command) -> dict[str, Any]:
-        """Send `command` to the remote device and return its result data, or raise its error."""
-        remote = self._remotes.get(options.gateway)
+    def imports(self, device: str) -> bool:
+        """True when `device` is one this importer added (another gateway's)."""
+        return device in self._devices
+
+    async def forward(self, gateway: str, device: str, command: Command) -> dict[str, Any]:
+        """Send `command` to `device` on `gateway` and return its result data, or raise its error."""
+        remote = self._remotes.get(gateway)
         if remote is None or not remote.online or not self._link.connected:
-            raise DeviceUnavailable(f"gateway {options.gateway!r} is not reachable")
+            raise DeviceUnavailable(f"gateway {gateway!r} is not reachable")
         remaining = command.deadline - time.monotonic()
-        if remaining < MIN_COMMAND_TIMEOUT_S:  # the remote would refuse a shorter deadline
+        if remaining < MIN_CLIENT_TIMEOUT_S:  # the remote would refuse a shorter deadline
             raise RequestTimeout("the command's deadline passed before it was sent")
         correlation = f"{self._topics.own}/{next(self._ids)}".encode()
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[correlation] = future
-        self._pending_gateway[correlation] = options.gateway
-        self._commanded.add((options.gateway, command.client_id))
+        self._pending_gateway[correlation] = gateway
+        self._commanded.add((gateway, command.client_id))
         properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
         properties.ResponseTopic = self._topics.gateway(self._topics.own, "reply")
         properties.CorrelationData = correlation
@@ -280,7 +243,7 @@ class Importer:
         body = {"type": command.type, "data": to_plain(command.message), "timeout_s": round(remaining, 6)}
         try:
             await self._link.publish(
-                self._topics.device(options.gateway, options.device, "set"),
+                self._topics.device(gateway, device, "set"),
                 orjson.dumps(body),
                 qos=1,
                 properties=properties,
@@ -341,19 +304,20 @@ class Importer:
 
     def refresh(self, gateway: str, device: str, why: str = "") -> None:
         """Set an imported device's availability from its gateway's status and its own."""
-        handle = self._supervisor.devices.get(imported_id(gateway, device))
+        adapter = self._devices.get(imported_id(gateway, device))
         remote = self._remotes.get(gateway)
-        if handle is None or remote is None or not isinstance(handle.adapter, RemoteDevice):
+        if adapter is None or remote is None:
             return
-        if not handle.adapter.mirroring:
+        if not adapter.mirroring:
             return  # its `run` refreshes it first thing
+        ctx = adapter.ctx
         if not self._link.connected:
-            handle.set_status("disconnected", why or "the MQTT broker is unreachable")
+            ctx.set_status("disconnected", why or "the MQTT broker is unreachable")
         elif not remote.online:
-            handle.set_status("disconnected", f"gateway {gateway!r} is offline")
+            ctx.set_status("disconnected", f"gateway {gateway!r} is offline")
         else:
             status, detail = self._status.get((gateway, device), ("connecting", "waiting for its availability"))
-            handle.set_status(status, f"on {gateway}: {detail}" if detail else f"on {gateway}")
+            ctx.set_status(status, f"on {gateway}: {detail}" if detail else f"on {gateway}")
 
     def _remote(self, gateway: str) -> _Remote | None:
         remote = self._remotes.get(gateway)
@@ -376,32 +340,27 @@ class Importer:
         publishes = tuple(str(t) for t in entry.get("publishes", ()))
         accepts = tuple(str(t) for t in entry.get("accepts", ()) if t in REGISTRY)
         capabilities = entry.get("capabilities", {})
-        handle = self._supervisor.devices.get(local_id)
-        if handle is not None:
-            cls = type(handle.adapter)
-            if issubclass(cls, RemoteDevice):  # the remote's types may change with its version
-                cls.publishes, cls.accepts = publishes, accepts
-                cls.remote_capabilities = dict(capabilities) if isinstance(capabilities, dict) else {}
+        capabilities = dict(capabilities) if isinstance(capabilities, dict) else {}
+        adapter = self._devices.get(local_id)
+        if adapter is not None:  # the remote's types may change with its version
+            adapter.describe(publishes, accepts, capabilities)
             return
-        if len(self._supervisor.devices) >= MAX_IMPORTED_DEVICES:
+        if self._hub.device(local_id) is not None:
+            return  # a device of this gateway holds the id
+        if len(self._hub.devices()) >= MAX_IMPORTED_DEVICES:
             raise ValueError("too many devices")
         kind = str(entry.get("kind", "remote"))[:64]
-        adapter_cls = type(
-            "RemoteDevice",
-            (RemoteDevice,),
-            {
-                "publishes": publishes,
-                "accepts": accepts,
-                "importer": self,
-                "remote_capabilities": dict(capabilities) if isinstance(capabilities, dict) else {},
-            },
-        )
 
         def build(ctx: DeviceContext, options: Any) -> Adapter[Any]:
-            adapter: Adapter[Any] = adapter_cls(ctx, options)
-            return adapter
+            imported = self._adapter(ctx, gateway, device, self)
+            if not isinstance(imported, Adapter):
+                raise TypeError(f"an imported device's adapter must be an Adapter, not {type(imported).__name__}")
+            imported.describe(publishes, accepts, capabilities)
+            self._devices[local_id] = imported
+            return imported
 
-        self._supervisor.add(DeviceConfig(local_id, kind, True, RemoteOptions(gateway, device)), build)
+        # An imported device has no options in this gateway's config: its adapter knows where it lives.
+        self._hub.add_device(DeviceConfig(local_id, kind, True, None), build)
         remote.devices.add(device)
         log.info("imported device %s from gateway %s", local_id, gateway)
         for key in [k for k, v in self._early.items() if k[0] == gateway and v[0] == device]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import operator
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
@@ -35,10 +34,11 @@ from gateway.errors import (
     Unauthorized,
     UnknownOp,
 )
+from gateway.faces.native.messages import renderer
 from gateway.faces.outbox import CLOSE_TIMEOUT_S, Outbox
 from gateway.faces.outbox import Transport as FrameTransport
-from gateway.servers.limits import CONNECTION_LINES
 from gateway.servers.socket_transport import CLOSE_DRAIN_S
+from gateway.throttled_logs import CONNECTION_LINES
 from gateway.wire import Encoding, encode, pack_messages
 
 log = logging.getLogger(__name__)
@@ -98,9 +98,9 @@ class Session:
         self.transport = transport
         self.client = Client(hub, peer, transport.encoding)
         self.id = self.client.id
-        # A C-level call to `item.frame(encoding)`; every client of one encoding renders an item alike,
-        # so clients that subscribe alike share a fan-out group (one render and join for them all).
-        render = operator.methodcaller("frame", transport.encoding)
+        # Every client of one encoding renders an item alike, so clients that subscribe alike share a
+        # fan-out group (one render and join for them all).
+        render = renderer(transport.encoding)
         self._outbox = Outbox(
             self.id,
             self.client.subscriber,

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gateway.core.adapter import DeviceKinds
+from gateway.errors import ConfigError
 from gateway.messages import REGISTRY
 
 log = logging.getLogger(__name__)
@@ -254,12 +256,34 @@ class RosNames:
         return None if best is None else best[1]
 
 
-def namings_of(devices: Iterable[Any]) -> list[DeviceNaming]:
-    """`DeviceNaming`s of configured devices (`gateway.config.DeviceConfig`), enabled ones only."""
-    from devices.registry import adapter_class  # devices depend on the gateway, not the reverse
-
+def namings_of(devices: Iterable[Any], kinds: DeviceKinds) -> list[DeviceNaming]:
+    """`DeviceNaming`s of configured devices (`gateway.core.config.DeviceConfig`), enabled ones only."""
     return [
-        DeviceNaming(device.id, device.kind, device.ros_namespace, tuple(adapter_class(device.kind).accepts))
+        DeviceNaming(device.id, device.kind, device.ros_namespace, tuple(kinds.adapter_class(device.kind).accepts))
         for device in devices
         if device.enabled
     ]
+
+
+def check_config(built: Mapping[str, Any], reported: Set[str], kinds: DeviceKinds) -> list[ConfigError]:
+    """The face's check of a config (`gateway.core.config.Extensions`): every `ros_namespace`, and no ROS name twice.
+
+    Names can only clash while the face is enabled; a namespace must be valid either way (turning the
+    face on must not make a file invalid). `reported` paths are skipped.
+    """
+    devices = built.get("devices") or ()
+    problems = []
+    for device in devices:
+        path = f"devices.{device.id}.ros_namespace"
+        if device.ros_namespace and path not in reported:
+            try:
+                check_ros_namespace(device.ros_namespace)
+            except ValueError as error:
+                problems.append(ConfigError(path, str(error)))
+    rosbridge = built.get("rosbridge")
+    if rosbridge is not None and rosbridge.enabled and not problems and "devices" not in reported:
+        try:
+            RosNames(namings_of(devices, kinds))
+        except NameCollision as error:
+            problems.append(ConfigError("devices", str(error)))
+    return problems

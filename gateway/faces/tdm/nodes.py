@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import uuid
 
-from gateway.supervisor import DeviceHandle
-
 #: Device kinds shown as TDM nodes (each device is one node: the one its commands address).
 NODE_KINDS = frozenset({"aseba"})
 _NAMESPACE = uuid.UUID("0b5e5a9c-7d3f-4c57-9a0e-6b1f3c2d4e8a")
@@ -21,6 +19,6 @@ def group_id(device: str) -> bytes:
     return uuid.uuid5(_NAMESPACE, f"group/{device}").bytes
 
 
-def is_node(handle: DeviceHandle) -> bool:
-    """True when the device is shown to TDM clients."""
-    return handle.kind in NODE_KINDS
+def is_node(kind: str) -> bool:
+    """True when devices of `kind` are shown to TDM clients."""
+    return kind in NODE_KINDS

@@ -15,8 +15,8 @@ from typing import Any
 
 from aiohttp import WSMessage, WSMsgType, web
 
-from gateway.config import TdmConfig
 from gateway.core.client import Hub
+from gateway.core.config import TdmConfig
 from gateway.errors import ErrorCode
 from gateway.faces.tdm.session import TdmSession
 from gateway.servers.hosts import HostPolicy, host_guard

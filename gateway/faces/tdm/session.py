@@ -31,8 +31,8 @@ from gateway.errors import (
 from gateway.faces.outbox import CLOSE_TIMEOUT_S, Outbox
 from gateway.faces.outbox import Transport as FrameTransport
 from gateway.faces.tdm import nodes
-from gateway.servers.limits import CONNECTION_LINES
 from gateway.servers.socket_transport import CLOSE_DRAIN_S
+from gateway.throttled_logs import CONNECTION_LINES
 from protocols.errors import ProtocolError
 from protocols.tdm import codec
 from protocols.tdm.framing import MAX_MESSAGE_BYTES
@@ -294,7 +294,7 @@ class TdmSession:
     # -- requests ----------------------------------------------------------------------------
 
     def _node_handles(self) -> list[Any]:
-        return [h for h in self.client.devices() if nodes.is_node(h)]
+        return [h for h in self.client.devices() if nodes.is_node(h.kind)]
 
     def _device(self, node_or_group: bytes) -> str:
         """The device a node or group id names; `Error unknown_node` when none."""
@@ -467,7 +467,7 @@ class TdmSession:
 
     def _render_device(self, event: DeviceEvent) -> bytes | None:
         handle = self.client.device(event.device)
-        if handle is None or not nodes.is_node(handle):
+        if handle is None or not nodes.is_node(handle.kind):
             return None
         # Rendering must give the same bytes each time: an item the socket could not take is rendered again.
         info = self._node_info(event.device, event.status, event.locked_by)

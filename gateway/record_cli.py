@@ -26,7 +26,7 @@ from gateway.record import (
 
 if TYPE_CHECKING:
     from gateway.app import Gateway
-    from gateway.config import Config
+    from gateway.core.config import Config
 
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +60,7 @@ def run_record(args: argparse.Namespace) -> int:
     if (args.duration is not None and args.duration <= 0) or args.chunk_size < 1024 or args.queue < 1:
         print("hwgateway record: --duration, --chunk-size (>= 1024) and --queue must be positive", file=sys.stderr)
         return EXIT_USAGE
-    from gateway.record.recorder import RecordOptions, run
+    from hwgateway.recorder import RecordOptions, run
 
     options = RecordOptions(
         output=args.output, url=args.url, patterns=tuple(args.topics), duration_s=args.duration, token=args.token,
@@ -160,7 +160,7 @@ def _count_replayable(args: argparse.Namespace) -> int:
 async def serve_and_record(config: Config, output: str, on_listening: Callable[[Gateway], None]) -> int:
     """`hwgateway demo --record FILE`: run the gateway and record its whole bus until it stops."""
     from gateway.app import serve
-    from gateway.record.recorder import RecordError, RecordOptions, record
+    from hwgateway.recorder import RecordError, RecordOptions, record
 
     listening = asyncio.Event()
 

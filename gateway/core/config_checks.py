@@ -1,6 +1,6 @@
 """Checks across config sections (ports, addresses, TLS files), and the warnings of a valid but risky config.
 
-`gateway.config.parse` runs `across_sections` on the sections it could read, so `check-config`
+`gateway.core.config.parse` runs `across_sections` on the sections it could read, so `check-config`
 reports what start-up would fail on (a port taken twice, a TLS key that does not load) together
 with every other error. `warnings` names what starts but is unsafe; `check-config` and `run` print them.
 """
@@ -16,7 +16,7 @@ from gateway.errors import ConfigError
 from gateway.hostnames import check_host, is_loopback, overlaps
 
 if TYPE_CHECKING:
-    from gateway.config import Config, ServerConfig
+    from gateway.core.config import Config, ServerConfig
 
 
 def across_sections(built: dict[str, Any], bad: Set[str]) -> list[ConfigError]:
@@ -46,14 +46,6 @@ def across_sections(built: dict[str, Any], bad: Set[str]) -> list[ConfigError]:
         except ValueError as error:
             problems.append(ConfigError("tdm.host", str(error)))
     problems += _port_conflicts(built, clean)
-    rosbridge, devices = built.get("rosbridge"), built.get("devices")
-    if rosbridge is not None and rosbridge.enabled and devices is not None:
-        from gateway.faces.rosbridge.names import NameCollision, RosNames, namings_of
-
-        try:
-            RosNames(namings_of(devices))
-        except NameCollision as error:
-            problems.append(ConfigError("devices", str(error)))
     return problems
 
 

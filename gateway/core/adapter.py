@@ -1,8 +1,14 @@
-"""The contract every device adapter fulfils, and what the gateway hands each adapter."""
+"""The contract every device adapter fulfils, what the gateway hands each adapter, and the table of kinds.
+
+The core defines the contract; the adapters (`devices/`) fulfil it. The core never imports an
+adapter: the composition root (`gateway.config`, `gateway.app`) hands it the `DeviceKinds` table
+that names them (`devices.registry.KINDS`).
+"""
 
 from __future__ import annotations
 
 import abc
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
@@ -56,9 +62,11 @@ class Adapter(abc.ABC, Generic[OptionsT]):
     """One device: connect, publish its state, carry out its commands, report its health.
 
     Subclasses set `kind` (the config's `kind`), `options_class` (a frozen dataclass of its config
-    keys), and the message types they `publishes` and `accepts`. The supervisor calls `run` and
-    restarts it with backoff when it raises; `run` must call `ctx.set_status("connected")` once the
-    device is ready and should raise (not return) when the device is lost.
+    keys), and the message types they `publishes` and `accepts`: as class attributes when every
+    device of the kind has the same, or per instance (in `__init__`) when each device says its own
+    (a replayed or an imported device). The supervisor calls `run` and restarts it with backoff
+    when it raises; `run` must call `ctx.set_status("connected")` once the device is ready and
+    should raise (not return) when the device is lost.
 
     Commands: an adapter lists its handlers once, in a `gateway.core.dispatch.CommandTable` from
     message type to handler (`commands`), its `accepts` derives from that table, and
@@ -78,8 +86,10 @@ class Adapter(abc.ABC, Generic[OptionsT]):
 
     kind: ClassVar[str]
     options_class: ClassVar[type[Any]]
-    publishes: ClassVar[tuple[str, ...]] = ()
-    accepts: ClassVar[tuple[str, ...]] = ()
+    #: The bus message types this device publishes (the class's, unless an instance sets its own).
+    publishes: tuple[str, ...] = ()
+    #: The message types (and generic commands) this device carries out; the router refuses others.
+    accepts: tuple[str, ...] = ()
 
     def __init__(self, ctx: DeviceContext, options: OptionsT) -> None:
         self.ctx = ctx
@@ -118,3 +128,56 @@ class Adapter(abc.ABC, Generic[OptionsT]):
     def outputs(self) -> Mapping[str, Any]:
         """What the actuators output now, as plain values (logged with the safe state at shutdown)."""
         return {}
+
+
+class DeviceKinds:
+    """The adapter kinds a configuration may name, each imported only when a device of the kind is used.
+
+    `classes` maps a kind to its adapter as "package.module:Class"; `extras` maps a kind to the
+    optional dependency ("extra") it needs and a module that extra provides, so that a kind whose
+    extra is missing is refused by the config check rather than retried for ever at start.
+    """
+
+    def __init__(self, classes: Mapping[str, str] | None = None, extras: Mapping[str, tuple[str, str]] | None = None):
+        self._classes = dict(classes or {})
+        self._extras = dict(extras or {})
+
+    def kinds(self) -> list[str]:
+        """Every adapter kind the configuration accepts."""
+        return sorted(self._classes)
+
+    def adapter_class(self, kind: str) -> type[Adapter[Any]]:
+        """The adapter class of `kind`; raise `KeyError` with a readable message for an unknown kind."""
+        try:
+            module_name, class_name = self._classes[kind].split(":")
+        except KeyError:
+            known = ", ".join(self.kinds()) or "none"
+            raise KeyError(f"unknown device kind {kind!r} (known kinds: {known})") from None
+        cls: type[Adapter[Any]] = getattr(importlib.import_module(module_name), class_name)
+        return cls
+
+    def options_class(self, kind: str) -> type[Any]:
+        """The options dataclass that `[devices.<id>]` tables of `kind` are read into."""
+        return self.adapter_class(kind).options_class
+
+    def missing_extra(self, kind: str) -> str | None:
+        """Why `kind` cannot run here when its extra is not installed (importing the extra's module); None when it can.
+
+        The module is really imported, not just found: PySDL2 installed without an SDL2 library fails here too.
+        """
+        if kind not in self._extras:
+            return None
+        extra, module = self._extras[kind]
+        try:
+            importlib.import_module(module)
+        except ImportError as error:  # also what PySDL2 raises when it finds no SDL2 library
+            return (
+                f"kind {kind!r} needs the {extra!r} extra, which is not installed here ({error}): "
+                f"pip install 'hwgateway[{extra}]' in the gateway's environment "
+                f"(the service: sudo EXTRAS={extra} make install, or the default, which installs every extra)"
+            )
+        return None
+
+
+#: No kinds at all: what a supervisor knows when it is given none (a gateway without configured devices).
+NO_KINDS = DeviceKinds()

@@ -1,0 +1,1 @@
+"""Devices of other gateways, imported over the MQTT federation (docs/mqtt.md)."""
