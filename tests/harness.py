@@ -37,12 +37,40 @@ leds = 3
 """
 
 
+#: The ports `free_port` hands out lie below Linux's ephemeral range (32768-60999), where every
+#: `bind(("127.0.0.1", 0))` of a daemon, broker or client picks its port, so none of those can take one
+#: between the probe and its use; each pytest-xdist worker (`gw0`, `gw1`, ...) has a slice of its own, so
+#: two workers never hand out the same port either.
+_FREE_PORTS_FROM = 12000
+_FREE_PORTS_PER_WORKER = 1000
+_FREE_PORTS_WORKERS = 20
+
+
+def _worker_index() -> int:
+    """This pytest-xdist worker's number (0 without xdist)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return int(worker.removeprefix("gw")) % _FREE_PORTS_WORKERS
+
+
+_first_port = _FREE_PORTS_FROM + _worker_index() * _FREE_PORTS_PER_WORKER
+_port_candidates = itertools.cycle(range(_first_port, _first_port + _FREE_PORTS_PER_WORKER))
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (for commands that print their ports)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+    """A TCP port on 127.0.0.1, free now and handed out by no other worker (for fixed-port configs).
+
+    Ports are taken in turn from this worker's slice, so a port comes back only after a thousand
+    others; one that is still bound (or in TIME_WAIT) is skipped.
+    """
+    for _ in range(_FREE_PORTS_PER_WORKER):
+        port = next(_port_candidates)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {_first_port}..{_first_port + _FREE_PORTS_PER_WORKER - 1}")
 
 
 def gateway_config(tmp_path: Path, devices: str = SIM_DEVICE, server: str = "", extra: str = "") -> str:
@@ -55,36 +83,25 @@ def gateway_config(tmp_path: Path, devices: str = SIM_DEVICE, server: str = "", 
     )
 
 
-@dataclass
-class RunningGateway:
-    """A gateway process started with `hwgateway run`; `logs` collects its JSON log lines."""
+class GatewayUnderTest(abc.ABC):
+    """A started gateway as a test reaches it: its addresses, its JSON log lines, and `stop`.
 
-    proc: asyncio.subprocess.Process
+    Two kinds exist: `RunningGateway`, the daemon in a process of its own (`hwgateway run`), and
+    `tests.inprocess.InProcessGateway`, the same `Gateway` in the test's event loop.
+    """
+
     http_port: int
     msgpack_port: int | None
     unix_socket: str | None
-    logs: list[dict[str, Any]] = field(default_factory=list)
-    _drain: asyncio.Task[None] | None = None
+    logs: list[dict[str, Any]]
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.http_port}"
 
+    @abc.abstractmethod
     async def stop(self, signum: int = signal.SIGTERM, timeout: float = 10.0) -> int:
-        """Signal the process and return its exit code."""
-        if self.proc.returncode is None:
-            self.proc.send_signal(signum)
-        try:
-            async with asyncio.timeout(timeout):
-                code = await self.proc.wait()
-        finally:
-            if self.proc.returncode is None:
-                self.proc.kill()
-                await self.proc.wait()
-        if self._drain is not None:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._drain, 2.0)
-        return code
+        """Stop the gateway (as `signum` would) and return its exit code (0: a clean stop)."""
 
     def events(self, name: str) -> list[dict[str, Any]]:
         return [line for line in self.logs if line.get("event") == name]
@@ -103,6 +120,34 @@ class RunningGateway:
                 await asyncio.sleep(0.2)
 
 
+@dataclass
+class RunningGateway(GatewayUnderTest):
+    """A gateway process started with `hwgateway run`; `logs` collects its JSON log lines."""
+
+    proc: asyncio.subprocess.Process
+    http_port: int
+    msgpack_port: int | None
+    unix_socket: str | None
+    logs: list[dict[str, Any]] = field(default_factory=list)
+    _drain: asyncio.Task[None] | None = None
+
+    async def stop(self, signum: int = signal.SIGTERM, timeout: float = 10.0) -> int:
+        """Signal the process and return its exit code."""
+        if self.proc.returncode is None:
+            self.proc.send_signal(signum)
+        try:
+            async with asyncio.timeout(timeout):
+                code = await self.proc.wait()
+        finally:
+            if self.proc.returncode is None:
+                self.proc.kill()
+                await self.proc.wait()
+        if self._drain is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._drain, 2.0)
+        return code
+
+
 async def _read_logs(proc: asyncio.subprocess.Process, logs: list[dict[str, Any]]) -> None:
     assert proc.stdout is not None
     async for raw in proc.stdout:
@@ -112,7 +157,8 @@ async def _read_logs(proc: asyncio.subprocess.Process, logs: list[dict[str, Any]
             logs.append({"event": raw.decode(errors="replace").rstrip()})
 
 
-def _write_config(tmp_path: Path, config_text: str) -> Path:
+def write_config(tmp_path: Path, config_text: str) -> Path:
+    """Write `config_text` to a new numbered file in `tmp_path` and return its path."""
     config_path = tmp_path / f"gateway-{next(_config_numbers)}.toml"
     config_path.write_text(config_text)
     return config_path
@@ -130,7 +176,7 @@ async def start_gateway(
     `new_session` starts it in a session and process group of its own (its pid is the group's id), so
     that a test can signal the whole group as a terminal does when it closes.
     """
-    config_path = _write_config(tmp_path, config_text)
+    config_path = write_config(tmp_path, config_text)
 
     def limit_open_files() -> None:
         if open_files is not None:
@@ -340,7 +386,7 @@ def _small_buffer_socket(port: int, receive_buffer: int) -> socket.socket:
 
 
 async def connect(
-    gateway: RunningGateway, transport: TransportName, receive_buffer: int | None = None, **ws_options: Any
+    gateway: GatewayUnderTest, transport: TransportName, receive_buffer: int | None = None, **ws_options: Any
 ) -> Client:
     """Connect a client over `transport` and read its `hello`.
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -31,7 +30,7 @@ from gateway.messages.thymio import Comm
 from gateway.messages.wiimote import IrSourceInfo, State
 from gateway.servers.http import STATIC_DIR
 from tests.conftest import require_peer
-from tests.harness import DEMO_DEVICES, RunningGateway, connect, gateway_config, start_demo, start_gateway
+from tests.harness import DEMO_DEVICES, RunningGateway, connect, free_port, gateway_config, start_demo, start_gateway
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 # Root in a container: no sandbox; and nothing that would try to reach the network or update itself.
@@ -45,13 +44,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @pytest.fixture
