@@ -16,7 +16,7 @@ import pytest
 import websockets
 from websockets.typing import Subprotocol
 
-from tests.harness import RunningGateway
+from tests.harness import GatewayUnderTest
 
 NODE_DIR = Path(__file__).resolve().parent / "node" / "foxglove"
 SUBPROTOCOLS = ("foxglove.sdk.v1", "foxglove.websocket.v1")
@@ -31,14 +31,14 @@ def demo_config(tmp_path: Path, extra: str = "") -> str:
     return extra + "\n" + text
 
 
-def foxglove_url(gateway: RunningGateway) -> str:
+def foxglove_url(gateway: GatewayUnderTest) -> str:
     """The `ws://host:port/` the gateway logged for Foxglove."""
     listening = next(line for line in gateway.logs if line.get("event") == "listening")
     url: str = listening["foxglove"]
     return url
 
 
-async def wait_connected(gateway: RunningGateway, devices: set[str], timeout: float = 20.0) -> None:
+async def wait_connected(gateway: GatewayUnderTest, devices: set[str], timeout: float = 20.0) -> None:
     """Until every one of `devices` is connected."""
     async with asyncio.timeout(timeout):
         while True:

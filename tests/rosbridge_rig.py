@@ -13,7 +13,7 @@ import aiohttp
 import cbor2
 import websockets
 
-from tests.harness import RunningGateway
+from tests.harness import GatewayUnderTest
 
 #: Motor leases long enough that only the client's departure can end them within a test.
 MOTOR_LEASE_MS = 60000
@@ -29,14 +29,14 @@ def demo_config(tmp_path: Path, extra: str = "") -> str:
     return extra + "\n" + text
 
 
-def rosbridge_url(gateway: RunningGateway) -> str:
+def rosbridge_url(gateway: GatewayUnderTest) -> str:
     """The `ws://host:port/` the gateway logged for rosbridge."""
     listening = next(line for line in gateway.logs if line.get("event") == "listening")
     url: str = listening["rosbridge"]
     return url
 
 
-async def metric(gateway: RunningGateway, name: str, labels: str = "") -> float:
+async def metric(gateway: GatewayUnderTest, name: str, labels: str = "") -> float:
     """One sample of the gateway's /metrics (0 when absent)."""
     async with aiohttp.ClientSession() as session, session.get(gateway.base_url + "/metrics") as response:
         text = await response.text()
@@ -46,7 +46,7 @@ async def metric(gateway: RunningGateway, name: str, labels: str = "") -> float:
     return 0.0
 
 
-async def wait_connected(gateway: RunningGateway, device: str, timeout: float = 15.0) -> None:
+async def wait_connected(gateway: GatewayUnderTest, device: str, timeout: float = 15.0) -> None:
     """Until `device` is connected (its Thymio VM or remote started)."""
     async with asyncio.timeout(timeout):
         while True:
