@@ -127,4 +127,5 @@ async def running_gateway(tmp_path: Path, config_text: str) -> AsyncIterator[InP
     try:
         yield running
     finally:
-        assert await running.stop() == 0
+        code = await running.stop()
+    assert code == 0, running.logs[-20:]
