@@ -8,15 +8,18 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import resource
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+import aiohttp
 import msgpack
 import websockets
 
@@ -81,6 +84,20 @@ def gateway_config(tmp_path: Path, devices: str = SIM_DEVICE, server: str = "", 
         "[supervisor]\nbackoff_initial_s = 0.1\nbackoff_max_s = 0.4\n"
         f"{extra}\n{devices}"
     )
+
+
+def demo_config(tmp_path: Path, extra: str = "", thymio_motor_lease_ms: int | None = None) -> str:
+    """`gateway/demo.toml` with every listener on a free port (0) and its Unix socket in `tmp_path`.
+
+    `extra` TOML goes first; `thymio_motor_lease_ms` sets the simulated Thymio's motor lease (ms).
+    """
+    text = resources.files("gateway").joinpath("demo.toml").read_text(encoding="utf-8")
+    text = re.sub(r"(?m)^(http_port|port|tcp_port|ws_port) = \d+$", r"\1 = 0", text)
+    text = re.sub(r"(?m)^msgpack_port = \d+$", f'msgpack_port = 0\nunix_socket = "{tmp_path / "gw.sock"}"', text)
+    if thymio_motor_lease_ms is not None:
+        lease = f"motor_lease_ms = {thymio_motor_lease_ms}\n"
+        text = text.replace("[devices.thymio-demo]\n", f"[devices.thymio-demo]\n{lease}")
+    return extra + "\n" + text
 
 
 class GatewayUnderTest(abc.ABC):
@@ -148,6 +165,28 @@ class RunningGateway(GatewayUnderTest):
         return code
 
 
+async def metric(gateway: GatewayUnderTest, name: str, labels: str = "") -> float:
+    """One sample of the gateway's /metrics: `name{labels}` (0 when absent)."""
+    async with aiohttp.ClientSession() as session, session.get(gateway.base_url + "/metrics") as response:
+        text = await response.text()
+    for line in text.splitlines():
+        if line.startswith(f"{name}{{{labels}}} ") if labels else line.startswith(name + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+async def devices_connected(gateway: GatewayUnderTest, devices: Iterable[str], timeout: float = 20.0) -> None:
+    """Until every one of `devices` is `connected`, as /healthz reports them (`timeout` in s)."""
+    wanted = set(devices)
+    async with asyncio.timeout(timeout):
+        while True:
+            async with aiohttp.ClientSession() as session, session.get(gateway.base_url + "/healthz") as response:
+                status = {d["id"]: d["status"] for d in (await response.json())["devices"]}
+            if all(status.get(device) == "connected" for device in wanted):
+                return
+            await asyncio.sleep(0.1)
+
+
 async def _read_logs(proc: asyncio.subprocess.Process, logs: list[dict[str, Any]]) -> None:
     assert proc.stdout is not None
     async for raw in proc.stdout:
@@ -202,10 +241,15 @@ async def start_gateway(
 
 
 async def start_demo(tmp_path: Path, http_port: int, msgpack_port: int) -> RunningGateway:
-    """Run `python -m gateway demo` on the given ports (and a Unix socket in `tmp_path`) until it listens."""
+    """Run `python -m gateway demo` on the given ports (and a Unix socket in `tmp_path`) until it listens.
+
+    Its other faces (rosbridge, Foxglove, TDM) listen on free ports, not on their fixed defaults, which
+    a demo on another pytest-xdist worker may hold.
+    """
+    faces = ("--rosbridge-port", "0", "--foxglove-port", "0", "--tdm-port", "0", "--tdm-ws-port", "0")
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "gateway", "demo", "--http-port", str(http_port), "--msgpack-port", str(msgpack_port),
-        "--unix-socket", str(tmp_path / "demo.sock"), "--log-format", "json",
+        "--unix-socket", str(tmp_path / "demo.sock"), *faces, "--log-format", "json",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
