@@ -20,7 +20,7 @@ from gateway.faces.foxglove import wire
 from gateway.faces.foxglove.catalog import command_topic
 from gateway.faces.foxglove.parameters import SERVER_FIELDS
 from tests.foxglove_rig import RawFoxglove, foxglove_url, message_data, service_call
-from tests.harness import GatewayUnderTest, connect, gateway_config
+from tests.harness import connect, gateway_config, metric
 from tests.inprocess import running_gateway
 
 FOXGLOVE = "\n[foxglove]\nenabled = true\nport = 0\n"
@@ -222,12 +222,6 @@ async def test_tokens_hosts_and_origins(tmp_path: Path) -> None:
                 assert "foxglove.websocket.v1" in await response.text()
 
 
-async def metric(gateway: GatewayUnderTest, name: str, labels: str) -> float:
-    async with aiohttp.ClientSession() as session, session.get(gateway.base_url + "/metrics") as response:
-        text = await response.text()
-    return next(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(f"{name}{{{labels}}} "))
-
-
 async def test_each_sample_is_encoded_once_for_every_foxglove_client(tmp_path: Path) -> None:
     async with running_gateway(tmp_path, gateway_config(tmp_path, extra=FOXGLOVE)) as gateway:
         clients = [await RawFoxglove.open(foxglove_url(gateway)) for _ in range(3)]
@@ -240,7 +234,9 @@ async def test_each_sample_is_encoded_once_for_every_foxglove_client(tmp_path: P
                 assert frame[1:5] == struct.pack("<I", number)  # the same payload, each client's own id
         encoded = await metric(gateway, "hwgw_frames_encoded_total", 'encoding="foxglove"')
         published = await metric(gateway, "hwgw_bus_published_total", 'topic="sim-1/state"')
-        assert 20 <= encoded <= published
+        # Once per sample, not once per client; each subscription may start with the latest sample, which
+        # counts when the gateway has run only a second or so (a few dozen samples published).
+        assert 20 <= encoded <= published + len(clients)
         for client in clients:
             await client.close()
 
