@@ -13,9 +13,9 @@ import websockets
 
 from gateway.core.client import MAX_SUBSCRIPTIONS
 from gateway.credentials import hash_token
-from tests.harness import GatewayUnderTest, gateway_config
+from tests.harness import GatewayUnderTest, gateway_config, metric
 from tests.inprocess import running_gateway, start_in_process
-from tests.rosbridge_rig import RawRosbridge, metric, rosbridge_url
+from tests.rosbridge_rig import RawRosbridge, rosbridge_url
 
 ROSBRIDGE = "[rosbridge]\nenabled = true\nport = 0\n"
 LIMITS = "max_request_bytes = 4096\n"
