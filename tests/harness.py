@@ -348,6 +348,20 @@ class Client(abc.ABC):
         error: dict[str, str] = answer["error"]
         return error
 
+    async def until_connected(self, device_ids: Iterable[str], timeout: float = 15.0) -> dict[str, dict[str, Any]]:
+        """Poll `list_devices` until every one of `device_ids` is connected (`timeout` in s); all devices by id."""
+        wanted = set(device_ids)
+        devices: dict[str, dict[str, Any]] = {}
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    devices = {d["id"]: d for d in (await self.ok("list_devices"))["devices"]}
+                    if all(devices[i]["status"] == "connected" for i in wanted):
+                        return devices
+                    await asyncio.sleep(0.05)
+        except TimeoutError:
+            raise AssertionError(f"not connected in {timeout} s: {devices}") from None
+
     async def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 5.0) -> dict[str, Any]:
         """The first pushed message (already kept or new) that satisfies `predicate`."""
         for index, message in enumerate(self.pushed):

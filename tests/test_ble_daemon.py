@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
-from tests.harness import Client, connect, gateway_config, start_gateway
+from tests.harness import connect, gateway_config, start_gateway
 
 BLE_DEVICES = """
 [devices.mb]
@@ -24,16 +22,6 @@ sim_attached = ["C=motor"]
 """
 
 
-async def wait_connected(client: Client, device_ids: set[str], timeout: float = 15.0) -> dict[str, dict[str, Any]]:
-    deadline = time.monotonic() + timeout
-    while True:
-        devices = {d["id"]: d for d in (await client.ok("list_devices"))["devices"]}
-        if all(devices[i]["status"] == "connected" for i in device_ids):
-            return devices
-        assert time.monotonic() < deadline, f"not connected in time: {devices}"
-        await asyncio.sleep(0.05)
-
-
 def motor_state(message: dict[str, Any]) -> bool:
     return bool(message["op"] == "state" and message["topic"] == "hub/port/A")
 
@@ -42,7 +30,7 @@ async def test_ble_devices_in_the_daemon(tmp_path: Path) -> None:
     gateway = await start_gateway(tmp_path, gateway_config(tmp_path, BLE_DEVICES))
     try:
         client = await connect(gateway, "ws")
-        devices = await wait_connected(client, {"mb", "hub"})
+        devices = await client.until_connected({"mb", "hub"})
         assert devices["mb"]["capabilities"]["services"] == [
             "accelerometer",
             "button",
@@ -98,7 +86,7 @@ async def test_a_simulated_micro_bit_takes_button_presses_from_a_client(tmp_path
     running = await start_gateway(tmp_path, gateway_config(tmp_path, BLE_DEVICES))
     try:
         client = await connect(running, "ws")
-        devices = await wait_connected(client, {"mb"})
+        devices = await client.until_connected({"mb"})
         assert devices["mb"]["capabilities"]["sim_buttons"] == ["A", "B"]
         await client.ok("subscribe", topics=["mb/buttons"])
 
@@ -123,7 +111,7 @@ async def test_a_simulated_hub_takes_presses_of_its_green_button(tmp_path: Path)
     running = await start_gateway(tmp_path, gateway_config(tmp_path, BLE_DEVICES))
     try:
         client = await connect(running, "ws")
-        devices = await wait_connected(client, {"hub"})
+        devices = await client.until_connected({"hub"})
         assert devices["hub"]["capabilities"]["sim_buttons"] == ["green"]
         await client.ok("subscribe", topics=["hub/button"])
 
