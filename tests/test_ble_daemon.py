@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.harness import connect, gateway_config, start_gateway
+from tests.harness import connect, gateway_config
+from tests.inprocess import running_gateway
 
 BLE_DEVICES = """
 [devices.mb]
@@ -27,8 +28,7 @@ def motor_state(message: dict[str, Any]) -> bool:
 
 
 async def test_ble_devices_in_the_daemon(tmp_path: Path) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, BLE_DEVICES))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, BLE_DEVICES)) as gateway:
         client = await connect(gateway, "ws")
         devices = await client.until_connected({"mb", "hub"})
         assert devices["mb"]["capabilities"]["services"] == [
@@ -78,13 +78,10 @@ async def test_ble_devices_in_the_daemon(tmp_path: Path) -> None:
         assert {(r["device"], r["ok"]) for r in stopped["devices"]} >= {("hub", True), ("mb", True)}
         await client.wait_for(lambda m: motor_state(m) and m["data"]["speed_deg_s"] == 0.0, timeout=5.0)
         await client.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def test_a_simulated_micro_bit_takes_button_presses_from_a_client(tmp_path: Path) -> None:
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, BLE_DEVICES))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, BLE_DEVICES)) as running:
         client = await connect(running, "ws")
         devices = await client.until_connected({"mb"})
         assert devices["mb"]["capabilities"]["sim_buttons"] == ["A", "B"]
@@ -103,13 +100,10 @@ async def test_a_simulated_micro_bit_takes_button_presses_from_a_client(tmp_path
         error = await client.error("command", device="mb", type="hwgateway/SimButton", data={"button": "C"})
         assert error["code"] == "invalid_argument"
         await client.close()
-    finally:
-        assert await running.stop() == 0
 
 
 async def test_a_simulated_hub_takes_presses_of_its_green_button(tmp_path: Path) -> None:
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, BLE_DEVICES))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, BLE_DEVICES)) as running:
         client = await connect(running, "ws")
         devices = await client.until_connected({"hub"})
         assert devices["hub"]["capabilities"]["sim_buttons"] == ["green"]
@@ -125,5 +119,3 @@ async def test_a_simulated_hub_takes_presses_of_its_green_button(tmp_path: Path)
         error = await client.error("command", device="hub", type="hwgateway/SimButton", data={"button": "A"})
         assert error["code"] == "invalid_argument"
         await client.close()
-    finally:
-        assert await running.stop() == 0
