@@ -175,13 +175,19 @@ async def metric(gateway: GatewayUnderTest, name: str, labels: str = "") -> floa
     return 0.0
 
 
+async def healthz(gateway: GatewayUnderTest) -> dict[str, Any]:
+    """The gateway's /healthz body."""
+    async with aiohttp.ClientSession() as session, session.get(gateway.base_url + "/healthz") as response:
+        body: dict[str, Any] = await response.json()
+        return body
+
+
 async def devices_connected(gateway: GatewayUnderTest, devices: Iterable[str], timeout: float = 20.0) -> None:
     """Until every one of `devices` is `connected`, as /healthz reports them (`timeout` in s)."""
     wanted = set(devices)
     async with asyncio.timeout(timeout):
         while True:
-            async with aiohttp.ClientSession() as session, session.get(gateway.base_url + "/healthz") as response:
-                status = {d["id"]: d["status"] for d in (await response.json())["devices"]}
+            status = {d["id"]: d["status"] for d in (await healthz(gateway))["devices"]}
             if all(status.get(device) == "connected" for device in wanted):
                 return
             await asyncio.sleep(0.1)

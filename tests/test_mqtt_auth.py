@@ -15,10 +15,10 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from gateway.credentials import hash_token
-from tests.harness import connect, gateway_config
+from tests.harness import connect, gateway_config, healthz
 from tests.inprocess import start_in_process
 from tests.mosquitto_broker import Broker, mosquitto
-from tests.test_mqtt import healthz, is_device, mqtt_section
+from tests.test_mqtt import is_device, mqtt_section
 
 __all__ = ["mosquitto"]
 
