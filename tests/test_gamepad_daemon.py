@@ -6,7 +6,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.harness import RunningGateway, connect, gateway_config, start_gateway
+from tests.harness import connect, gateway_config
+from tests.inprocess import start_in_process
 
 PADS = """
 [devices.pad]
@@ -38,7 +39,7 @@ def outputs_with(**values: object):
 
 
 async def test_virtual_pads_in_the_daemon_and_sigterm_while_attached(tmp_path: Path) -> None:
-    gateway: RunningGateway = await start_gateway(tmp_path, gateway_config(tmp_path, PADS))
+    gateway = await start_in_process(tmp_path, gateway_config(tmp_path, PADS))
     try:
         client = await connect(gateway, "ws")
         devices = await client.until_connected({"pad", "pad-plain", "pad-demo"})
