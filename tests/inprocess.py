@@ -28,6 +28,31 @@ from tests.harness import GatewayUnderTest, write_config
 log = logging.getLogger("gateway.cli")
 
 
+class _RootLevel:
+    """The root logger's level while in-process gateways run: the lowest they ask, restored after the last.
+
+    Gateways may overlap (a federation test runs two), so the level is not each one's to restore.
+    """
+
+    def __init__(self) -> None:
+        self._before = logging.WARNING
+        self._levels: list[int] = []
+
+    def push(self, level: int) -> None:
+        root = logging.getLogger()
+        if not self._levels:
+            self._before = root.level
+        self._levels.append(level)
+        root.setLevel(min(self._levels))
+
+    def pop(self, level: int) -> None:
+        self._levels.remove(level)
+        logging.getLogger().setLevel(min(self._levels) if self._levels else self._before)
+
+
+_root_level = _RootLevel()
+
+
 class JsonLines(logging.Handler):
     """Keeps every log record, rendered as the daemon's `--log-format json` renders it, as a dict."""
 
@@ -56,7 +81,7 @@ class InProcessGateway(GatewayUnderTest):
     unix_socket: str | None
     logs: list[dict[str, Any]] = field(default_factory=list)
     _handler: logging.Handler | None = None
-    _root_level: int = logging.WARNING
+    _level: int = logging.INFO
 
     async def stop(self, signum: int = signal.SIGTERM, timeout: float = 10.0) -> int:
         """Stop as the daemon does on `signum` (bounded by `timeout`, s); 0 once stopped, as its exit code."""
@@ -73,9 +98,8 @@ class InProcessGateway(GatewayUnderTest):
 
     def _detach(self) -> None:
         if self._handler is not None:
-            root = logging.getLogger()
-            root.removeHandler(self._handler)
-            root.setLevel(self._root_level)
+            logging.getLogger().removeHandler(self._handler)
+            _root_level.pop(self._level)
             self._handler = None
 
 
@@ -87,10 +111,9 @@ async def start_in_process(tmp_path: Path, config_text: str) -> InProcessGateway
     config = load(write_config(tmp_path, config_text))
     lines: list[dict[str, Any]] = []
     handler = JsonLines(lines)
-    root = logging.getLogger()
-    root_level = root.level
-    root.addHandler(handler)
-    root.setLevel(config.logging.level.upper())
+    level = logging.getLevelNamesMapping()[config.logging.level.upper()]
+    logging.getLogger().addHandler(handler)
+    _root_level.push(level)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     try:
         for warning in config_warnings(config):
@@ -102,8 +125,8 @@ async def start_in_process(tmp_path: Path, config_text: str) -> InProcessGateway
             await gateway.stop()
             raise
     except BaseException:
-        root.removeHandler(handler)
-        root.setLevel(root_level)
+        logging.getLogger().removeHandler(handler)
+        _root_level.pop(level)
         raise
     assert gateway.http_port is not None
     listeners: dict[str, str | None] = {}
@@ -116,7 +139,7 @@ async def start_in_process(tmp_path: Path, config_text: str) -> InProcessGateway
         listeners.get("unix"),
         lines,
         handler,
-        root_level,
+        level,
     )
 
 
