@@ -1,4 +1,8 @@
-"""Test harness: the real daemon started through its CLI, and real clients on every transport."""
+"""Test harness: the real daemon started through its CLI, and real clients on every transport.
+
+`tests.inprocess` starts the same gateway in the test's event loop (no process: for tests that check
+nothing of signals, the CLI, exit codes or stdout); both are a `GatewayUnderTest` to the helpers here.
+"""
 
 from __future__ import annotations
 
