@@ -44,9 +44,13 @@ lint: $(VENV)/.test
 typecheck: $(VENV)/.test
 	$(BIN)/mypy
 
-# Tests run in a fresh network namespace holding only loopback, so nothing can leave this host.
+# Tests run in a fresh network namespace holding only loopback, so nothing can leave this host, on
+# PYTEST_WORKERS pytest-xdist workers: most tests wait on sockets and peer processes, so more workers
+# than cores pay. Each file runs whole on one worker (--dist loadfile), so a module's shared daemon
+# starts once; free ports, temp dirs and Unix sockets are per worker (tests/harness.py).
+PYTEST_WORKERS ?= 4
 pytest: $(VENV)/.test
-	scripts/loopback-only.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
+	scripts/loopback-only.sh $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The fuzz targets only, each with HWGW_FUZZ_SCALE (default 50) times its `make test` budget.
 HWGW_FUZZ_SCALE ?= 50

@@ -18,29 +18,38 @@ def _json(event: Any, **_: Any) -> str:
     return orjson.dumps(event, default=str).decode()
 
 
-def configure(level: str = "info", fmt: str = "auto") -> None:
-    """Route all logging to stdout through structlog at `level` (`fmt`: auto, json or console)."""
-    console = sys.stdout.isatty() if fmt == "auto" else fmt == "console"
-    shared: list[Any] = [
+def _shared_processors() -> list[Any]:
+    """The processors every record passes, structlog's own and the standard library's."""
+    return [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.stdlib.ExtraAdder(),
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
+
+
+def formatter(console: bool) -> logging.Formatter:
+    """The formatter of the daemon's log lines: a readable console, or one JSON object per line."""
     renderer: Any = structlog.dev.ConsoleRenderer() if console else structlog.processors.JSONRenderer(_json)
     final: list[Any] = [structlog.stdlib.ProcessorFormatter.remove_processors_meta]
     if not console:
         final.append(structlog.processors.dict_tracebacks)
     final.append(renderer)
+    return structlog.stdlib.ProcessorFormatter(foreign_pre_chain=_shared_processors(), processors=final)
+
+
+def configure(level: str = "info", fmt: str = "auto") -> None:
+    """Route all logging to stdout through structlog at `level` (`fmt`: auto, json or console)."""
+    console = sys.stdout.isatty() if fmt == "auto" else fmt == "console"
     structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        processors=[*_shared_processors(), structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,
     )
     handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(structlog.stdlib.ProcessorFormatter(foreign_pre_chain=shared, processors=final))
+    handler.setFormatter(formatter(console))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

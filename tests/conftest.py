@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import RunningGateway, gateway_config, start_gateway
+from tests.harness import GatewayUnderTest, gateway_config, start_gateway
+from tests.inprocess import start_in_process
 
 
 def require_peer(executable: str) -> str:
@@ -22,8 +23,13 @@ def require_peer(executable: str) -> str:
 
 
 @pytest.fixture
-async def gateway(tmp_path: Path) -> AsyncIterator[RunningGateway]:
-    """The daemon with one simulated controller (`sim-1`, 50 Hz, 3 LEDs) on free ports."""
-    running = await start_gateway(tmp_path, gateway_config(tmp_path))
+async def gateway(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[GatewayUnderTest]:
+    """The daemon with one simulated controller (`sim-1`, 50 Hz, 3 LEDs) on free ports.
+
+    A process of its own, or the test's event loop for tests marked `in_process` (tests/inprocess.py).
+    """
+    config = gateway_config(tmp_path)
+    in_process = request.node.get_closest_marker("in_process") is not None
+    running = await (start_in_process(tmp_path, config) if in_process else start_gateway(tmp_path, config))
     yield running
     assert await running.stop() == 0

@@ -1,52 +1,29 @@
-"""The daemon with the demo devices and Foxglove on free ports; the npm Foxglove client; a raw client."""
+"""The Foxglove face's URL, the npm Foxglove client and a raw client (the demo config is tests.harness's)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
 import shutil
 import struct
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 import websockets
 from websockets.typing import Subprotocol
 
-from tests.harness import RunningGateway
+from tests.harness import GatewayUnderTest
 
 NODE_DIR = Path(__file__).resolve().parent / "node" / "foxglove"
 SUBPROTOCOLS = ("foxglove.sdk.v1", "foxglove.websocket.v1")
 
 
-def demo_config(tmp_path: Path, extra: str = "") -> str:
-    """gateway/demo.toml on free ports (Foxglove too) with a Unix socket in `tmp_path`."""
-    text = resources.files("gateway").joinpath("demo.toml").read_text(encoding="utf-8")
-    text = re.sub(r"(?m)^http_port = \d+$", "http_port = 0", text)
-    text = re.sub(r"(?m)^msgpack_port = \d+$", f'msgpack_port = 0\nunix_socket = "{tmp_path / "gw.sock"}"', text)
-    text = re.sub(r"(?m)^port = 8765$", "port = 0", text)
-    return extra + "\n" + text
-
-
-def foxglove_url(gateway: RunningGateway) -> str:
+def foxglove_url(gateway: GatewayUnderTest) -> str:
     """The `ws://host:port/` the gateway logged for Foxglove."""
     listening = next(line for line in gateway.logs if line.get("event") == "listening")
     url: str = listening["foxglove"]
     return url
-
-
-async def wait_connected(gateway: RunningGateway, devices: set[str], timeout: float = 20.0) -> None:
-    """Until every one of `devices` is connected."""
-    async with asyncio.timeout(timeout):
-        while True:
-            async with aiohttp.ClientSession() as session, session.get(gateway.base_url + "/healthz") as response:
-                status = {d["id"]: d["status"] for d in (await response.json())["devices"]}
-            if all(status.get(device) == "connected" for device in devices):
-                return
-            await asyncio.sleep(0.1)
 
 
 async def run_node_client(url: str, subprotocol: str, plan: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:

@@ -6,11 +6,21 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from hypothesis import HealthCheck, settings
 
+from devices.registry import KINDS
+from gateway.bus import Bus
+from gateway.commands import CommandRouter
+from gateway.core.client import Hub
+from gateway.core.config import DeviceConfig, ServerConfig, SupervisorConfig
 from gateway.errors import ErrorCode
+from gateway.supervisor import Supervisor
 from gateway.wire import Encoding
+
+#: The request bound of the fuzzed hub (bytes): small, so that oversized requests are among the examples.
+FUZZ_MAX_REQUEST_BYTES = 4096
 
 
 def fuzz_settings(examples: int) -> settings:
@@ -19,6 +29,14 @@ def fuzz_settings(examples: int) -> settings:
     return settings(
         max_examples=examples * scale, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
     )
+
+
+def fuzz_hub(devices: Sequence[DeviceConfig] = ()) -> Hub:
+    """A hub over a bus and a supervisor of `devices` (not started), for sessions fed without sockets."""
+    bus = Bus()
+    supervisor = Supervisor(bus, SupervisorConfig(), tuple(devices), KINDS)
+    server = ServerConfig(max_request_bytes=FUZZ_MAX_REQUEST_BYTES)
+    return Hub(bus, supervisor, CommandRouter(supervisor, lambda *_: None), server, ())
 
 
 class Capture:

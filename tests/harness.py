@@ -1,4 +1,8 @@
-"""Test harness: the real daemon started through its CLI, and real clients on every transport."""
+"""Test harness: the real daemon started through its CLI, and real clients on every transport.
+
+`tests.inprocess` starts the same gateway in the test's event loop (no process: for tests that check
+nothing of signals, the CLI, exit codes or stdout); both are a `GatewayUnderTest` to the helpers here.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +12,18 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import resource
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+import aiohttp
 import msgpack
 import websockets
 
@@ -37,12 +44,40 @@ leds = 3
 """
 
 
+#: The ports `free_port` hands out lie below Linux's ephemeral range (32768-60999), where every
+#: `bind(("127.0.0.1", 0))` of a daemon, broker or client picks its port, so none of those can take one
+#: between the probe and its use; each pytest-xdist worker (`gw0`, `gw1`, ...) has a slice of its own, so
+#: two workers never hand out the same port either.
+_FREE_PORTS_FROM = 12000
+_FREE_PORTS_PER_WORKER = 1000
+_FREE_PORTS_WORKERS = 20
+
+
+def _worker_index() -> int:
+    """This pytest-xdist worker's number (0 without xdist)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return int(worker.removeprefix("gw")) % _FREE_PORTS_WORKERS
+
+
+_first_port = _FREE_PORTS_FROM + _worker_index() * _FREE_PORTS_PER_WORKER
+_port_candidates = itertools.cycle(range(_first_port, _first_port + _FREE_PORTS_PER_WORKER))
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (for commands that print their ports)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+    """A TCP port on 127.0.0.1, free now and handed out by no other worker (for fixed-port configs).
+
+    Ports are taken in turn from this worker's slice, so a port comes back only after a thousand
+    others; one that is still bound (or in TIME_WAIT) is skipped.
+    """
+    for _ in range(_FREE_PORTS_PER_WORKER):
+        port = next(_port_candidates)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {_first_port}..{_first_port + _FREE_PORTS_PER_WORKER - 1}")
 
 
 def gateway_config(tmp_path: Path, devices: str = SIM_DEVICE, server: str = "", extra: str = "") -> str:
@@ -55,36 +90,39 @@ def gateway_config(tmp_path: Path, devices: str = SIM_DEVICE, server: str = "", 
     )
 
 
-@dataclass
-class RunningGateway:
-    """A gateway process started with `hwgateway run`; `logs` collects its JSON log lines."""
+def demo_config(tmp_path: Path, extra: str = "", thymio_motor_lease_ms: int | None = None) -> str:
+    """`gateway/demo.toml` with every listener on a free port (0) and its Unix socket in `tmp_path`.
 
-    proc: asyncio.subprocess.Process
+    `extra` TOML goes first; `thymio_motor_lease_ms` sets the simulated Thymio's motor lease (ms).
+    """
+    text = resources.files("gateway").joinpath("demo.toml").read_text(encoding="utf-8")
+    text = re.sub(r"(?m)^(http_port|port|tcp_port|ws_port) = \d+$", r"\1 = 0", text)
+    text = re.sub(r"(?m)^msgpack_port = \d+$", f'msgpack_port = 0\nunix_socket = "{tmp_path / "gw.sock"}"', text)
+    if thymio_motor_lease_ms is not None:
+        lease = f"motor_lease_ms = {thymio_motor_lease_ms}\n"
+        text = text.replace("[devices.thymio-demo]\n", f"[devices.thymio-demo]\n{lease}")
+    return extra + "\n" + text
+
+
+class GatewayUnderTest(abc.ABC):
+    """A started gateway as a test reaches it: its addresses, its JSON log lines, and `stop`.
+
+    Two kinds exist: `RunningGateway`, the daemon in a process of its own (`hwgateway run`), and
+    `tests.inprocess.InProcessGateway`, the same `Gateway` in the test's event loop.
+    """
+
     http_port: int
     msgpack_port: int | None
     unix_socket: str | None
-    logs: list[dict[str, Any]] = field(default_factory=list)
-    _drain: asyncio.Task[None] | None = None
+    logs: list[dict[str, Any]]
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.http_port}"
 
+    @abc.abstractmethod
     async def stop(self, signum: int = signal.SIGTERM, timeout: float = 10.0) -> int:
-        """Signal the process and return its exit code."""
-        if self.proc.returncode is None:
-            self.proc.send_signal(signum)
-        try:
-            async with asyncio.timeout(timeout):
-                code = await self.proc.wait()
-        finally:
-            if self.proc.returncode is None:
-                self.proc.kill()
-                await self.proc.wait()
-        if self._drain is not None:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._drain, 2.0)
-        return code
+        """Stop the gateway (as `signum` would) and return its exit code (0: a clean stop)."""
 
     def events(self, name: str) -> list[dict[str, Any]]:
         return [line for line in self.logs if line.get("event") == name]
@@ -103,6 +141,62 @@ class RunningGateway:
                 await asyncio.sleep(0.2)
 
 
+@dataclass
+class RunningGateway(GatewayUnderTest):
+    """A gateway process started with `hwgateway run`; `logs` collects its JSON log lines."""
+
+    proc: asyncio.subprocess.Process
+    http_port: int
+    msgpack_port: int | None
+    unix_socket: str | None
+    logs: list[dict[str, Any]] = field(default_factory=list)
+    _drain: asyncio.Task[None] | None = None
+
+    async def stop(self, signum: int = signal.SIGTERM, timeout: float = 10.0) -> int:
+        """Signal the process and return its exit code."""
+        if self.proc.returncode is None:
+            self.proc.send_signal(signum)
+        try:
+            async with asyncio.timeout(timeout):
+                code = await self.proc.wait()
+        finally:
+            if self.proc.returncode is None:
+                self.proc.kill()
+                await self.proc.wait()
+        if self._drain is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._drain, 2.0)
+        return code
+
+
+async def metric(gateway: GatewayUnderTest, name: str, labels: str = "") -> float:
+    """One sample of the gateway's /metrics: `name{labels}` (0 when absent)."""
+    async with aiohttp.ClientSession() as session, session.get(gateway.base_url + "/metrics") as response:
+        text = await response.text()
+    for line in text.splitlines():
+        if line.startswith(f"{name}{{{labels}}} ") if labels else line.startswith(name + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+async def healthz(gateway: GatewayUnderTest) -> dict[str, Any]:
+    """The gateway's /healthz body."""
+    async with aiohttp.ClientSession() as session, session.get(gateway.base_url + "/healthz") as response:
+        body: dict[str, Any] = await response.json()
+        return body
+
+
+async def devices_connected(gateway: GatewayUnderTest, devices: Iterable[str], timeout: float = 20.0) -> None:
+    """Until every one of `devices` is `connected`, as /healthz reports them (`timeout` in s)."""
+    wanted = set(devices)
+    async with asyncio.timeout(timeout):
+        while True:
+            status = {d["id"]: d["status"] for d in (await healthz(gateway))["devices"]}
+            if all(status.get(device) == "connected" for device in wanted):
+                return
+            await asyncio.sleep(0.1)
+
+
 async def _read_logs(proc: asyncio.subprocess.Process, logs: list[dict[str, Any]]) -> None:
     assert proc.stdout is not None
     async for raw in proc.stdout:
@@ -112,7 +206,8 @@ async def _read_logs(proc: asyncio.subprocess.Process, logs: list[dict[str, Any]
             logs.append({"event": raw.decode(errors="replace").rstrip()})
 
 
-def _write_config(tmp_path: Path, config_text: str) -> Path:
+def write_config(tmp_path: Path, config_text: str) -> Path:
+    """Write `config_text` to a new numbered file in `tmp_path` and return its path."""
     config_path = tmp_path / f"gateway-{next(_config_numbers)}.toml"
     config_path.write_text(config_text)
     return config_path
@@ -130,7 +225,7 @@ async def start_gateway(
     `new_session` starts it in a session and process group of its own (its pid is the group's id), so
     that a test can signal the whole group as a terminal does when it closes.
     """
-    config_path = _write_config(tmp_path, config_text)
+    config_path = write_config(tmp_path, config_text)
 
     def limit_open_files() -> None:
         if open_files is not None:
@@ -156,10 +251,15 @@ async def start_gateway(
 
 
 async def start_demo(tmp_path: Path, http_port: int, msgpack_port: int) -> RunningGateway:
-    """Run `python -m gateway demo` on the given ports (and a Unix socket in `tmp_path`) until it listens."""
+    """Run `python -m gateway demo` on the given ports (and a Unix socket in `tmp_path`) until it listens.
+
+    Its other faces (rosbridge, Foxglove, TDM) listen on free ports, not on their fixed defaults, which
+    a demo on another pytest-xdist worker may hold.
+    """
+    faces = ("--rosbridge-port", "0", "--foxglove-port", "0", "--tdm-port", "0", "--tdm-ws-port", "0")
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "gateway", "demo", "--http-port", str(http_port), "--msgpack-port", str(msgpack_port),
-        "--unix-socket", str(tmp_path / "demo.sock"), "--log-format", "json",
+        "--unix-socket", str(tmp_path / "demo.sock"), *faces, "--log-format", "json",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
@@ -258,6 +358,20 @@ class Client(abc.ABC):
         error: dict[str, str] = answer["error"]
         return error
 
+    async def until_connected(self, device_ids: Iterable[str], timeout: float = 15.0) -> dict[str, dict[str, Any]]:
+        """Poll `list_devices` until every one of `device_ids` is connected (`timeout` in s); all devices by id."""
+        wanted = set(device_ids)
+        devices: dict[str, dict[str, Any]] = {}
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    devices = {d["id"]: d for d in (await self.ok("list_devices"))["devices"]}
+                    if all(devices[i]["status"] == "connected" for i in wanted):
+                        return devices
+                    await asyncio.sleep(0.05)
+        except TimeoutError:
+            raise AssertionError(f"not connected in {timeout} s: {devices}") from None
+
     async def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 5.0) -> dict[str, Any]:
         """The first pushed message (already kept or new) that satisfies `predicate`."""
         for index, message in enumerate(self.pushed):
@@ -340,7 +454,7 @@ def _small_buffer_socket(port: int, receive_buffer: int) -> socket.socket:
 
 
 async def connect(
-    gateway: RunningGateway, transport: TransportName, receive_buffer: int | None = None, **ws_options: Any
+    gateway: GatewayUnderTest, transport: TransportName, receive_buffer: int | None = None, **ws_options: Any
 ) -> Client:
     """Connect a client over `transport` and read its `hello`.
 

@@ -1,60 +1,25 @@
-"""The daemon with the demo devices and rosbridge on free ports, and a raw rosbridge WebSocket client."""
+"""The rosbridge face's URL and a raw rosbridge WebSocket client (the demo config is tests.harness's)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
-import aiohttp
 import cbor2
 import websockets
 
-from tests.harness import RunningGateway
+from tests.harness import GatewayUnderTest
 
 #: Motor leases long enough that only the client's departure can end them within a test.
 MOTOR_LEASE_MS = 60000
 
 
-def demo_config(tmp_path: Path, extra: str = "") -> str:
-    """gateway/demo.toml on free ports with a Unix socket in `tmp_path` (and long Thymio motor leases)."""
-    text = resources.files("gateway").joinpath("demo.toml").read_text(encoding="utf-8")
-    text = re.sub(r"(?m)^http_port = \d+$", "http_port = 0", text)
-    text = re.sub(r"(?m)^msgpack_port = \d+$", f'msgpack_port = 0\nunix_socket = "{tmp_path / "gw.sock"}"', text)
-    text = re.sub(r"(?m)^port = 9090$", "port = 0", text)
-    text = text.replace("[devices.thymio-demo]\n", f"[devices.thymio-demo]\nmotor_lease_ms = {MOTOR_LEASE_MS}\n")
-    return extra + "\n" + text
-
-
-def rosbridge_url(gateway: RunningGateway) -> str:
+def rosbridge_url(gateway: GatewayUnderTest) -> str:
     """The `ws://host:port/` the gateway logged for rosbridge."""
     listening = next(line for line in gateway.logs if line.get("event") == "listening")
     url: str = listening["rosbridge"]
     return url
-
-
-async def metric(gateway: RunningGateway, name: str, labels: str = "") -> float:
-    """One sample of the gateway's /metrics (0 when absent)."""
-    async with aiohttp.ClientSession() as session, session.get(gateway.base_url + "/metrics") as response:
-        text = await response.text()
-    for line in text.splitlines():
-        if line.startswith(f"{name}{{{labels}}} ") if labels else line.startswith(name + " "):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
-
-
-async def wait_connected(gateway: RunningGateway, device: str, timeout: float = 15.0) -> None:
-    """Until `device` is connected (its Thymio VM or remote started)."""
-    async with asyncio.timeout(timeout):
-        while True:
-            async with aiohttp.ClientSession() as session, session.get(gateway.base_url + "/healthz") as response:
-                devices = {d["id"]: d["status"] for d in (await response.json())["devices"]}
-            if devices.get(device) == "connected":
-                return
-            await asyncio.sleep(0.1)
 
 
 class RawRosbridge:

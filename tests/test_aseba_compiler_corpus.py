@@ -24,7 +24,8 @@ from protocols.aseba.messages import UserMessage
 from protocols.aseba.natives import STANDARD_NATIVES
 from protocols.aseba.vm import AsebaVM
 from tests.conftest import require_peer
-from tests.harness import Client, RunningGateway, connect, free_port, gateway_config, start_gateway
+from tests.harness import Client, GatewayUnderTest, connect, free_port, gateway_config
+from tests.inprocess import start_in_process
 from tests.test_aseba_vm import playground_description
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(180)]
@@ -83,7 +84,7 @@ async def playground(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def gateway(playground: Playground, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[RunningGateway]:
+async def gateway(playground: Playground, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[GatewayUnderTest]:
     devices = f"""
 [devices.{DEVICE}]
 kind = "aseba"
@@ -93,7 +94,7 @@ thymio_program = false
 script_folders = ["{CORPUS}"]
 """
     tmp_path = tmp_path_factory.mktemp("gateway")
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, devices))
+    running = await start_in_process(tmp_path, gateway_config(tmp_path, devices))
     yield running
     assert await running.stop() == 0
     assert playground.process is not None
@@ -101,7 +102,7 @@ script_folders = ["{CORPUS}"]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def client(gateway: RunningGateway) -> AsyncIterator[Client]:
+async def client(gateway: GatewayUnderTest) -> AsyncIterator[Client]:
     ws = await connect(gateway, "ws")
     await ws.ok("subscribe", topics=[f"{DEVICE}/**"])
     for _ in range(300):

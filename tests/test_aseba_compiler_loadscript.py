@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from devices.sim.thymio import SimulatedThymio
-from tests.harness import Client, connect, free_port, gateway_config, start_gateway
+from tests.harness import Client, connect, free_port, gateway_config
+from tests.inprocess import running_gateway
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -42,8 +43,7 @@ kind = "aseba"
 target = "tcp:127.0.0.1;{port}"
 script_folders = ["{CORPUS}"]
 """
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, devices))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, devices)) as gateway:
         client = await connect(gateway, "ws")
         for _ in range(100):
             answer = await command(client, "asebaros_msgs/GetDescription", {})
@@ -63,6 +63,4 @@ script_folders = ["{CORPUS}"]
         assert description["events"] == ["in_a"]
         assert {"name": "SCALE", "value": 4} in description["constants"]
         await client.close()
-    finally:
-        assert await gateway.stop() == 0
         await thymio.stop()

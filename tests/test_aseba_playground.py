@@ -19,7 +19,8 @@ import pytest_asyncio
 from devices.aseba.thymio_program import EVENTS
 from devices.sim.aseba_playground import Playground
 from tests.conftest import require_peer
-from tests.harness import Client, RunningGateway, connect, free_port, gateway_config, start_gateway
+from tests.harness import Client, GatewayUnderTest, connect, free_port, gateway_config
+from tests.inprocess import start_in_process
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(120)]
 
@@ -57,7 +58,7 @@ async def serial_path(playground: Playground, tmp_path_factory: pytest.TempPathF
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def gateway(
     playground: Playground, serial_path: str, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[RunningGateway]:
+) -> AsyncIterator[GatewayUnderTest]:
     devices = f"""
 [devices.thymio-tcp]
 kind = "aseba"
@@ -70,7 +71,7 @@ target = "ser:device={serial_path}"
 request_timeout_ms = 5000
 """
     tmp_path = tmp_path_factory.mktemp("gateway")
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, devices))
+    running = await start_in_process(tmp_path, gateway_config(tmp_path, devices))
     yield running
     assert await running.stop() == 0
     assert playground.process is not None
@@ -78,7 +79,7 @@ request_timeout_ms = 5000
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def client(gateway: RunningGateway) -> AsyncIterator[Client]:
+async def client(gateway: GatewayUnderTest) -> AsyncIterator[Client]:
     ws = await connect(gateway, "ws")
     await ws.ok("subscribe", topics=["thymio-tcp/**", "thymio-serial/**"])
     devices: list[dict[str, Any]] = []

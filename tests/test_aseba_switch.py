@@ -16,14 +16,15 @@ import pytest
 
 from devices.sim.aseba_playground import Playground, loopback_only
 from tests.conftest import require_peer
-from tests.harness import Client, RunningGateway, connect, free_port, gateway_config, start_gateway
+from tests.harness import Client, GatewayUnderTest, connect, free_port, gateway_config
+from tests.inprocess import start_in_process
 
 pytestmark = pytest.mark.timeout(120)
 TIMEOUT_S = 20.0
 
 
 @pytest.fixture
-async def switched_gateway(tmp_path: Path) -> AsyncIterator[RunningGateway]:
+async def switched_gateway(tmp_path: Path) -> AsyncIterator[GatewayUnderTest]:
     require_peer("asebaplayground")
     switch = require_peer("asebaswitch")
     playground = Playground(tmp_path / "playground", [free_port(), free_port()])
@@ -44,7 +45,7 @@ target = "tcp:127.0.0.1;{port}"
 node_id = 2
 request_timeout_ms = 5000
 """
-        running = await start_gateway(tmp_path, gateway_config(tmp_path, devices))
+        running = await start_in_process(tmp_path, gateway_config(tmp_path, devices))
         yield running
     finally:
         if running is not None:
@@ -69,7 +70,7 @@ def state_of(node_id: int) -> Callable[[dict[str, Any]], bool]:
     return lambda message: message.get("topic") == f"switch/node/{node_id}/events/state"
 
 
-async def test_one_link_carries_two_thymios(switched_gateway: RunningGateway) -> None:
+async def test_one_link_carries_two_thymios(switched_gateway: GatewayUnderTest) -> None:
     client = await connect(switched_gateway, "ws")
     await client.ok("subscribe", topics=["switch/**"])
     nodes: list[dict[str, Any]] = []

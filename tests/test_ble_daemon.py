@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
-from tests.harness import Client, connect, gateway_config, start_gateway
+from tests.harness import connect, gateway_config
+from tests.inprocess import running_gateway
 
 BLE_DEVICES = """
 [devices.mb]
@@ -24,25 +23,14 @@ sim_attached = ["C=motor"]
 """
 
 
-async def wait_connected(client: Client, device_ids: set[str], timeout: float = 15.0) -> dict[str, dict[str, Any]]:
-    deadline = time.monotonic() + timeout
-    while True:
-        devices = {d["id"]: d for d in (await client.ok("list_devices"))["devices"]}
-        if all(devices[i]["status"] == "connected" for i in device_ids):
-            return devices
-        assert time.monotonic() < deadline, f"not connected in time: {devices}"
-        await asyncio.sleep(0.05)
-
-
 def motor_state(message: dict[str, Any]) -> bool:
     return bool(message["op"] == "state" and message["topic"] == "hub/port/A")
 
 
 async def test_ble_devices_in_the_daemon(tmp_path: Path) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, BLE_DEVICES))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, BLE_DEVICES)) as gateway:
         client = await connect(gateway, "ws")
-        devices = await wait_connected(client, {"mb", "hub"})
+        devices = await client.until_connected({"mb", "hub"})
         assert devices["mb"]["capabilities"]["services"] == [
             "accelerometer",
             "button",
@@ -90,15 +78,12 @@ async def test_ble_devices_in_the_daemon(tmp_path: Path) -> None:
         assert {(r["device"], r["ok"]) for r in stopped["devices"]} >= {("hub", True), ("mb", True)}
         await client.wait_for(lambda m: motor_state(m) and m["data"]["speed_deg_s"] == 0.0, timeout=5.0)
         await client.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def test_a_simulated_micro_bit_takes_button_presses_from_a_client(tmp_path: Path) -> None:
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, BLE_DEVICES))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, BLE_DEVICES)) as running:
         client = await connect(running, "ws")
-        devices = await wait_connected(client, {"mb"})
+        devices = await client.until_connected({"mb"})
         assert devices["mb"]["capabilities"]["sim_buttons"] == ["A", "B"]
         await client.ok("subscribe", topics=["mb/buttons"])
 
@@ -115,15 +100,12 @@ async def test_a_simulated_micro_bit_takes_button_presses_from_a_client(tmp_path
         error = await client.error("command", device="mb", type="hwgateway/SimButton", data={"button": "C"})
         assert error["code"] == "invalid_argument"
         await client.close()
-    finally:
-        assert await running.stop() == 0
 
 
 async def test_a_simulated_hub_takes_presses_of_its_green_button(tmp_path: Path) -> None:
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, BLE_DEVICES))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, BLE_DEVICES)) as running:
         client = await connect(running, "ws")
-        devices = await wait_connected(client, {"hub"})
+        devices = await client.until_connected({"hub"})
         assert devices["hub"]["capabilities"]["sim_buttons"] == ["green"]
         await client.ok("subscribe", topics=["hub/button"])
 
@@ -137,5 +119,3 @@ async def test_a_simulated_hub_takes_presses_of_its_green_button(tmp_path: Path)
         error = await client.error("command", device="hub", type="hwgateway/SimButton", data={"button": "A"})
         assert error["code"] == "invalid_argument"
         await client.close()
-    finally:
-        assert await running.stop() == 0

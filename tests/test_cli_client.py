@@ -16,7 +16,8 @@ import pytest
 from devices.sim.thymio import SimulatedThymio
 from hwgateway.cli import EXIT_CODES, EXIT_CONNECTION, EXIT_NO_TOPICS, EXIT_USAGE, NO_TOPIC_GRACE_S, NOT_HELD
 from hwgateway.client import ErrorCode
-from tests.harness import SIM_DEVICE, Client, RunningGateway, connect, free_port, gateway_config, start_gateway
+from tests.harness import SIM_DEVICE, Client, GatewayUnderTest, connect, free_port, gateway_config
+from tests.inprocess import running_gateway, start_in_process
 from tests.test_client import fixed_port_config, url_of
 
 #: What `cmd` says on stderr when it does not hold: its leased outputs ended with it.
@@ -41,13 +42,13 @@ async def hwgateway(*args: str, env: dict[str, str] | None = None, timeout: floa
 
 
 @pytest.fixture
-async def rig(tmp_path: Path) -> AsyncIterator[RunningGateway]:
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, SIM_DEVICE + LATE_DEVICE))
+async def rig(tmp_path: Path) -> AsyncIterator[GatewayUnderTest]:
+    running = await start_in_process(tmp_path, gateway_config(tmp_path, SIM_DEVICE + LATE_DEVICE))
     yield running
     assert await running.stop() == 0
 
 
-async def test_each_command_and_its_exit_status(rig: RunningGateway) -> None:
+async def test_each_command_and_its_exit_status(rig: GatewayUnderTest) -> None:
     url = ["--url", url_of(rig, "ws")]
     status, out, _ = await hwgateway("devices", *url)
     assert status == 0
@@ -73,7 +74,7 @@ async def test_each_command_and_its_exit_status(rig: RunningGateway) -> None:
 
 
 @pytest.mark.parametrize("transport", ["ws", "tcp"])
-async def test_sub_prints_one_line_per_sample_and_cmd_answers(rig: RunningGateway, transport: str) -> None:
+async def test_sub_prints_one_line_per_sample_and_cmd_answers(rig: GatewayUnderTest, transport: str) -> None:
     url = ["--url", url_of(rig, transport)]
     status, out, _ = await hwgateway("sub", "sim-1/state", "--rate", "20", "--count", "3", "--json", *url)
     assert status == 0
@@ -90,8 +91,9 @@ async def test_sub_prints_one_line_per_sample_and_cmd_answers(rig: RunningGatewa
 
 
 async def test_url_and_token_from_the_environment(tmp_path: Path) -> None:
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret-token-0123"]\n'))
-    try:
+    async with running_gateway(
+        tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret-token-0123"]\n')
+    ) as running:
         env = {"HWGW_URL": f"unix:{running.unix_socket}"}
         status, _, err = await hwgateway("devices", env=env)
         assert status == EXIT_CODES[ErrorCode.UNAUTHORIZED]
@@ -99,8 +101,6 @@ async def test_url_and_token_from_the_environment(tmp_path: Path) -> None:
         assert (await hwgateway("devices", env={**env, "HWGW_TOKEN": "wrong"}))[0] == EXIT_CODES[ErrorCode.UNAUTHORIZED]
         status, out, _ = await hwgateway("devices", "--json", env={**env, "HWGW_TOKEN": "s3cret-token-0123"})
         assert [device["id"] for device in json.loads(out)] == ["sim-1"]
-    finally:
-        assert await running.stop() == 0
     status, _, err = await hwgateway("devices", "--url", f"tcp://127.0.0.1:{free_port()}")
     assert status == EXIT_CONNECTION
     assert "cannot connect" in err
@@ -110,7 +110,7 @@ async def test_url_and_token_from_the_environment(tmp_path: Path) -> None:
 @pytest.mark.parametrize("transport", ["ws", "unix"])
 async def test_sub_goes_on_after_the_gateway_restarts(tmp_path: Path, transport: str) -> None:
     config = fixed_port_config(tmp_path, free_port(), free_port())
-    running = await start_gateway(tmp_path, config)
+    running = await start_in_process(tmp_path, config)
     sub = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "gateway", "sub", "sim-1/state", "--json", "--rate", "10",
         "--url", url_of(running, transport), stdout=asyncio.subprocess.PIPE,
@@ -121,7 +121,7 @@ async def test_sub_goes_on_after_the_gateway_restarts(tmp_path: Path, transport:
         assert first["topic"] == "sim-1/state"
         assert await running.stop() == 0
         restarted = time.time()
-        running = await start_gateway(tmp_path, config)
+        running = await start_in_process(tmp_path, config)
         async with asyncio.timeout(10):
             while json.loads(await sub.stdout.readline())["recv_stamp"] < restarted:
                 pass
@@ -147,7 +147,7 @@ async def _spawn(*args: str) -> asyncio.subprocess.Process:
     )
 
 
-async def test_cmd_says_a_leased_output_ended_with_it_and_hold_keeps_it_until_the_end(rig: RunningGateway) -> None:
+async def test_cmd_says_a_leased_output_ended_with_it_and_hold_keeps_it_until_the_end(rig: GatewayUnderTest) -> None:
     url = ["--url", url_of(rig, "ws")]
     watcher = await connect(rig, "ws")
     await watcher.ok("subscribe", topics=["sim-1/outputs"])
@@ -202,8 +202,7 @@ async def test_hold_renews_a_lease_that_runs_out_in_time(tmp_path: Path) -> None
     robot = SimulatedThymio(node_id=1)
     await robot.start()
     devices = f'[devices.thymio]\nkind = "aseba"\ntarget = "tcp:127.0.0.1;{robot.port}"\nmotor_lease_ms = 300\n'
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, devices))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, devices)) as running:
         await running.until_connected()
         motors = '{"left": 120, "right": -80}'
         held = await _spawn(
@@ -219,14 +218,11 @@ async def test_hold_renews_a_lease_that_runs_out_in_time(tmp_path: Path) -> None
         async with asyncio.timeout(5):
             while robot.get("motor.left.target") != 0:  # noqa: ASYNC110 (the robot is polled)
                 await asyncio.sleep(0.02)
-    finally:
-        assert await running.stop() == 0
         await robot.stop()
 
 
 async def test_sub_says_when_no_topic_matches_and_exits_unless_asked_to_wait(tmp_path: Path) -> None:
-    running = await start_gateway(tmp_path, gateway_config(tmp_path))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path)) as running:
         await running.until_connected()
         url = ["--url", url_of(running, "ws")]
         status, out, err = await hwgateway("sub", "nosuch/**", *url)  # every device is up: at once
@@ -244,11 +240,9 @@ async def test_sub_says_when_no_topic_matches_and_exits_unless_asked_to_wait(tmp
             if waiting.returncode is None:
                 waiting.kill()
                 await waiting.wait()
-    finally:
-        assert await running.stop() == 0
 
 
-async def test_sub_gives_a_connecting_device_time_to_publish(rig: RunningGateway) -> None:
+async def test_sub_gives_a_connecting_device_time_to_publish(rig: GatewayUnderTest) -> None:
     # `late` is still connecting: its topics may yet come, so sub waits a while before it gives up.
     status, _, err = await hwgateway("sub", "late/**", "--url", url_of(rig, "ws"))
     assert status == EXIT_NO_TOPICS

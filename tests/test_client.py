@@ -25,7 +25,8 @@ from hwgateway.client import (
 )
 from hwgateway.client import sync as sync_client
 from hwgateway.client.transports import parse_url
-from tests.harness import SIM_DEVICE, TRANSPORTS, RunningGateway, free_port, gateway_config, start_gateway
+from tests.harness import SIM_DEVICE, TRANSPORTS, GatewayUnderTest, free_port, gateway_config
+from tests.inprocess import running_gateway, start_in_process
 
 EXTRA_DEVICES = """
 [devices.slow]
@@ -39,7 +40,7 @@ connect_delay_s = 600.0
 """
 
 
-def url_of(gateway: RunningGateway, transport: str) -> str:
+def url_of(gateway: GatewayUnderTest, transport: str) -> str:
     """The client URL of `gateway` on `transport`."""
     if transport == "ws":
         return f"ws://127.0.0.1:{gateway.http_port}/ws"
@@ -49,14 +50,14 @@ def url_of(gateway: RunningGateway, transport: str) -> str:
 
 
 @pytest.fixture
-async def rig(tmp_path: Path) -> AsyncIterator[RunningGateway]:
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, SIM_DEVICE + EXTRA_DEVICES))
+async def rig(tmp_path: Path) -> AsyncIterator[GatewayUnderTest]:
+    running = await start_in_process(tmp_path, gateway_config(tmp_path, SIM_DEVICE + EXTRA_DEVICES))
     yield running
     assert await running.stop() == 0
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_devices_command_subscribe_estop_describe(rig: RunningGateway, transport: str) -> None:
+async def test_devices_command_subscribe_estop_describe(rig: GatewayUnderTest, transport: str) -> None:
     async with connect(url_of(rig, transport)) as gw:
         assert gw.hello["protocol"] == 1
         devices = {device.id: device for device in await gw.devices()}
@@ -85,7 +86,7 @@ async def test_devices_command_subscribe_estop_describe(rig: RunningGateway, tra
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_errors_are_typed_by_code(rig: RunningGateway, transport: str) -> None:
+async def test_errors_are_typed_by_code(rig: GatewayUnderTest, transport: str) -> None:
     async with connect(url_of(rig, transport)) as gw:
         with pytest.raises(UnknownDevice) as unknown_device:
             await gw.command("nope", "led")
@@ -112,8 +113,9 @@ async def test_errors_are_typed_by_code(rig: RunningGateway, transport: str) -> 
 
 
 async def test_tokens_are_presented_and_refusals_raise_unauthorized(tmp_path: Path) -> None:
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret-token-0123"]\n'))
-    try:
+    async with running_gateway(
+        tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret-token-0123"]\n')
+    ) as running:
         url = f"tcp://127.0.0.1:{running.msgpack_port}"
         with pytest.raises(Unauthorized, match="requires a token"):
             await connect(url).open()
@@ -121,8 +123,6 @@ async def test_tokens_are_presented_and_refusals_raise_unauthorized(tmp_path: Pa
             await connect(url, token="wrong").open()
         async with connect(url, token="s3cret-token-0123") as gw:
             assert [device.id for device in await gw.devices()] == ["sim-1"]
-    finally:
-        assert await running.stop() == 0
 
 
 async def test_unreachable_gateway_and_bad_urls() -> None:
@@ -152,7 +152,7 @@ def fixed_port_config(tmp_path: Path, http_port: int, msgpack_port: int) -> str:
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_reconnects_with_backoff_and_renews_subscriptions(tmp_path: Path, transport: str) -> None:
     config = fixed_port_config(tmp_path, free_port(), free_port())
-    running = await start_gateway(tmp_path, config)
+    running = await start_in_process(tmp_path, config)
     gw: Gateway = await connect(
         url_of(running, transport), backoff_initial_s=0.05, backoff_max_s=0.5, request_timeout_s=1.0
     )
@@ -165,7 +165,7 @@ async def test_reconnects_with_backoff_and_renews_subscriptions(tmp_path: Path, 
             await gw.command("sim-1", "led")  # while nobody listens: no silent success
         assert not is_connected(gw)
         restarted = time.time()
-        running = await start_gateway(tmp_path, config)
+        running = await start_in_process(tmp_path, config)
         async with asyncio.timeout(10):
             while (await anext(subscription)).recv_stamp < restarted:
                 pass  # samples of the first gateway still queued
@@ -186,7 +186,7 @@ async def drain(subscription: Subscription) -> None:
 
 
 async def test_without_reconnect_a_lost_connection_ends_subscriptions(tmp_path: Path) -> None:
-    running = await start_gateway(tmp_path, gateway_config(tmp_path))
+    running = await start_in_process(tmp_path, gateway_config(tmp_path))
     async with connect(url_of(running, "ws"), reconnect=False) as gw:
         subscription = await gw.subscribe("sim-1/**").start()
         await anext(subscription)
@@ -199,7 +199,7 @@ async def test_without_reconnect_a_lost_connection_ends_subscriptions(tmp_path: 
 
 
 @pytest.mark.parametrize("transport", ["ws", "unix"])
-async def test_sync_wrapper(rig: RunningGateway, transport: str) -> None:
+async def test_sync_wrapper(rig: GatewayUnderTest, transport: str) -> None:
     url = url_of(rig, transport)
 
     def script() -> tuple[list[str], dict[str, str], list[int]]:

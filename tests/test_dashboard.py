@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -31,7 +30,8 @@ from gateway.messages.thymio import Comm
 from gateway.messages.wiimote import IrSourceInfo, State
 from gateway.servers.http import STATIC_DIR
 from tests.conftest import require_peer
-from tests.harness import DEMO_DEVICES, RunningGateway, connect, gateway_config, start_demo, start_gateway
+from tests.harness import DEMO_DEVICES, GatewayUnderTest, connect, free_port, gateway_config, start_demo
+from tests.inprocess import running_gateway
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 # Root in a container: no sandbox; and nothing that would try to reach the network or update itself.
@@ -45,13 +45,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @pytest.fixture
@@ -166,8 +159,7 @@ failing_commands = ["rumble"]
 
 async def test_dashboard_signs_in_with_a_token_and_shows_device_errors(tmp_path: Path, browser: Browser) -> None:
     config = gateway_config(tmp_path, AUTH_DEVICES, extra='[auth]\ntokens = ["dash-token-0123456"]\n')
-    gateway = await start_gateway(tmp_path, config)
-    try:
+    async with running_gateway(tmp_path, config) as gateway:
         page, errors = await open_page(browser, gateway.base_url + "/")
         await expect(page.locator("body")).to_have_attribute("data-connection", "auth")
         await expect(page.locator("#auth")).to_be_visible()
@@ -198,8 +190,6 @@ async def test_dashboard_signs_in_with_a_token_and_shows_device_errors(tmp_path:
         swatch = page.locator('[data-topic="sim-1/outputs"] [data-field="leds"] .swatch-big').nth(2)
         await expect(swatch).to_have_css("background-color", "rgb(0, 0, 255)")
         assert errors == []
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def test_dashboard_reconnects_when_the_gateway_comes_back(tmp_path: Path, browser: Browser) -> None:
@@ -223,7 +213,7 @@ async def test_dashboard_reconnects_when_the_gateway_comes_back(tmp_path: Path, 
         assert await gateway.stop() == 0
 
 
-async def test_dashboard_files_are_served_with_a_strict_policy(gateway: RunningGateway) -> None:
+async def test_dashboard_files_are_served_with_a_strict_policy(gateway: GatewayUnderTest) -> None:
     async with aiohttp.ClientSession() as http:
         response = await http.get(f"{gateway.base_url}/")
         page = await response.text()
@@ -520,7 +510,7 @@ async def page_at(browser: Browser, url: str, viewport: ViewportSize) -> tuple[P
     return page, errors
 
 
-async def watcher_command(gateway: RunningGateway, device: str, type_name: str, data: dict[str, Any]) -> None:
+async def watcher_command(gateway: GatewayUnderTest, device: str, type_name: str, data: dict[str, Any]) -> None:
     """Send one command from a separate client (the page only watches)."""
     client = await connect(gateway, "ws")
     try:
@@ -626,8 +616,7 @@ async def test_dashboard_reads_well_on_a_desktop_and_a_phone(tmp_path: Path, bro
 async def test_dashboard_disables_the_controls_of_a_device_that_is_not_connected(
     tmp_path: Path, browser: Browser
 ) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, LATE_DEVICE))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, LATE_DEVICE)) as gateway:
         page, errors = await page_at(browser, gateway.base_url + "/", PHONE)
         late = page.locator('[data-device="late"]')
         await expect(late.locator(".status")).to_have_text("connecting")
@@ -637,13 +626,10 @@ async def test_dashboard_disables_the_controls_of_a_device_that_is_not_connected
         await expect(page.locator('[data-device="sim-1"] .disabled-reason')).to_be_hidden()
         assert await document_width(page) <= PHONE["width"]
         assert errors == []
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def test_a_device_lock_shows_on_its_card(tmp_path: Path, browser: Browser) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path)) as gateway:
         holder = await connect(gateway, "tcp")
         page, errors = await open_page(browser, f"{gateway.base_url}/")
         card = page.locator('section.device[data-device="sim-1"]')
@@ -656,8 +642,6 @@ async def test_a_device_lock_shows_on_its_card(tmp_path: Path, browser: Browser)
         await expect(card.locator(".lock")).to_be_hidden()
         assert errors == []
         await page.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
 THYMIO_DEVICE = '[devices.thymio]\nkind = "aseba"\nsimulate = true\n'
@@ -666,8 +650,7 @@ PING_SCRIPT = "timer.period[0] = 50\n\nonevent timer0\n  emit ping [7, -3]\n"
 
 
 async def test_aseba_event_words_are_labelled_from_the_scripts_event_sizes(tmp_path: Path, browser: Browser) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, THYMIO_DEVICE))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, THYMIO_DEVICE)) as gateway:
         page, errors = await page_at(browser, gateway.base_url + "/", DESKTOP)
         # The gateway's own program: each word of its `state` event named after what it holds.
         state = page.locator('[data-topic="thymio/node/1/events/state"]')
@@ -694,16 +677,13 @@ async def test_aseba_event_words_are_labelled_from_the_scripts_event_sizes(tmp_p
         await screenshot(page, "dashboard-aseba-events-1280x800.png")
         assert errors == []
         await page.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
 SIM_REMOTE = '[devices.wiimote-demo]\nkind = "wiimote"\ntransport = "sim"\nsim_extension = "nunchuk"\n'
 
 
 async def test_the_dashboard_presses_the_buttons_of_a_simulated_remote(tmp_path: Path, browser: Browser) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, SIM_REMOTE))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, SIM_REMOTE)) as gateway:
         watcher = await connect(gateway, "ws")
         await watcher.ok("subscribe", topics=["wiimote-demo/state"])
         page, errors = await open_page(browser, gateway.base_url + "/")
@@ -722,5 +702,3 @@ async def test_the_dashboard_presses_the_buttons_of_a_simulated_remote(tmp_path:
         )
         await watcher.close()
         assert errors == []
-    finally:
-        assert await gateway.stop() == 0

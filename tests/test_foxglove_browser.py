@@ -10,7 +10,8 @@ from aiohttp import web
 from playwright.async_api import Browser
 
 from tests.foxglove_rig import foxglove_url
-from tests.harness import free_port, gateway_config, start_gateway
+from tests.harness import free_port, gateway_config
+from tests.inprocess import start_in_process
 from tests.test_dashboard import browser, open_page
 
 __all__ = ["browser"]  # the Chromium fixture
@@ -40,7 +41,7 @@ async def test_a_browser_receives_message_data(browser: Browser, tmp_path: Path)
     origin = f"http://127.0.0.1:{page_port}"
     extra = "\n[foxglove]\nenabled = true\nport = 0\n"
     config = gateway_config(tmp_path, server=f'allowed_origins = ["{origin}"]', extra=extra)
-    gateway = await start_gateway(tmp_path, config)
+    gateway = await start_in_process(tmp_path, config)
     app = web.Application()
     html = PAGE.replace("URL_HERE", json.dumps(foxglove_url(gateway)))
 

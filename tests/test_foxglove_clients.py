@@ -11,8 +11,9 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped, unused-ignore]
 
 from gateway.faces.foxglove.wire import LEGACY_V1
-from tests.foxglove_rig import SUBPROTOCOLS, demo_config, foxglove_url, run_node_client, wait_connected
-from tests.harness import connect, start_gateway
+from tests.foxglove_rig import SUBPROTOCOLS, foxglove_url, run_node_client
+from tests.harness import connect, demo_config, devices_connected
+from tests.inprocess import running_gateway
 
 WIIMOTE = "/wiimote-demo/state"
 WRIST = "/arm-demo/wrist/feedback"
@@ -68,9 +69,8 @@ async def led_row(gateway: Any) -> list[int]:
 
 
 async def test_npm_client_with_each_subprotocol(tmp_path: Path) -> None:
-    gateway = await start_gateway(tmp_path, demo_config(tmp_path))
-    try:
-        await wait_connected(gateway, {"wiimote-demo", "arm-demo", "thymio-demo", "sim-lamp"})
+    async with running_gateway(tmp_path, demo_config(tmp_path)) as gateway:
+        await devices_connected(gateway, {"wiimote-demo", "arm-demo", "thymio-demo", "sim-lamp"})
         url = foxglove_url(gateway)
         session_ids = set()
         for index, subprotocol in enumerate(SUBPROTOCOLS):
@@ -117,13 +117,10 @@ async def test_npm_client_with_each_subprotocol(tmp_path: Path) -> None:
             assert "thymio_msgs/Led" in parameters["/devices/thymio-demo/accepts"]
             assert report["statuses"] == []
         assert len(session_ids) == 1  # stable for the life of the process
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def test_set_parameters_is_a_clear_status_error(tmp_path: Path) -> None:
-    gateway = await start_gateway(tmp_path, demo_config(tmp_path))
-    try:
+    async with running_gateway(tmp_path, demo_config(tmp_path)) as gateway:
         report = await run_node_client(
             foxglove_url(gateway),
             "foxglove.websocket.v1",
@@ -135,8 +132,6 @@ async def test_set_parameters_is_a_clear_status_error(tmp_path: Path) -> None:
         unchanged = report["parameterValues"][0]
         assert unchanged["id"] == "set-1"
         assert unchanged["parameters"][0]["value"] != "9"
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def test_a_failed_call_ends_in_an_app_that_waits_for_its_response(tmp_path: Path) -> None:
@@ -146,9 +141,8 @@ async def test_a_failed_call_ends_in_an_app_that_waits_for_its_response(tmp_path
     The npm client is driven as that app drives it (calls by id, waits for the response); over the sdk
     subprotocols the failure is `serviceCallFailure` alone, as their spec says.
     """
-    gateway = await start_gateway(tmp_path, demo_config(tmp_path))
-    try:
-        await wait_connected(gateway, {"sim-lamp"})
+    async with running_gateway(tmp_path, demo_config(tmp_path)) as gateway:
+        await devices_connected(gateway, {"sim-lamp"})
         call = {"services": [{"name": BAD_LED, "request": {"index": 99, "rgb": [0, 0, 0]}}], "timeoutMs": 15000}
         for subprotocol in SUBPROTOCOLS:
             report = await run_node_client(foxglove_url(gateway), subprotocol, {**call, "lingerMs": 500})
@@ -172,5 +166,3 @@ async def test_a_failed_call_ends_in_an_app_that_waits_for_its_response(tmp_path
             assert report["statuses"][0]["level"] == 2
             expected = f"service call {failures[0]['callId']} failed: invalid_argument: "
             assert expected in report["statuses"][0]["message"]
-    finally:
-        assert await gateway.stop() == 0

@@ -33,7 +33,8 @@ from websockets.exceptions import InvalidStatus
 from websockets.typing import Subprotocol
 
 from tests.foxglove_rig import RawFoxglove, foxglove_url, run_node_client, service_call
-from tests.harness import free_port, gateway_config, start_gateway
+from tests.harness import free_port, gateway_config
+from tests.inprocess import running_gateway
 
 FOXGLOVE = "\n[foxglove]\nenabled = true\nport = 0\n"
 REF_TOPIC, REF_SERVICE = "/ref/state", "/ref/led"
@@ -176,8 +177,7 @@ def check_message_data(frame: bytes) -> None:
 
 
 async def test_the_same_shapes_as_foxglove_sdk(reference: str, tmp_path: Path) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra=FOXGLOVE))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, extra=FOXGLOVE)) as gateway:
         ours = foxglove_url(gateway)
         theirs = await run_node_client(reference, "foxglove.sdk.v1", plan(REF_TOPIC, REF_SERVICE))
         mine = await run_node_client(ours, "foxglove.sdk.v1", plan(OUR_TOPIC, OUR_SERVICE))
@@ -208,16 +208,13 @@ async def test_the_same_shapes_as_foxglove_sdk(reference: str, tmp_path: Path) -
         # v1.1 puts each schema once in `schemas` and names it by id in the channels.
         assert "schemas" in our_advertise
         assert {c["schemaId"] for c in our_advertise["channels"]} <= {s["id"] for s in our_advertise["schemas"]}
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def test_the_legacy_subprotocol_reference_refuses_and_we_accept(reference: str, tmp_path: Path) -> None:
     with pytest.raises(InvalidStatus) as refused:
         await RawFoxglove.open(reference, "foxglove.websocket.v1")
     assert refused.value.response.status_code == 400
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra=FOXGLOVE))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, extra=FOXGLOVE)) as gateway:
         client = await RawFoxglove.open(foxglove_url(gateway), "foxglove.websocket.v1")
         assert client.ws.subprotocol == "foxglove.websocket.v1"
         assert (await client.wait_for("serverInfo"))["sessionId"]
@@ -225,20 +222,15 @@ async def test_the_legacy_subprotocol_reference_refuses_and_we_accept(reference:
         with pytest.raises(InvalidStatus) as none_of_ours:
             await RawFoxglove.open(foxglove_url(gateway), "foxglove.sdk.v2")
         assert none_of_ours.value.response.status_code == 400
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def test_both_pick_v1_1_when_offered_with_v1(reference: str, tmp_path: Path) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra=FOXGLOVE))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, extra=FOXGLOVE)) as gateway:
         for url in (reference, foxglove_url(gateway)):
             for offer in (["foxglove.sdk.v1", "foxglove.sdk.v1.1"], ["foxglove.websocket.v1", "foxglove.sdk.v1"]):
                 client = RawFoxglove(await asyncio.wait_for(_connect(url, offer), 5))
                 assert client.ws.subprotocol == ("foxglove.sdk.v1.1" if "foxglove.sdk.v1.1" in offer else offer[1])
                 await client.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def _connect(url: str, offer: list[str]) -> Any:

@@ -21,7 +21,8 @@ from gateway.faces.foxglove import wire
 from gateway.faces.foxglove.catalog import command_topic
 from gateway.faces.foxglove.parameters import SERVER_FIELDS
 from tests.foxglove_rig import RawFoxglove, foxglove_url, message_data, service_call
-from tests.harness import RunningGateway, connect, gateway_config, start_gateway
+from tests.harness import connect, gateway_config, metric
+from tests.inprocess import running_gateway
 
 FOXGLOVE = "\n[foxglove]\nenabled = true\nport = 0\n"
 DEVICES = """
@@ -84,8 +85,7 @@ def test_wire_codec() -> None:
 
 async def test_bad_input_gets_a_status_and_the_connection_goes_on(tmp_path: Path) -> None:
     server = "max_request_bytes = 4096\n"
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, DEVICES, server=server, extra=FOXGLOVE))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, DEVICES, server=server, extra=FOXGLOVE)) as gateway:
         client = await RawFoxglove.open(foxglove_url(gateway))
         channels = await channels_of(client, "sim-1/state")
         state = channels["/sim-1/state"]
@@ -161,13 +161,10 @@ async def test_bad_input_gets_a_status_and_the_connection_goes_on(tmp_path: Path
         }
         assert not [m for m in client.kept if isinstance(m, dict) and m.get("op") == "status"]
         await client.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def test_a_device_that_goes_is_unadvertised_and_comes_back(tmp_path: Path) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, DEVICES, extra=FOXGLOVE))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, DEVICES, extra=FOXGLOVE)) as gateway:
         client = await RawFoxglove.open(foxglove_url(gateway))
         channels = await channels_of(client, "flaky/state")
         flaky = {channels["/flaky/state"], channels["/flaky/outputs"]}
@@ -178,13 +175,10 @@ async def test_a_device_that_goes_is_unadvertised_and_comes_back(tmp_path: Path)
         again = await client.wait_for("advertise", timeout=10)  # restarted by the supervisor, same ids
         assert {c["id"] for c in again["channels"]} == flaky
         await client.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def test_leases_end_when_the_foxglove_client_leaves(tmp_path: Path) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, DEVICES, extra=FOXGLOVE))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, DEVICES, extra=FOXGLOVE)) as gateway:
         native = await connect(gateway, "ws")
         client = await RawFoxglove.open(foxglove_url(gateway))
         await channels_of(client, "sim-1/state")
@@ -201,14 +195,11 @@ async def test_leases_end_when_the_foxglove_client_leaves(tmp_path: Path) -> Non
         await client.close()
         await native.wait_for(rumbling(False))  # the lease ended with the connection
         await native.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def test_tokens_hosts_and_origins(tmp_path: Path) -> None:
     extra = FOXGLOVE + '[auth]\ntokens = ["s3cret-token-0123"]\n'
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra=extra))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, extra=extra)) as gateway:
         url = foxglove_url(gateway)
         no_token = await RawFoxglove.open(url)
         assert (await no_token.wait_for("serverInfo"))["op"] == "serverInfo"
@@ -230,19 +221,10 @@ async def test_tokens_hosts_and_origins(tmp_path: Path) -> None:
             async with session.get(http) as response:  # a plain GET offers no subprotocol
                 assert response.status == 400
                 assert "foxglove.websocket.v1" in await response.text()
-    finally:
-        assert await gateway.stop() == 0
-
-
-async def metric(gateway: RunningGateway, name: str, labels: str) -> float:
-    async with aiohttp.ClientSession() as session, session.get(gateway.base_url + "/metrics") as response:
-        text = await response.text()
-    return next(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(f"{name}{{{labels}}} "))
 
 
 async def test_each_sample_is_encoded_once_for_every_foxglove_client(tmp_path: Path) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra=FOXGLOVE))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, extra=FOXGLOVE)) as gateway:
         clients = [await RawFoxglove.open(foxglove_url(gateway)) for _ in range(3)]
         for number, client in enumerate(clients):
             channel = (await channels_of(client, "sim-1/state"))["/sim-1/state"]
@@ -253,16 +235,15 @@ async def test_each_sample_is_encoded_once_for_every_foxglove_client(tmp_path: P
                 assert frame[1:5] == struct.pack("<I", number)  # the same payload, each client's own id
         encoded = await metric(gateway, "hwgw_frames_encoded_total", 'encoding="foxglove"')
         published = await metric(gateway, "hwgw_bus_published_total", 'topic="sim-1/state"')
-        assert 20 <= encoded <= published
+        # Once per sample, not once per client; each subscription may start with the latest sample, which
+        # counts when the gateway has run only a second or so (a few dozen samples published).
+        assert 20 <= encoded <= published + len(clients)
         for client in clients:
             await client.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def test_a_client_advertises_at_most_256_channels(tmp_path: Path) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra=FOXGLOVE))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, extra=FOXGLOVE)) as gateway:
         client = await RawFoxglove.open(foxglove_url(gateway))
         await channels_of(client, "sim-1/state")
         many = [{"id": n, "topic": "/sim-1/command/led", "encoding": "json"} for n in range(257)]
@@ -272,8 +253,6 @@ async def test_a_client_advertises_at_most_256_channels(tmp_path: Path) -> None:
         await client.ws.send(message_data(256, b"{}"))
         assert "no client channel 256" in await status(client)
         await client.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
 def test_the_foxglove_config_is_checked() -> None:

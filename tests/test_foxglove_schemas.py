@@ -20,8 +20,9 @@ import pytest
 from gateway.core.client import Client
 from gateway.faces.foxglove.catalog import Catalog
 from gateway.messages import REGISTRY
-from tests.foxglove_rig import NODE_DIR, demo_config, foxglove_url, run_node_client, wait_connected
-from tests.harness import start_gateway
+from tests.foxglove_rig import NODE_DIR, foxglove_url, run_node_client
+from tests.harness import demo_config, devices_connected
+from tests.inprocess import running_gateway
 
 LAMP_OUTPUTS = "/sim-lamp/outputs"
 PAD_OUTPUTS = "/sim-pad/outputs"
@@ -84,9 +85,8 @@ async def test_every_type_describe_knows_is_accepted_by_the_apps_parser() -> Non
 
 async def test_demo_channels_and_services_parse_and_their_messages_fit(tmp_path: Path) -> None:
     """The demo over the npm client: what the face advertises parses, and messages have the parsed shape."""
-    gateway = await start_gateway(tmp_path, demo_config(tmp_path))
-    try:
-        await wait_connected(gateway, {"sim-lamp", "sim-pad", "microbit-demo"})
+    async with running_gateway(tmp_path, demo_config(tmp_path)) as gateway:
+        await devices_connected(gateway, {"sim-lamp", "sim-pad", "microbit-demo"})
         rows = [{"values": [row == col for col in range(5)]} for row in range(5)]
         plan = {
             "subscribe": [LAMP_OUTPUTS, PAD_OUTPUTS],
@@ -122,5 +122,3 @@ async def test_demo_channels_and_services_parse_and_their_messages_fit(tmp_path:
             assert all(set(led) == {"values"} and len(led["values"]) == 3 for led in message["data"]["leds"])
         (lamp,) = results["hwgateway/SimOutputs"]["samples"][:1]
         assert lamp["leds"], lamp
-    finally:
-        assert await gateway.stop() == 0

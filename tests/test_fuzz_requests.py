@@ -11,17 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.bus import Bus
-from gateway.commands import CommandRouter
-from gateway.core.client import Hub
-from gateway.core.config import ServerConfig, SupervisorConfig
 from gateway.faces.native.session import Session
 from gateway.faces.native.websocket import receive_text
-from gateway.supervisor import Supervisor
 from gateway.wire import Encoding
 from protocols.errors import ProtocolError
 from protocols.msgpack_stream import MsgpackStreamReader
-from tests.fuzzing import Capture, fuzz_settings
+from tests.fuzzing import FUZZ_MAX_REQUEST_BYTES, Capture, fuzz_hub, fuzz_settings
 
 pytestmark = pytest.mark.fuzz
 
@@ -46,11 +41,8 @@ def _size(request: dict[str, Any]) -> int:
 
 
 def _session(encoding: Encoding) -> tuple[Session, Capture]:
-    bus = Bus()
-    supervisor = Supervisor(bus, SupervisorConfig(), ())
-    hub = Hub(bus, supervisor, CommandRouter(supervisor, lambda *_: None), ServerConfig(max_request_bytes=4096), ())
     capture = Capture(encoding)
-    session = Session(hub, capture, "fuzz")
+    session = Session(fuzz_hub(), capture, "fuzz")
     session.start()
     return session, capture
 
@@ -92,7 +84,7 @@ def test_any_request_maps_get_one_result_each(batch: list[dict[str, Any]]) -> No
 def test_any_websocket_text_gets_one_result(text: str) -> None:
     async def run() -> None:
         session, capture = _session("json")
-        await receive_text(session, text, 4096)
+        await receive_text(session, text, FUZZ_MAX_REQUEST_BYTES)
         await _settle(session)
         results = _results(capture)
         assert len(results) == 1, (text, results)
@@ -106,7 +98,7 @@ def test_any_websocket_text_gets_one_result(text: str) -> None:
 def test_any_msgpack_bytes_get_results_or_a_protocol_error(chunks: list[bytes]) -> None:
     async def run() -> None:
         session, capture = _session("msgpack")
-        reader = MsgpackStreamReader(4096, 65536)
+        reader = MsgpackStreamReader(FUZZ_MAX_REQUEST_BYTES, 65536)
         handled = 0
         try:
             for chunk in chunks:

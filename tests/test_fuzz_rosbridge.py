@@ -12,15 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from devices.registry import KINDS
-from gateway.bus import Bus
-from gateway.commands import CommandRouter
-from gateway.core.client import Hub
-from gateway.core.config import DeviceConfig, ServerConfig, SupervisorConfig
+from gateway.core.config import DeviceConfig
 from gateway.faces.rosbridge.names import RosNames, namings_of
 from gateway.faces.rosbridge.ops import RosbridgeSession
 from gateway.faces.rosbridge.server import _receive_binary, _receive_text
-from gateway.supervisor import Supervisor
-from tests.fuzzing import Capture, fuzz_settings
+from tests.fuzzing import FUZZ_MAX_REQUEST_BYTES, Capture, fuzz_hub, fuzz_settings
 
 pytestmark = pytest.mark.fuzz
 
@@ -49,12 +45,9 @@ requests = st.dictionaries(st.sampled_from(FIELDS), values, max_size=6) | st.bui
 
 
 def _session() -> tuple[RosbridgeSession, Capture]:
-    bus = Bus()
     devices = (DeviceConfig("sim-1", "sim", True, _sim_options()),)
-    supervisor = Supervisor(bus, SupervisorConfig(), devices, KINDS)
-    hub = Hub(bus, supervisor, CommandRouter(supervisor, lambda *_: None), ServerConfig(max_request_bytes=4096), ())
     capture = Capture()
-    session = RosbridgeSession(hub, RosNames(namings_of(devices, KINDS)), capture, "fuzz")
+    session = RosbridgeSession(fuzz_hub(devices), RosNames(namings_of(devices, KINDS)), capture, "fuzz")
     session.start()
     return session, capture
 
@@ -109,7 +102,7 @@ def test_any_request_maps_are_answered_without_internal_errors(batch: list[dict[
 def test_any_websocket_text_is_answered_or_served(text: str) -> None:
     async def run() -> None:
         session, capture = _session()
-        await _receive_text(session, text, 4096)
+        await _receive_text(session, text, FUZZ_MAX_REQUEST_BYTES)
         await _settle(session)
         _no_internal_error(_messages(capture))
 

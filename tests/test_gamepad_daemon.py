@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
-from tests.harness import Client, RunningGateway, connect, gateway_config, start_gateway
+from tests.harness import connect, gateway_config
+from tests.inprocess import start_in_process
 
 PADS = """
 [devices.pad]
@@ -27,17 +26,6 @@ virtual_motion = "demo"
 """
 
 
-async def wait_connected(client: Client, device_ids: set[str], timeout: float = 15.0) -> dict[str, dict[str, Any]]:
-    """Poll list_devices until every device in `device_ids` is connected; return them by id."""
-    deadline = time.monotonic() + timeout
-    while True:
-        devices = {d["id"]: d for d in (await client.ok("list_devices"))["devices"]}
-        if all(devices[i]["status"] == "connected" for i in device_ids):
-            return devices
-        assert time.monotonic() < deadline, f"not connected in time: {devices}"
-        await asyncio.sleep(0.05)
-
-
 def outputs_with(**values: object):
     def match(message: dict[str, Any]) -> bool:
         return (
@@ -50,10 +38,10 @@ def outputs_with(**values: object):
 
 
 async def test_virtual_pads_in_the_daemon_and_sigterm_while_attached(tmp_path: Path) -> None:
-    gateway: RunningGateway = await start_gateway(tmp_path, gateway_config(tmp_path, PADS))
+    gateway = await start_in_process(tmp_path, gateway_config(tmp_path, PADS))
     try:
         client = await connect(gateway, "ws")
-        devices = await wait_connected(client, {"pad", "pad-plain", "pad-demo"})
+        devices = await client.until_connected({"pad", "pad-plain", "pad-demo"})
         pad = devices["pad"]
         assert pad["kind"] == "gamepad"
         assert "creos_messages/ControllerState" in pad["publishes"]

@@ -14,9 +14,10 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from gateway.credentials import hash_token
-from tests.harness import connect, gateway_config, start_gateway
+from tests.harness import connect, gateway_config, healthz
+from tests.inprocess import start_in_process
 from tests.mosquitto_broker import Broker, mosquitto
-from tests.test_mqtt import healthz, is_device, mqtt_section
+from tests.test_mqtt import is_device, mqtt_section
 
 __all__ = ["mosquitto"]
 
@@ -89,12 +90,12 @@ LED = {"type": "led", "data": {"index": 0, "rgb": [1, 0, 0]}}
 
 async def test_mqtt_commands_need_a_token_with_the_right_role_and_devices(tmp_path: Path, mosquitto: Broker) -> None:
     config = gateway_config(tmp_path, devices=DEVICES, extra=auth_section(tmp_path) + mqtt_section(mosquitto, "lab-a"))
-    a = await start_gateway(tmp_path, config)
+    a = await start_in_process(tmp_path, config)
     token_file = tmp_path / "federation.token"
     token_file.write_text(CONTROLLER + "\n")
     b_extra = mqtt_section(mosquitto, "lab-b", f'import = true\ntoken_file = "{token_file}"')
     b_config = gateway_config(tmp_path, devices="", extra=b_extra)
-    b = await start_gateway(tmp_path, b_config.replace(str(tmp_path / "gw.sock"), str(tmp_path / "gw-b.sock")))
+    b = await start_in_process(tmp_path, b_config.replace(str(tmp_path / "gw.sock"), str(tmp_path / "gw-b.sock")))
     identifier = f"test-{uuid.uuid4().hex[:8]}"
     try:
         async with aiomqtt.Client("127.0.0.1", mosquitto.port, protocol=aiomqtt.ProtocolVersion.V5,
@@ -169,7 +170,7 @@ async def test_mqtt_commands_need_a_token_with_the_right_role_and_devices(tmp_pa
 
 async def test_an_mqtt_estop_waits_behind_no_flood_of_wrong_tokens(tmp_path: Path, mosquitto: Broker) -> None:
     config = gateway_config(tmp_path, devices=DEVICES, extra=auth_section(tmp_path) + mqtt_section(mosquitto, "lab-a"))
-    gateway = await start_gateway(tmp_path, config)
+    gateway = await start_in_process(tmp_path, config)
     identifier = f"test-{uuid.uuid4().hex[:8]}"
     try:
         async with (
@@ -214,7 +215,7 @@ async def test_a_lock_taken_on_ws_refuses_mqtt_commands_and_estop_still_works(
 ) -> None:
     # The MQTT entry of the face conformance (tests/test_conformance.py runs the socket faces).
     config = gateway_config(tmp_path, devices=DEVICES, extra=auth_section(tmp_path) + mqtt_section(mosquitto, "lab-a"))
-    gateway = await start_gateway(tmp_path, config)
+    gateway = await start_in_process(tmp_path, config)
     holder = await connect(gateway, "ws")
     try:
         await holder.ok("auth", token=ADMIN)

@@ -16,7 +16,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from tests.harness import gateway_config, start_gateway
+from tests.harness import gateway_config
+from tests.inprocess import running_gateway
 from tests.mosquitto_broker import Broker, mosquitto
 from tests.test_mqtt import check_discovery, mqtt_client, mqtt_section, retained_documents
 
@@ -57,8 +58,7 @@ async def test_demo_devices_are_announced_with_what_they_have(tmp_path: Path, mo
     config = gateway_config(
         tmp_path, devices=demo_devices(), extra=mqtt_section(mosquitto, "lab-a", "ha_discovery = true")
     )
-    gateway = await start_gateway(tmp_path, config)
-    try:
+    async with running_gateway(tmp_path, config):
         documents: dict[str, dict[str, Any]] = {}
         async with asyncio.timeout(60):
             while True:
@@ -98,5 +98,3 @@ async def test_demo_devices_are_announced_with_what_they_have(tmp_path: Path, mo
         (microbit_light,) = [doc for component, doc in entities["microbit-demo"] if component == "light"]
         assert microbit_light["optimistic"] is True
         assert "state_topic" not in microbit_light
-    finally:
-        assert await gateway.stop() == 0

@@ -28,7 +28,8 @@ from gateway.faces.outbox import Outbox
 from gateway.servers.socket_transport import HIGH_WATER_BYTES
 from gateway.wire import Encoding, encode, pack_messages, websocket_payload
 from hwgateway.client.transports import open_transport, parse_url
-from tests.harness import TransportName, connect, gateway_config, start_gateway
+from tests.harness import TransportName, connect, gateway_config
+from tests.inprocess import running_gateway
 
 TOPICS = ("dev/a", "dev/b", "dev/c", "dev/d")
 
@@ -247,8 +248,7 @@ async def answer(client: Any, request_id: int, op: str, **fields: Any) -> dict[s
 async def test_multi_sample_frames_on_request_and_bad_configure_requests(
     tmp_path: Path, transport: TransportName
 ) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, FOUR_TOPICS))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, FOUR_TOPICS)) as gateway:
         client = await connect(gateway, transport)
         assert "multi_state" in client.hello["capabilities"]
         bad: list[tuple[dict[str, Any], str]] = [
@@ -294,14 +294,11 @@ async def test_multi_sample_frames_on_request_and_bad_configure_requests(
         for value, _ in await _frames(client, 20):
             assert isinstance(value, dict)  # one message per frame again, from the result on
         await client.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
 @pytest.mark.parametrize("transport", ["ws", "tcp"])
 async def test_the_client_library_unpacks_multi_sample_frames(tmp_path: Path, transport: TransportName) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, FOUR_TOPICS))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, FOUR_TOPICS)) as gateway:
         url = (
             f"ws://127.0.0.1:{gateway.http_port}/ws" if transport == "ws" else f"tcp://127.0.0.1:{gateway.msgpack_port}"
         )
@@ -323,5 +320,3 @@ async def test_the_client_library_unpacks_multi_sample_frames(tmp_path: Path, tr
             assert set(last) == set(QUAD_TOPICS)
         finally:
             await pipe.close()
-    finally:
-        assert await gateway.stop() == 0

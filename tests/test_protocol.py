@@ -11,7 +11,8 @@ import aiohttp
 import msgpack
 import pytest
 
-from tests.harness import SIM_DEVICE, TRANSPORTS, Client, RunningGateway, connect, gateway_config, start_gateway
+from tests.harness import SIM_DEVICE, TRANSPORTS, Client, GatewayUnderTest, connect, gateway_config
+from tests.inprocess import running_gateway, start_in_process
 
 FAULTY_DEVICES = """
 [devices.slow]
@@ -45,9 +46,9 @@ ERROR_CODES = {
 
 
 @pytest.fixture
-async def rig(tmp_path: Path) -> AsyncIterator[RunningGateway]:
+async def rig(tmp_path: Path) -> AsyncIterator[GatewayUnderTest]:
     """A gateway with the normal simulated device plus slow, faulty and never-connecting ones."""
-    running = await start_gateway(
+    running = await start_in_process(
         tmp_path,
         gateway_config(tmp_path, SIM_DEVICE + FAULTY_DEVICES, server="max_request_bytes = 4096\n"),
     )
@@ -56,7 +57,7 @@ async def rig(tmp_path: Path) -> AsyncIterator[RunningGateway]:
 
 
 @pytest.fixture(params=TRANSPORTS)
-async def client(request: pytest.FixtureRequest, rig: RunningGateway) -> AsyncIterator[Client]:
+async def client(request: pytest.FixtureRequest, rig: GatewayUnderTest) -> AsyncIterator[Client]:
     connected = await connect(rig, request.param)
     yield connected
     await connected.close()
@@ -206,10 +207,9 @@ async def test_error_codes(client: Client, request_fields: dict[str, Any], code:
 
 
 async def test_rate_limited_then_allowed_again(tmp_path: Path) -> None:
-    gateway = await start_gateway(
+    async with running_gateway(
         tmp_path, gateway_config(tmp_path, server="max_requests_per_s = 5.0\nrequest_burst = 3\n")
-    )
-    try:
+    ) as gateway:
         for transport in TRANSPORTS:
             client = await connect(gateway, transport)
             answers = [await client.request("ping") for _ in range(6)]
@@ -220,8 +220,6 @@ async def test_rate_limited_then_allowed_again(tmp_path: Path) -> None:
             await asyncio.sleep(0.5)
             assert (await client.request("ping"))["ok"]
             await client.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
 def test_the_error_code_table_is_complete() -> None:
@@ -238,7 +236,7 @@ async def next_result(ws: aiohttp.ClientWebSocketResponse) -> dict[str, Any]:
             return message
 
 
-async def test_undecodable_json_and_binary_frames_on_websocket(rig: RunningGateway) -> None:
+async def test_undecodable_json_and_binary_frames_on_websocket(rig: GatewayUnderTest) -> None:
     async with aiohttp.ClientSession() as http, http.ws_connect(f"{rig.base_url}/ws") as ws:
         assert (await ws.receive_json())["op"] == "hello"
         await ws.send_str("{not json")
@@ -253,10 +251,9 @@ async def test_undecodable_json_and_binary_frames_on_websocket(rig: RunningGatew
 
 
 async def test_websocket_frame_over_the_limit_closes_with_1009(tmp_path: Path) -> None:
-    gateway = await start_gateway(
+    async with running_gateway(
         tmp_path, gateway_config(tmp_path, server="max_request_bytes = 1024\nmax_frame_bytes = 2048\n")
-    )
-    try:
+    ) as gateway:
         async with aiohttp.ClientSession() as http, http.ws_connect(f"{gateway.base_url}/ws") as ws:
             await ws.receive_json()
             await ws.send_str('{"op":"ping","id":1,"pad":"' + "x" * 5000 + '"}')
@@ -267,12 +264,10 @@ async def test_websocket_frame_over_the_limit_closes_with_1009(tmp_path: Path) -
             assert message.data == 1009
         async with aiohttp.ClientSession() as http, http.ws_connect(f"{gateway.base_url}/ws") as ws:
             await ws.receive_json()  # the daemon goes on
-    finally:
-        assert await gateway.stop() == 0
 
 
 @pytest.mark.parametrize("transport", ["tcp", "unix"])
-async def test_undecodable_msgpack_closes_with_a_reason(rig: RunningGateway, transport: Any) -> None:
+async def test_undecodable_msgpack_closes_with_a_reason(rig: GatewayUnderTest, transport: Any) -> None:
     client = await connect(rig, transport)
     await client.send_raw(msgpack.packb({"op": "ping", "id": 1}) + b"\xc1")
     assert (await client.result(1))["ok"]  # what came before the garbage is answered
@@ -288,20 +283,17 @@ async def test_undecodable_msgpack_closes_with_a_reason(rig: RunningGateway, tra
 
 
 async def test_msgpack_frame_over_the_limit_closes_with_too_large(tmp_path: Path) -> None:
-    gateway = await start_gateway(
+    async with running_gateway(
         tmp_path, gateway_config(tmp_path, server="max_request_bytes = 1024\nmax_frame_bytes = 2048\n")
-    )
-    try:
+    ) as gateway:
         client = await connect(gateway, "tcp")
         await client.send({"op": "ping", "id": 1, "pad": "x" * 100_000})
         close = await client.wait_for(lambda m: m["op"] == "close")
         assert close["code"] == "too_large"
         await client.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
-async def test_non_map_msgpack_value_is_a_bad_request_and_the_session_goes_on(rig: RunningGateway) -> None:
+async def test_non_map_msgpack_value_is_a_bad_request_and_the_session_goes_on(rig: GatewayUnderTest) -> None:
     client = await connect(rig, "tcp")
     await client.send_raw(msgpack.packb([1, 2, 3]))
     answer = await client.result(None)

@@ -17,7 +17,8 @@ import pytest
 import websockets
 from mcap.reader import make_reader
 
-from tests.harness import WsClient, free_port, gateway_config, start_demo, start_gateway
+from tests.harness import WsClient, demo_config, free_port, gateway_config
+from tests.inprocess import start_in_process
 
 NODE_READER = Path(__file__).parent / "node" / "mcap"
 RECORDED_TOPICS = ("wiimote-demo/state", "sim-lamp/state")
@@ -72,7 +73,7 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp / "demo.mcap"
 
     async def record() -> None:
-        demo = await start_demo(tmp, free_port(), free_port())
+        demo = await start_in_process(tmp, demo_config(tmp))
         try:
             await demo.until_connected()  # every device publishes from the recording's first second
             url = f"ws://127.0.0.1:{demo.http_port}/ws"
@@ -123,7 +124,7 @@ def test_both_readers_see_every_channel_schema_and_message_in_log_time_order(rec
 
 
 async def test_a_killed_recorder_leaves_a_file_readable_to_its_last_chunk(tmp_path: Path) -> None:
-    demo = await start_demo(tmp_path, free_port(), free_port())
+    demo = await start_in_process(tmp_path, demo_config(tmp_path))
     path = tmp_path / "killed.mcap"
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -204,7 +205,7 @@ async def test_record_refuses_a_pattern_matching_nothing_and_an_absent_gateway(t
     )
     assert code == 4, err
     assert "cannot reach the gateway" in err, err
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path))
+    gateway = await start_in_process(tmp_path, gateway_config(tmp_path))
     try:
         url = f"ws://127.0.0.1:{gateway.http_port}/ws"
         code, _, err = await hwgateway("record", "-o", str(tmp_path / "y.mcap"), "--url", url, "--topics", "nope/*")
@@ -216,7 +217,7 @@ async def test_record_refuses_a_pattern_matching_nothing_and_an_absent_gateway(t
 
 
 async def test_record_honours_hwgw_url_and_takes_the_url_forms_of_the_other_commands(tmp_path: Path) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path))
+    gateway = await start_in_process(tmp_path, gateway_config(tmp_path))
     try:
         await gateway.until_connected()
         env = {"HWGW_URL": f"unix:{gateway.unix_socket}"}
@@ -251,7 +252,7 @@ async def test_record_honours_hwgw_url_and_takes_the_url_forms_of_the_other_comm
 
 
 async def test_record_says_when_its_own_file_cannot_be_written(tmp_path: Path) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path))
+    gateway = await start_in_process(tmp_path, gateway_config(tmp_path))
     try:
         url = f"ws://127.0.0.1:{gateway.http_port}/ws"
         absent = tmp_path / "absent" / "x.mcap"
@@ -270,7 +271,7 @@ def topics_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp / "topics.mcap"
 
     async def record() -> None:
-        demo = await start_demo(tmp, free_port(), free_port())
+        demo = await start_in_process(tmp, demo_config(tmp))
         try:
             url = f"ws://127.0.0.1:{demo.http_port}/ws"
             code, _, err = await hwgateway("record", "-o", str(path), "--url", url, "--duration", "2",
@@ -286,7 +287,7 @@ def topics_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def _replayed(tmp_path: Path, path: Path, speed: float, expected: int) -> list[tuple[float, dict[str, Any]]]:
     """Run a gateway with a replay device of `path`; the state messages a WebSocket client receives."""
     device = f'[devices.player]\nkind = "replay"\nfile = {json.dumps(str(path))}\nspeed = {speed}\ndelay_s = 1.5\n'
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, devices=device))
+    gateway = await start_in_process(tmp_path, gateway_config(tmp_path, devices=device))
     received: list[tuple[float, dict[str, Any]]] = []
     try:
         async with websockets.connect(f"ws://127.0.0.1:{gateway.http_port}/ws", max_size=None) as ws:

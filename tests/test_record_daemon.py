@@ -13,7 +13,8 @@ import websockets
 
 from gateway.config import loads
 from gateway.errors import ConfigError
-from tests.harness import WsClient, gateway_config, start_gateway
+from tests.harness import WsClient, gateway_config
+from tests.inprocess import running_gateway
 from tests.test_record import node_read, python_read
 
 FAST_SIM = '[devices.sim-1]\nkind = "sim"\nrate_hz = 400.0\nleds = 3\n'
@@ -69,8 +70,7 @@ async def test_rotation_by_size_prunes_the_oldest_and_every_file_reads(tmp_path:
         f'[record]\nfolder = "{folder}"\nmax_file_bytes = 16384\nchunk_bytes = 4096\nmax_total_bytes = 65536\n'
         'compression = "lz4"\n'
     )
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, devices=FAST_SIM, extra=record))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, devices=FAST_SIM, extra=record)) as gateway:
         async with asyncio.timeout(40):
             while True:
                 state = (await _health(gateway.http_port))["record"]
@@ -85,8 +85,6 @@ async def test_rotation_by_size_prunes_the_oldest_and_every_file_reads(tmp_path:
             metrics = await reply.text()
         assert "hwgw_record_written_total" in metrics, metrics
         assert "hwgw_record_files_removed_total" in metrics, metrics
-    finally:
-        assert await gateway.stop() == 0
     files = sorted(folder.glob("hwgateway-*.mcap"))
     assert len(files) >= 3
     total = sum(f.stat().st_size for f in files)
@@ -109,8 +107,7 @@ async def test_rotation_by_time_with_commands_results_and_metadata(tmp_path: Pat
     folder = tmp_path / "rec"
     record = f'[record]\nfolder = "{folder}"\nmax_file_s = 1.0\nchunk_bytes = 4096\n'
     secret = '[auth]\ntokens = ["a-long-secret-token-0123456789"]\n'
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra=record + secret))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, extra=record + secret)) as gateway:
         digest = (await _health(gateway.http_port))["config_digest"]
         async with websockets.connect(f"ws://127.0.0.1:{gateway.http_port}/ws") as ws:
             client = await WsClient(ws).start()
@@ -121,8 +118,6 @@ async def test_rotation_by_time_with_commands_results_and_metadata(tmp_path: Pat
             await asyncio.sleep(2.5)
             await client.ok("command", device="sim-1", type="led", data={"index": 0, "rgb": [0, 1, 0]})
             await client.ok("estop")
-    finally:
-        assert await gateway.stop() == 0
     files = sorted(folder.glob("hwgateway-*.mcap"))
     assert len(files) >= 3, files
     commands: list[dict[str, Any]] = []
@@ -156,8 +151,7 @@ async def test_rotation_by_time_with_commands_results_and_metadata(tmp_path: Pat
 async def test_a_full_writer_queue_drops_samples_counts_them_and_the_loop_goes_on(tmp_path: Path) -> None:
     folder = tmp_path / "rec"
     record = f'[record]\nfolder = "{folder}"\nqueue = 1\n'  # the writer thread drains every 20 ms
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, devices=FAST_SIM, extra=record))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, devices=FAST_SIM, extra=record)) as gateway:
         async with asyncio.timeout(20):
             while True:
                 health = await _health(gateway.http_port)
@@ -173,8 +167,6 @@ async def test_a_full_writer_queue_drops_samples_counts_them_and_the_loop_goes_o
         dropped = [line for line in metrics.splitlines() if line.startswith("hwgw_record_dropped_total ")]
         assert dropped, metrics
         assert float(dropped[0].split()[1]) > 0
-    finally:
-        assert await gateway.stop() == 0
     (path,) = folder.glob("*.mcap")
     counts, _, _ = python_read(path)
     assert counts["sim-1/state"] > 0

@@ -13,8 +13,9 @@ import websockets
 
 from gateway.core.client import MAX_SUBSCRIPTIONS
 from gateway.credentials import hash_token
-from tests.harness import RunningGateway, gateway_config, start_gateway
-from tests.rosbridge_rig import RawRosbridge, metric, rosbridge_url
+from tests.harness import GatewayUnderTest, gateway_config, metric
+from tests.inprocess import running_gateway, start_in_process
+from tests.rosbridge_rig import RawRosbridge, rosbridge_url
 
 ROSBRIDGE = "[rosbridge]\nenabled = true\nport = 0\n"
 LIMITS = "max_request_bytes = 4096\n"
@@ -27,14 +28,14 @@ leds = 3
 
 
 @pytest.fixture
-async def gateway(tmp_path: Path) -> AsyncIterator[RunningGateway]:
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, SIM, server=LIMITS, extra=ROSBRIDGE))
+async def gateway(tmp_path: Path) -> AsyncIterator[GatewayUnderTest]:
+    running = await start_in_process(tmp_path, gateway_config(tmp_path, SIM, server=LIMITS, extra=ROSBRIDGE))
     yield running
     assert await running.stop() == 0
 
 
 @pytest.fixture
-async def ros(gateway: RunningGateway) -> AsyncIterator[RawRosbridge]:
+async def ros(gateway: GatewayUnderTest) -> AsyncIterator[RawRosbridge]:
     client = await RawRosbridge.open(rosbridge_url(gateway))
     yield client
     await client.close()
@@ -339,7 +340,7 @@ async def test_throttle_rate_and_cbor_per_subscription(ros: RawRosbridge) -> Non
     assert 1 <= frames <= 8
 
 
-async def test_a_sample_is_encoded_once_for_every_client(gateway: RunningGateway) -> None:
+async def test_a_sample_is_encoded_once_for_every_client(gateway: GatewayUnderTest) -> None:
     running = gateway
     clients = [await RawRosbridge.open(rosbridge_url(running)) for _ in range(4)]
     try:
@@ -360,8 +361,7 @@ async def test_a_sample_is_encoded_once_for_every_client(gateway: RunningGateway
 
 async def test_auth_by_url_token_and_by_the_auth_op(tmp_path: Path) -> None:
     config = gateway_config(tmp_path, SIM, extra=ROSBRIDGE + '[auth]\ntokens = ["s3cret-token-0123"]\n')
-    running = await start_gateway(tmp_path, config)
-    try:
+    async with running_gateway(tmp_path, config) as running:
         url = rosbridge_url(running)
         with pytest.raises(websockets.InvalidStatus) as refused:
             await websockets.connect(url + "?token=wrong")
@@ -392,11 +392,9 @@ async def test_auth_by_url_token_and_by_the_auth_op(tmp_path: Path) -> None:
         await by_url.send({"op": "subscribe", "id": "s", "topic": "/sim_1/state"})
         await by_url.wait_for(is_publish("/sim_1/state"))
         await by_url.close()
-    finally:
-        assert await running.stop() == 0
 
 
-async def test_rosbridge_path_on_the_http_port_and_origin_rules(gateway: RunningGateway) -> None:
+async def test_rosbridge_path_on_the_http_port_and_origin_rules(gateway: GatewayUnderTest) -> None:
     ros = await RawRosbridge.open(f"ws://127.0.0.1:{gateway.http_port}/rosbridge")
     assert (await ros.call("/rosapi/get_time", {}))["result"] is True
     await ros.close()
@@ -411,7 +409,7 @@ async def test_rosbridge_path_on_the_http_port_and_origin_rules(gateway: Running
 
 
 async def test_shutdown_closes_rosbridge_clients_with_going_away(tmp_path: Path) -> None:
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, SIM, extra=ROSBRIDGE))
+    running = await start_in_process(tmp_path, gateway_config(tmp_path, SIM, extra=ROSBRIDGE))
     ros = await RawRosbridge.open(rosbridge_url(running))
     await ros.send({"op": "subscribe", "id": "s", "topic": "/sim_1/state"})
     await ros.wait_for(is_publish("/sim_1/state"))
@@ -430,8 +428,7 @@ async def drain(ros: RawRosbridge) -> None:
 
 async def test_a_read_only_token_subscribes_but_commands_nothing(tmp_path: Path) -> None:
     tokens = f'[auth.tokens.viewer]\nhash = "{hash_token("look-only")}"\nrole = "read"\n'
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, SIM, extra=ROSBRIDGE + tokens))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, SIM, extra=ROSBRIDGE + tokens)) as running:
         ros = await RawRosbridge.open(rosbridge_url(running) + "?token=look-only")
         await ros.send({"op": "subscribe", "id": "s", "topic": "/sim_1/state"})
         await ros.wait_for(is_publish("/sim_1/state"))
@@ -441,5 +438,3 @@ async def test_a_read_only_token_subscribes_but_commands_nothing(tmp_path: Path)
         assert answer["result"] is False
         assert "unauthorized" in answer["values"]
         await ros.close()
-    finally:
-        assert await running.stop() == 0

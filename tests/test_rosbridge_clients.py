@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.harness import RunningGateway, connect, start_gateway
-from tests.rosbridge_rig import demo_config, metric, rosbridge_url, wait_connected
+from tests.harness import GatewayUnderTest, connect, demo_config, devices_connected, metric
+from tests.inprocess import running_gateway
+from tests.rosbridge_rig import MOTOR_LEASE_MS, rosbridge_url
 
 ROOT = Path(__file__).resolve().parent.parent
 ROSLIB_DIR = ROOT / "tests" / "node" / "rosbridge"
@@ -25,14 +26,10 @@ CLIENT_TIMEOUT_S = 90.0
 
 
 @pytest.fixture
-async def demo(tmp_path: Path) -> AsyncIterator[RunningGateway]:
-    running = await start_gateway(tmp_path, demo_config(tmp_path))
-    try:
-        for device in ("thymio-demo", "wiimote-demo", "sim-pad", "sim-lamp"):
-            await wait_connected(running, device)
+async def demo(tmp_path: Path) -> AsyncIterator[GatewayUnderTest]:
+    async with running_gateway(tmp_path, demo_config(tmp_path, thymio_motor_lease_ms=MOTOR_LEASE_MS)) as running:
+        await devices_connected(running, ("thymio-demo", "wiimote-demo", "sim-pad", "sim-lamp"))
         yield running
-    finally:
-        assert await running.stop() == 0
 
 
 async def run_program(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
@@ -68,7 +65,7 @@ def check_common(result: dict[str, Any], topics: list[str], services: list[str])
     assert {"/thymio/aseba/get_variable", "/thymio/aseba/set_variable", "/rosapi/topics"} <= set(services)
 
 
-async def motor_target(gateway: RunningGateway) -> list[int]:
+async def motor_target(gateway: GatewayUnderTest) -> list[int]:
     client = await connect(gateway, "ws")
     try:
         data = await client.ok(
@@ -80,7 +77,7 @@ async def motor_target(gateway: RunningGateway) -> list[int]:
 
 
 @pytest.mark.parametrize("transport", ["twisted", "asyncio"])
-async def test_roslibpy_unchanged(demo: RunningGateway, transport: str) -> None:
+async def test_roslibpy_unchanged(demo: GatewayUnderTest, transport: str) -> None:
     code, out, err = await run_program(
         sys.executable, "tests/roslibpy_client.py", rosbridge_url(demo), env={"ROSLIBPY_TRANSPORT": transport}
     )
@@ -125,7 +122,7 @@ def node() -> str:
     return path
 
 
-async def test_roslib_unchanged_with_json_cbor_and_fragments(demo: RunningGateway) -> None:
+async def test_roslib_unchanged_with_json_cbor_and_fragments(demo: GatewayUnderTest) -> None:
     node_path = node()
     cbor_before = await metric(demo, "hwgw_frames_encoded_total", 'encoding="rosbridge.cbor"')
     runs = await asyncio.gather(

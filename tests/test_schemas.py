@@ -30,6 +30,7 @@ from gateway.faces.native.session import CAPABILITIES, OPS
 from tests.harness import (
     TRANSPORTS,
     Client,
+    GatewayUnderTest,
     RunningGateway,
     TransportName,
     WsClient,
@@ -37,6 +38,10 @@ from tests.harness import (
     gateway_config,
     start_gateway,
 )
+from tests.inprocess import running_gateway
+
+#: The `gateway` fixture runs in the test's loop; the SIGTERM test starts a process of its own.
+pytestmark = pytest.mark.in_process
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "docs" / "schemas"
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
@@ -168,8 +173,8 @@ class Checked:
 
 
 @contextlib.asynccontextmanager
-async def running(tmp_path: Path, config: str) -> AsyncIterator[RunningGateway]:
-    """A gateway of our own, which must exit with 0 when stopped."""
+async def running_process(tmp_path: Path, config: str) -> AsyncIterator[RunningGateway]:
+    """A gateway process of our own (for a SIGTERM), which must exit with 0 when stopped."""
     gateway = await start_gateway(tmp_path, config)
     try:
         yield gateway
@@ -232,7 +237,7 @@ def test_error_codes_and_hello_constants_match_the_code() -> None:
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_every_op_live(gateway: RunningGateway, transport: TransportName) -> None:
+async def test_every_op_live(gateway: GatewayUnderTest, transport: TransportName) -> None:
     client = Checked(await connect(gateway, transport))
     hello = client.client.hello
     assert hello["protocol"] == PROTOCOL_VERSION
@@ -363,7 +368,7 @@ NO_ID_REQUESTS: list[dict[str, Any]] = [
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_schemas_and_gateway_agree_on_bad_requests(gateway: RunningGateway, transport: TransportName) -> None:
+async def test_schemas_and_gateway_agree_on_bad_requests(gateway: GatewayUnderTest, transport: TransportName) -> None:
     client = Checked(await connect(gateway, transport))
     for request, code in BAD_REQUESTS:
         await client.refused(request, code, expect_id=request["id"])
@@ -426,7 +431,7 @@ connect_delay_s = 3600.0
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_auth_and_every_error_code_live(tmp_path: Path, transport: TransportName) -> None:
     config = gateway_config(tmp_path, STRICT_DEVICES, STRICT_SERVER, f'[auth]\ntokens = ["{TOKEN}"]\n')
-    async with running(tmp_path, config) as gateway:
+    async with running_gateway(tmp_path, config) as gateway:
         client = Checked(await connect(gateway, transport))
         assert client.client.hello["auth_required"] is True
         assert client.client.hello["limits"] == {
@@ -499,7 +504,7 @@ fail_after_s = 0.3
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_device_pushes_live(tmp_path: Path, transport: TransportName) -> None:
-    async with running(tmp_path, gateway_config(tmp_path, FLAKY_DEVICE)) as gateway:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, FLAKY_DEVICE)) as gateway:
         client = Checked(await connect(gateway, transport))
         seen: dict[str, dict[str, Any]] = {}
         async with asyncio.timeout(10.0):
@@ -516,7 +521,7 @@ async def test_device_pushes_live(tmp_path: Path, transport: TransportName) -> N
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_close_messages_live(tmp_path: Path, transport: TransportName) -> None:
     config = gateway_config(tmp_path, server="max_request_bytes = 1024\nmax_frame_bytes = 4096\n")
-    async with running(tmp_path, config) as gateway:
+    async with running_process(tmp_path, config) as gateway:
         client = Checked(await connect(gateway, transport))
         await client.ok("subscribe", topics=["**"])
         await client.wait_for(lambda m: m["op"] == "state" and m["topic"] == "sim-1/state")

@@ -18,13 +18,14 @@ from gateway.errors import ConfigError
 from gateway.servers.hosts import HostPolicy, parse_host
 from tests.harness import (
     TRANSPORTS,
+    GatewayUnderTest,
     MsgpackClient,
-    RunningGateway,
     WsClient,
     connect,
     gateway_config,
     start_gateway,
 )
+from tests.inprocess import running_gateway
 
 # -- the Host guard ----------------------------------------------------------------------------
 
@@ -95,7 +96,7 @@ def test_host_policy_admits_our_names_and_ip_literals_only() -> None:
     assert HostPolicy(["*"], names=()).allows("anything.example")
 
 
-async def test_a_foreign_host_is_refused_on_every_http_path(gateway: RunningGateway) -> None:
+async def test_a_foreign_host_is_refused_on_every_http_path(gateway: GatewayUnderTest) -> None:
     async with aiohttp.ClientSession() as http:
         for path in ("/", "/healthz", "/metrics", "/static/app.js", "/ws"):
             response = await http.get(
@@ -118,14 +119,11 @@ async def test_a_foreign_host_is_refused_on_every_http_path(gateway: RunningGate
 
 async def test_allowed_hosts_admits_a_configured_name(tmp_path: Path) -> None:
     config = gateway_config(tmp_path, server='allowed_hosts = ["robot.lab.example"]')
-    gateway = await start_gateway(tmp_path, config)
-    try:
+    async with running_gateway(tmp_path, config) as gateway:
         async with aiohttp.ClientSession() as http:
             own = await http.get(f"{gateway.base_url}/healthz", headers={"Host": "robot.lab.example:8470"})
             other = await http.get(f"{gateway.base_url}/healthz", headers={"Host": "evil.example"})
         assert (own.status, other.status) == (200, 421)
-    finally:
-        assert await gateway.stop() == 0
 
 
 # -- throttled token guesses -------------------------------------------------------------------
@@ -171,8 +169,9 @@ async def test_each_attempt_waits_its_delay_before_its_check() -> None:
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_wrong_tokens_are_slowed_then_the_connection_is_closed(tmp_path: Path, transport: str) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret-token-0123"]\n'))
-    try:
+    async with running_gateway(
+        tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret-token-0123"]\n')
+    ) as gateway:
         client = await connect(gateway, transport)  # type: ignore[arg-type]
         # Each waits its delay (0, 0.25, 0.5, 1, 2 s: the guard's own test above); 10 s guards a hang.
         for _ in range(MAX_FAILURES_PER_CONNECTION):
@@ -187,13 +186,12 @@ async def test_wrong_tokens_are_slowed_then_the_connection_is_closed(tmp_path: P
         warnings = [line for line in gateway.logs if "wrong token" in line.get("event", "")]
         assert len(warnings) == 1, warnings  # aggregated: one line per address per interval
         assert "(next attempt waits 0.25 s)" in warnings[0]["event"]
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def test_parallel_connections_do_not_guess_faster(tmp_path: Path) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret-token-0123"]\n'))
-    try:
+    async with running_gateway(
+        tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret-token-0123"]\n')
+    ) as gateway:
         clients = [await connect(gateway, "tcp") for _ in range(20)]
         answered = 0
 
@@ -211,8 +209,6 @@ async def test_parallel_connections_do_not_guess_faster(tmp_path: Path) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
         for client in clients:
             await client.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
 # -- the docs and the code agree ---------------------------------------------------------------
@@ -220,19 +216,18 @@ async def test_parallel_connections_do_not_guess_faster(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_device_pushes_follow_the_auth_result(tmp_path: Path, transport: str) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret-token-0123"]\n'))
-    try:
+    async with running_gateway(
+        tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret-token-0123"]\n')
+    ) as gateway:
         client = await connect(gateway, transport)  # type: ignore[arg-type]
         await client.send({"op": "auth", "id": 1, "token": "s3cret-token-0123"})
         first = await client.recv()
         assert (first["op"], first["id"], first["ok"]) == ("result", 1, True)
         assert (await client.recv())["op"] == "device"
         await client.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
-async def test_metrics_use_prometheus_content_type(gateway: RunningGateway) -> None:
+async def test_metrics_use_prometheus_content_type(gateway: GatewayUnderTest) -> None:
     async with aiohttp.ClientSession() as http:
         response = await http.get(f"{gateway.base_url}/metrics")
     assert response.headers["Content-Type"].startswith("text/plain; version=")
@@ -240,8 +235,7 @@ async def test_metrics_use_prometheus_content_type(gateway: RunningGateway) -> N
 
 async def test_a_frame_of_exactly_max_frame_bytes_is_read(tmp_path: Path) -> None:
     config = gateway_config(tmp_path, server="max_frame_bytes = 4096\nmax_request_bytes = 4096")
-    gateway = await start_gateway(tmp_path, config)
-    try:
+    async with running_gateway(tmp_path, config) as gateway:
         client = await connect(gateway, "ws")
         assert isinstance(client, WsClient)
         exact = '{"op":"ping","id":1,"pad":"' + "x" * (4096 - 29) + '"}'
@@ -254,8 +248,6 @@ async def test_a_frame_of_exactly_max_frame_bytes_is_read(tmp_path: Path) -> Non
             await _receive_until_closed(client)
         assert closed.value.rcvd is not None
         assert closed.value.rcvd.code == 1009
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def _receive_until_closed(client: WsClient) -> None:
@@ -330,8 +322,7 @@ def test_named_tokens_are_kept_as_digests() -> None:
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_roles_and_device_patterns_decide_commands_and_locks(tmp_path: Path, transport: str) -> None:
-    gateway = await start_gateway(tmp_path, _roles_config(tmp_path))
-    try:
+    async with running_gateway(tmp_path, _roles_config(tmp_path)) as gateway:
         reader, teacher, arm_only, admin = [await connect(gateway, transport) for _ in range(4)]  # type: ignore[arg-type]
         for client, token in ((reader, READER), (teacher, CONTROLLER), (arm_only, OTHER_DEVICES), (admin, ADMIN)):
             assert await client.ok("auth", token=token) == {"authenticated": True}
@@ -364,13 +355,10 @@ async def test_roles_and_device_patterns_decide_commands_and_locks(tmp_path: Pat
         await admin.ok("command", device="sim-1", type="led")
         for client in (reader, arm_only, admin):
             await client.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def test_only_an_admin_may_force_an_unlock(tmp_path: Path) -> None:
-    gateway = await start_gateway(tmp_path, _roles_config(tmp_path))
-    try:
+    async with running_gateway(tmp_path, _roles_config(tmp_path)) as gateway:
         holder, other = [await connect(gateway, "ws") for _ in range(2)]
         await holder.ok("auth", token=ADMIN)
         await other.ok("auth", token=CONTROLLER)
@@ -382,8 +370,6 @@ async def test_only_an_admin_may_force_an_unlock(tmp_path: Path) -> None:
         assert (await other.error("lock", device="nope"))["code"] == "unknown_device"
         await holder.close()
         await other.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
 # -- TLS ---------------------------------------------------------------------------------------
@@ -395,8 +381,9 @@ async def test_tls_on_websocket_and_msgpack_tcp(tmp_path: Path) -> None:
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     certificate.private_key_pem.write_to_path(str(key))
     certificate.cert_chain_pems[0].write_to_path(str(cert))
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, server=f'tls_cert = "{cert}"\ntls_key = "{key}"'))
-    try:
+    async with running_gateway(
+        tmp_path, gateway_config(tmp_path, server=f'tls_cert = "{cert}"\ntls_key = "{key}"')
+    ) as gateway:
         listening = gateway.events("listening")[0]
         assert listening["websocket"].startswith("wss://")
         assert listening["msgpack"].startswith("tls://")
@@ -417,8 +404,6 @@ async def test_tls_on_websocket_and_msgpack_tcp(tmp_path: Path) -> None:
         plain_writer.write(b"\x81\xa2op\xa4ping")
         assert await asyncio.wait_for(plain_reader.read(), 5.0) == b""
         plain_writer.close()
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def test_tls_with_missing_files_is_a_config_error_naming_them(tmp_path: Path) -> None:

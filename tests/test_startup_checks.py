@@ -17,7 +17,8 @@ import pytest
 from devices.registry import KINDS
 from gateway.config import loads
 from gateway.errors import ConfigError
-from tests.harness import connect, free_port, gateway_config, start_gateway
+from tests.harness import connect, free_port, gateway_config
+from tests.inprocess import running_gateway
 
 BAD_CONFIG = """
 [server]
@@ -171,8 +172,7 @@ async def test_healthz_is_degraded_while_a_device_is_down_and_reconnects_count_o
     devices += f'[devices.unreachable]\nkind = "aseba"\ntarget = "tcp:127.0.0.1;{free_port()}"\n'
     # A configuration problem only the run can find (a mapping file that is not there yet): no traceback.
     devices += f'[devices.pad]\nkind = "gamepad"\nvirtual = true\nmapping_files = ["{tmp_path / "absent.txt"}"]\n'
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, devices))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, devices)) as gateway:
         await asyncio.sleep(1.5)  # several failed attempts with backoff 0.1-0.4 s
         async with aiohttp.ClientSession() as http:
             response = await http.get(f"{gateway.base_url}/healthz")
@@ -190,13 +190,10 @@ async def test_healthz_is_degraded_while_a_device_is_down_and_reconnects_count_o
         assert failures
         assert "cannot read mapping file" in failures[0]["event"]
         assert not [line for line in gateway.logs if "exception" in line]  # a structured traceback
-    finally:
-        assert await gateway.stop() == 0
 
 
 async def test_a_msgpack_map_with_bin_keys_is_told_so_and_the_connection_goes_on(tmp_path: Path) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path)) as gateway:
         client = await connect(gateway, "tcp")
         await client.send_raw(msgpack.packb({b"op": b"ping", b"id": 1}, use_bin_type=True))
         answer = await client.result(None)
@@ -204,5 +201,3 @@ async def test_a_msgpack_map_with_bin_keys_is_told_so_and_the_connection_goes_on
         assert "keys must be msgpack str, not bin" in answer["error"]["message"]
         assert (await client.ok("ping"))["pong"] is True
         await client.close()
-    finally:
-        assert await gateway.stop() == 0

@@ -22,7 +22,8 @@ from tdmclient.thymio import ThymioFB
 
 from gateway.faces.tdm.nodes import node_id
 from tests import tdm_programs as programs
-from tests.harness import RunningGateway, connect, free_port, gateway_config, start_gateway
+from tests.harness import GatewayUnderTest, connect, free_port, gateway_config
+from tests.inprocess import running_gateway, start_in_process
 from tests.test_tdm_codec import nested_vectors, with_raw_value
 
 pytestmark = [
@@ -43,10 +44,10 @@ def tdm_section(tcp: int, ws: int) -> str:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[RunningGateway, int, int]]:
+async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[GatewayUnderTest, int, int]]:
     tmp_path = tmp_path_factory.mktemp("tdm")
     tcp, ws = free_port(), free_port()
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, DEVICES, extra=tdm_section(tcp, ws)))
+    running = await start_in_process(tmp_path, gateway_config(tmp_path, DEVICES, extra=tdm_section(tcp, ws)))
     native = await connect(running, "ws")
     for _ in range(200):
         devices = (await native.ok("list_devices"))["devices"]
@@ -58,12 +59,12 @@ async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tup
     assert await running.stop() == 0
 
 
-def port_of(gateway: tuple[RunningGateway, int, int], ws: bool) -> int:
+def port_of(gateway: tuple[GatewayUnderTest, int, int], ws: bool) -> int:
     return gateway[2] if ws else gateway[1]
 
 
 @pytest.mark.parametrize("ws", [False, True], ids=["tcp", "websocket"])
-async def test_tdmclient_programs_the_simulated_thymio(gateway: tuple[RunningGateway, int, int], ws: bool) -> None:
+async def test_tdmclient_programs_the_simulated_thymio(gateway: tuple[GatewayUnderTest, int, int], ws: bool) -> None:
     seen = await asyncio.to_thread(programs.full_sequence, port_of(gateway, ws), ws, programs.GOOD_PROGRAM, "n", True)
     assert seen["status_before"] == programs.STATUS_AVAILABLE
     assert seen["set"] is None
@@ -83,7 +84,7 @@ async def test_tdmclient_programs_the_simulated_thymio(gateway: tuple[RunningGat
 
 @pytest.mark.parametrize("ws", [False, True], ids=["tcp", "websocket"])
 async def test_a_second_client_sees_busy_and_a_leaving_client_releases_its_lock(
-    gateway: tuple[RunningGateway, int, int], ws: bool
+    gateway: tuple[GatewayUnderTest, int, int], ws: bool
 ) -> None:
     port = port_of(gateway, ws)
     holder_connected = asyncio.Event()
@@ -109,7 +110,7 @@ async def test_a_second_client_sees_busy_and_a_leaving_client_releases_its_lock(
 
 
 @pytest.mark.parametrize("ws", [False, True], ids=["tcp", "websocket"])
-async def test_tdmclient_list_exits_0(gateway: tuple[RunningGateway, int, int], ws: bool) -> None:
+async def test_tdmclient_list_exits_0(gateway: tuple[GatewayUnderTest, int, int], ws: bool) -> None:
     args = ["-m", "tdmclient", "list", "--tdmaddr=127.0.0.1", f"--tdmport={port_of(gateway, ws)}"]
     process = await asyncio.create_subprocess_exec(
         sys.executable, *args, *(["--tdmws"] if ws else []), stdout=asyncio.subprocess.PIPE
@@ -197,7 +198,7 @@ async def still_serving(port: int) -> None:
 
 
 async def test_undecodable_and_unknown_messages_get_an_error_and_the_session_goes_on(
-    gateway: tuple[RunningGateway, int, int],
+    gateway: tuple[GatewayUnderTest, int, int],
 ) -> None:
     raw = await raw_tcp(gateway[1])
     await raw.send(b"\xff" * 40)  # no flatbuffer
@@ -225,7 +226,7 @@ async def test_undecodable_and_unknown_messages_get_an_error_and_the_session_goe
 
 
 async def test_a_value_of_nested_vectors_is_refused_at_once_and_the_session_goes_on(
-    gateway: tuple[RunningGateway, int, int],
+    gateway: tuple[GatewayUnderTest, int, int],
 ) -> None:
     # 205 bytes that expand to 2**41 ints if decoded naively: an hour of the event loop per message.
     raw = await raw_tcp(gateway[1])
@@ -241,7 +242,7 @@ async def test_a_value_of_nested_vectors_is_refused_at_once_and_the_session_goes
 
 
 async def test_a_first_message_that_is_no_handshake_closes_the_connection(
-    gateway: tuple[RunningGateway, int, int],
+    gateway: tuple[GatewayUnderTest, int, int],
 ) -> None:
     raw = await raw_tcp(gateway[1], handshake=False)
     await raw.send(message(ThymioFB.MESSAGE_TYPE_LOCK_NODE, (1, (node_id(DEVICE),))))
@@ -249,7 +250,7 @@ async def test_a_first_message_that_is_no_handshake_closes_the_connection(
     await still_serving(gateway[1])
 
 
-async def test_an_oversize_frame_closes_the_connection(gateway: tuple[RunningGateway, int, int]) -> None:
+async def test_an_oversize_frame_closes_the_connection(gateway: tuple[GatewayUnderTest, int, int]) -> None:
     raw = await raw_tcp(gateway[1])
     raw.writer.write(struct.pack("<I", 102401) + b"\0" * 1024)
     assert await raw.closed()
@@ -262,7 +263,7 @@ async def drain(ws: Any) -> None:
         await asyncio.wait_for(ws.recv(), 5)
 
 
-async def test_websocket_oversize_and_text_messages_close_cleanly(gateway: tuple[RunningGateway, int, int]) -> None:
+async def test_websocket_oversize_and_text_messages_close_cleanly(gateway: tuple[GatewayUnderTest, int, int]) -> None:
     url = f"ws://127.0.0.1:{gateway[2]}/"
     async with websockets.connect(url, max_size=None) as ws:
         await ws.send(HANDSHAKE)
@@ -275,7 +276,7 @@ async def test_websocket_oversize_and_text_messages_close_cleanly(gateway: tuple
             await drain(ws)
 
 
-async def test_the_websocket_listener_refuses_foreign_host_names(gateway: tuple[RunningGateway, int, int]) -> None:
+async def test_the_websocket_listener_refuses_foreign_host_names(gateway: tuple[GatewayUnderTest, int, int]) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", gateway[2])
     writer.write(b"GET / HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
     status = await asyncio.wait_for(reader.readline(), 5)
@@ -290,8 +291,7 @@ async def test_the_websocket_listener_refuses_foreign_host_names(gateway: tuple[
 async def test_with_tokens_the_handshake_password_is_the_token(tmp_path: Path) -> None:
     tcp, ws = free_port(), free_port()
     auth = '[auth]\ntokens = ["a-long-classroom-token"]\n'
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, DEVICES, extra=auth + tdm_section(tcp, ws)))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, DEVICES, extra=auth + tdm_section(tcp, ws))):
         status = await asyncio.to_thread(programs.first_status, tcp, False, "a-long-classroom-token")
         assert status in (programs.STATUS_AVAILABLE, programs.STATUS_BUSY)
         raw = await raw_tcp(tcp, handshake=False)
@@ -301,11 +301,9 @@ async def test_with_tokens_the_handshake_password_is_the_token(tmp_path: Path) -
         raw = await raw_tcp(tcp, handshake=False)
         await raw.send(HANDSHAKE)  # no password at all
         assert await raw.closed()
-    finally:
-        assert await running.stop() == 0
 
 
-async def test_pings_arrive_framed_like_every_message(gateway: tuple[RunningGateway, int, int]) -> None:
+async def test_pings_arrive_framed_like_every_message(gateway: tuple[GatewayUnderTest, int, int]) -> None:
     raw = await raw_tcp(gateway[1])
     while True:  # tdmclient's reader only stops after its next message: the TDM pings (pitfall P1)
         # The period (2.5 s) is test_tdm_pings.py's, on a sleep it releases; 5 s here guards a hang.

@@ -15,7 +15,8 @@ import pytest_asyncio
 from devices.sim.aseba_playground import Playground
 from tests import tdm_programs as programs
 from tests.conftest import require_peer
-from tests.harness import connect, free_port, gateway_config, start_gateway
+from tests.harness import connect, free_port, gateway_config
+from tests.inprocess import running_gateway
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(120)]
 
@@ -42,8 +43,7 @@ target = "tcp:127.0.0.1;{playground.robots[0].port}"
 request_timeout_ms = 5000
 """
     tdm = f"[tdm]\nenabled = true\ntcp_port = {tcp}\nws_port = {websocket}\n"
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, devices, extra=tdm))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, devices, extra=tdm)) as running:
         native = await connect(running, "ws")
         for _ in range(300):
             if (await native.ok("list_devices"))["devices"][0]["status"] == "connected":
@@ -61,7 +61,5 @@ request_timeout_ms = 5000
         )
         assert answer["data"] == [5]
         await native.close()
-    finally:
-        assert await running.stop() == 0
     assert playground.process is not None
     assert playground.process.returncode is None, playground.log()

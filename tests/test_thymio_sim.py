@@ -12,7 +12,8 @@ import pytest
 from devices.sim.thymio import SimulatedThymio
 from protocols.aseba.messages import MessageType, WordMessage
 from tests.conftest import require_peer
-from tests.harness import Client, RunningGateway, connect, free_port, gateway_config, start_demo, start_gateway
+from tests.harness import Client, GatewayUnderTest, connect, free_port, gateway_config, start_demo
+from tests.inprocess import running_gateway, start_in_process
 
 TIMEOUT_S = 10.0
 
@@ -28,7 +29,7 @@ async def robots() -> AsyncIterator[list[SimulatedThymio]]:
 
 
 @pytest.fixture
-async def gateway(tmp_path: Path, robots: list[SimulatedThymio]) -> AsyncIterator[RunningGateway]:
+async def gateway(tmp_path: Path, robots: list[SimulatedThymio]) -> AsyncIterator[GatewayUnderTest]:
     devices = "".join(
         f"""
 [devices.thymio-{robot.node_id}]
@@ -39,12 +40,12 @@ list_nodes_period_ms = 200
 """
         for robot in robots
     )
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, devices))
+    running = await start_in_process(tmp_path, gateway_config(tmp_path, devices))
     yield running
     assert await running.stop() == 0
 
 
-async def connected(gateway: RunningGateway) -> Client:
+async def connected(gateway: GatewayUnderTest) -> Client:
     client = await connect(gateway, "ws")
     for _ in range(int(TIMEOUT_S / 0.05)):
         devices = (await client.ok("list_devices"))["devices"]
@@ -70,7 +71,7 @@ async def until(predicate: Any, what: str) -> None:
 
 
 async def test_thymio_commands_light_the_simulated_robot(
-    gateway: RunningGateway, robots: list[SimulatedThymio]
+    gateway: GatewayUnderTest, robots: list[SimulatedThymio]
 ) -> None:
     client = await connected(gateway)
     robot = robots[0]
@@ -97,7 +98,7 @@ async def test_thymio_commands_light_the_simulated_robot(
     await client.close()
 
 
-async def test_named_events_from_clients(gateway: RunningGateway, robots: list[SimulatedThymio]) -> None:
+async def test_named_events_from_clients(gateway: GatewayUnderTest, robots: list[SimulatedThymio]) -> None:
     client = await connected(gateway)
     await command(client, "thymio-1", "hwgateway/AsebaEvent", {"name": "set_led_top", "data": [32, 0, 16]})
     await until(lambda: robots[0].outputs.leds.get("leds.top") == (32, 0, 16), "top LED by event name")
@@ -107,7 +108,7 @@ async def test_named_events_from_clients(gateway: RunningGateway, robots: list[S
     await client.close()
 
 
-async def test_state_and_button_events_reach_clients(gateway: RunningGateway, robots: list[SimulatedThymio]) -> None:
+async def test_state_and_button_events_reach_clients(gateway: GatewayUnderTest, robots: list[SimulatedThymio]) -> None:
     client = await connected(gateway)
     await client.ok("subscribe", topics=["thymio-1/node/1/**"])
     robots[0].set("button.center", 1)
@@ -133,7 +134,7 @@ async def test_state_and_button_events_reach_clients(gateway: RunningGateway, ro
 
 
 async def test_long_variables_are_reassembled_from_47_word_frames(
-    gateway: RunningGateway, robots: list[SimulatedThymio]
+    gateway: GatewayUnderTest, robots: list[SimulatedThymio]
 ) -> None:
     client = await connected(gateway)
     args = (await command(client, "thymio-1", "asebaros_msgs/GetVariable", {"variable": "gw.led"}))["data"]
@@ -144,7 +145,7 @@ async def test_long_variables_are_reassembled_from_47_word_frames(
     await client.close()
 
 
-async def test_garbage_on_the_link_is_skipped(gateway: RunningGateway, robots: list[SimulatedThymio]) -> None:
+async def test_garbage_on_the_link_is_skipped(gateway: GatewayUnderTest, robots: list[SimulatedThymio]) -> None:
     client = await connected(gateway)
     robot = robots[0]
     robot.send_garbage(b"\xff\xff\x01\x00\x05\x90" + b"\x00" * 10)  # announces 65535 bytes
@@ -186,8 +187,7 @@ list_nodes_period_ms = 200
 kind = "aseba"
 target = "tcp:127.0.0.1;{steady.port}"
 """
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, devices))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, devices)) as running:
         client = await connect(running, "ws")
         await client.ok("subscribe", topics=["vanishing/nodes"])
         gone = await client.wait_for(
@@ -206,8 +206,6 @@ target = "tcp:127.0.0.1;{steady.port}"
         data = (await command(client, "vanishing", "asebaros_msgs/GetVariable", {"variable": "_id"}))["data"]
         assert data == [3]
         await client.close()
-    finally:
-        assert await running.stop() == 0
         for robot in (vanishing, steady):
             await robot.stop()
 
@@ -221,8 +219,7 @@ kind = "aseba"
 target = "tcp:127.0.0.1;{robot.port}"
 motor_lease_ms = 400
 """
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, devices))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, devices)) as running:
         client = await connected(running)
         for value in (200, 150):  # renewing the lease keeps the motor running past its first deadline
             await command(
@@ -248,8 +245,6 @@ motor_lease_ms = 400
         error = await other.error("command", device="thymio", type="hwgateway/ThymioMotors", data={"left": 501})
         assert error["code"] == "invalid_argument"
         await other.close()
-    finally:
-        assert await running.stop() == 0
         await robot.stop()
 
 
@@ -291,7 +286,7 @@ list_nodes_period_ms = 200
     running = None
     try:
         await until(link.exists, "socat's pty")
-        running = await start_gateway(tmp_path, gateway_config(tmp_path, devices))
+        running = await start_in_process(tmp_path, gateway_config(tmp_path, devices))
         client = await connected(running)
         assert (await command(client, "serial", "asebaros_msgs/GetVariable", {"variable": "_id"}))["data"] == [5]
         for noise in (b"\x00\xff\x13\x37" * 40, b"\x05\x00\x05\x00\x05\x90\x01", b"\xff\xff\xff\xff\xff\xff\xff"):
@@ -319,8 +314,7 @@ async def test_a_lost_link_reconnects_and_reloads_the_program(tmp_path: Path) ->
 kind = "aseba"
 target = "tcp:127.0.0.1;{port}"
 """
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, devices))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, devices)) as running:
         client = await connected(running)
         await client.ok("subscribe", topics=["thymio"])
         await robot.stop()  # the robot vanishes: a fresh one (no program loaded) takes its port
@@ -332,8 +326,6 @@ target = "tcp:127.0.0.1;{port}"
         await command(client, "thymio", "thymio_msgs/Led", {"id": 5, "values": [1.0]})
         await until(lambda: robot.outputs.leds.get("leds.sound") == (32,), "microphone LED")
         await client.close()
-    finally:
-        assert await running.stop() == 0
         await robot.stop()
 
 
@@ -347,8 +339,7 @@ def _pressed_thymio(message: dict[str, Any]) -> set[str]:
 
 async def test_the_demo_thymio_presses_its_buttons_and_takes_presses_from_a_client(tmp_path: Path) -> None:
     devices = '[devices.thymio]\nkind = "aseba"\nsimulate = true\nsim_motion = "demo"\n'
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, devices))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, devices)) as running:
         client = await connected(running)
         await client.ok("subscribe", topics=["thymio/node/1/buttons"])
         # The script: forward, then backward, ... one at a time.
@@ -362,5 +353,3 @@ async def test_the_demo_thymio_presses_its_buttons_and_takes_presses_from_a_clie
         error = await client.error("command", device="thymio", type="hwgateway/SimButton", data={"button": "A"})
         assert error["code"] == "invalid_argument"
         await client.close()
-    finally:
-        assert await running.stop() == 0

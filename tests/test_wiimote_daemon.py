@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from gateway.messages.wiimote import State
-from tests.harness import RunningGateway, connect, gateway_config, start_gateway
+from tests.harness import GatewayUnderTest, connect, gateway_config
+from tests.inprocess import running_gateway, start_in_process
 
 WIIMOTE = """
 [devices.wiimote-1]
@@ -21,13 +22,13 @@ sim_motionplus = true
 
 
 @pytest.fixture
-async def gateway(tmp_path: Path) -> AsyncIterator[RunningGateway]:
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, WIIMOTE))
+async def gateway(tmp_path: Path) -> AsyncIterator[GatewayUnderTest]:
+    running = await start_in_process(tmp_path, gateway_config(tmp_path, WIIMOTE))
     yield running
     assert await running.stop() == 0
 
 
-async def test_state_and_commands_over_websocket(gateway: RunningGateway) -> None:
+async def test_state_and_commands_over_websocket(gateway: GatewayUnderTest) -> None:
     client = await connect(gateway, "ws")
     await client.ok("subscribe", topics=["wiimote-1/**"])
     await client.wait_for(lambda m: m["op"] == "device" and m["device"] == "wiimote-1" and m["status"] == "connected")
@@ -71,7 +72,7 @@ async def test_state_and_commands_over_websocket(gateway: RunningGateway) -> Non
     await client.close()
 
 
-async def test_controller_view_over_msgpack(gateway: RunningGateway) -> None:
+async def test_controller_view_over_msgpack(gateway: GatewayUnderTest) -> None:
     client = await connect(gateway, "tcp")
     await client.ok("subscribe", topics=["wiimote-1/controller"])
     controller = await client.wait_for(
@@ -102,8 +103,7 @@ def _pressed(message: dict[str, Any]) -> set[str]:
 
 
 async def test_the_demo_remote_presses_its_buttons_and_takes_presses_from_a_client(tmp_path: Path) -> None:
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, DEMO_REMOTE))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, DEMO_REMOTE)) as running:
         client = await connect(running, "ws")
         await client.ok("subscribe", topics=["wiimote-demo/state"])
         # The script: after 3 s at rest, one button after another (A first), so "print the buttons" prints.
@@ -124,16 +124,11 @@ async def test_the_demo_remote_presses_its_buttons_and_takes_presses_from_a_clie
         assert error["code"] == "invalid_argument"
         assert "no button 'X'" in error["message"]
         await client.close()
-    finally:
-        assert await running.stop() == 0
 
 
 async def test_a_real_remote_does_not_take_simulated_presses(tmp_path: Path) -> None:
-    running = await start_gateway(tmp_path, gateway_config(tmp_path, '[devices.w]\nkind = "wiimote"\n'))
-    try:
+    async with running_gateway(tmp_path, gateway_config(tmp_path, '[devices.w]\nkind = "wiimote"\n')) as running:
         client = await connect(running, "ws")
         error = await client.error("command", device="w", type="hwgateway/SimButton", data={"button": "A"})
         assert error["code"] == "unknown_command"
         await client.close()
-    finally:
-        assert await running.stop() == 0
