@@ -33,8 +33,12 @@ there (a killed gateway, another program), then zeroes the outputs the same way.
 Safe state: the digital and analog outputs are leased to the client that set them (the core's
 `gateway.core.lease` rule, no term; `wrist/command` shows them), and return to 0 when it
 disconnects, on `estop`, before leaving low level, when a link drops and before the sessions close
-at shutdown (the LED ring keeps its colour: it drives nothing). Low-level servoing itself is not an
-output but a mode every client that commanded the wrist holds; the last one's leaving ends it.
+at shutdown (the LED ring keeps its colour: it drives nothing). Low level is left once the arm
+answered the Refresh with the outputs at 0 (it refuses one that arrives after), waiting up to
+`ZEROING_ANSWER_WAIT_S` for a slow arm; unanswered by then, it is left all the same, and
+`unconfirmed_safe_state` says so: the gateway's shutdown log reports the safe state as
+unconfirmed, not ok. Low-level servoing itself is not an output but a mode every client that
+commanded the wrist holds; the last one's leaving ends it.
 `estop` also calls the stop RPC at 0x20091 (`estop_calls_arm_stop`): Base.ApplyEmergencyStop on
 Kortex 2, which latches the arm in fault until its faults are cleared; Base.ApplyQuickStop on
 Kortex 3 (API 3.4).
