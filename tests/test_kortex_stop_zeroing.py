@@ -22,7 +22,7 @@ from gateway.bus import Bus
 from gateway.core.adapter import Command
 from gateway.core.config import DeviceConfig, SupervisorConfig
 from gateway.messages.kortex import Command as C61Command
-from gateway.supervisor import Supervisor
+from gateway.supervisor import ESTOP_AT_STOP_S, Supervisor
 from protocols.kortex.generated import Base_pb2
 
 
@@ -83,6 +83,8 @@ async def test_a_slow_arm_still_gets_its_outputs_to_0_before_the_gateway_leaves_
     assert arm.wrist.analog_output_a_channel_1_value == 0.0
     # Low level was left after the zeroing Refresh was handled, not before (it would have been refused).
     assert arm.servoing_modes == [Base_pb2.LOW_LEVEL_SERVOING, Base_pb2.SINGLE_LEVEL_SERVOING]
+    if delay_s > ESTOP_AT_STOP_S:  # the supervisor cut the e-stop short: the leave it began went on
+        assert any("e-stop at shutdown failed" in record.getMessage() for record in caplog.records)
     line = _safe_state_lines(caplog)["arm-1"]
     assert line.safe_state == "ok", line.getMessage()
     assert line.outputs["digital_outputs_state"] == 0
