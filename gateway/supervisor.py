@@ -159,12 +159,21 @@ class Supervisor:
         else:
             outcome = "ok"
         outputs = dict(handle.adapter.outputs())
-        log.info(
-            "device %s is in its safe state%s",
-            handle.id,
-            "" if outcome == "ok" else " as far as it could be put",
-            extra={"device": handle.id, "safe_state": outcome, "outputs": outputs},
-        )
+        extra = {"device": handle.id, "safe_state": outcome, "outputs": outputs}
+        # "ok" only when the device acknowledged its safe state: `outputs` may be what was sent, not what it does.
+        unconfirmed = handle.adapter.unconfirmed_safe_state()
+        if unconfirmed is not None:
+            extra["safe_state"] = "unconfirmed" if outcome == "ok" else outcome
+            log.warning(
+                "device %s: safe state unconfirmed: %s (outputs as last sent)", handle.id, unconfirmed, extra=extra
+            )
+        else:
+            log.info(
+                "device %s is in its safe state%s",
+                handle.id,
+                "" if outcome == "ok" else " as far as it could be put",
+                extra=extra,
+            )
         handle.set_status("stopped", "gateway stopped")
 
     async def _supervise(self, handle: DeviceHandle) -> None:

@@ -33,8 +33,12 @@ there (a killed gateway, another program), then zeroes the outputs the same way.
 Safe state: the digital and analog outputs are leased to the client that set them (the core's
 `gateway.core.lease` rule, no term; `wrist/command` shows them), and return to 0 when it
 disconnects, on `estop`, before leaving low level, when a link drops and before the sessions close
-at shutdown (the LED ring keeps its colour: it drives nothing). Low-level servoing itself is not an
-output but a mode every client that commanded the wrist holds; the last one's leaving ends it.
+at shutdown (the LED ring keeps its colour: it drives nothing). Low level is left once the arm
+answered the Refresh with the outputs at 0 (it refuses one that arrives after), waiting up to
+`ZEROING_ANSWER_WAIT_S` for a slow arm; unanswered by then, it is left all the same, and
+`unconfirmed_safe_state` says so: the gateway's shutdown log reports the safe state as
+unconfirmed, not ok. Low-level servoing itself is not an output but a mode every client that
+commanded the wrist holds; the last one's leaving ends it.
 `estop` also calls the stop RPC at 0x20091 (`estop_calls_arm_stop`): Base.ApplyEmergencyStop on
 Kortex 2, which latches the arm in fault until its faults are cleared; Base.ApplyQuickStop on
 Kortex 3 (API 3.4).
@@ -91,6 +95,11 @@ WATCH_PERIOD_S = 0.1
 STATS_PERIOD_S = 1.0
 #: CloseSession, Unsubscribe, SetServoingMode and the last safe-state cycle must not hold the gateway up.
 SHUTDOWN_RPC_TIMEOUT_S = 0.5
+#: How long leaving low level waits for the arm to answer the Refresh that zeroes the outputs (s),
+#: before SetServoingMode: a loaded arm or host answers late, and an arm that left low level first
+#: refuses that Refresh, outputs still on. Inside the gateway's stop budget (supervisor.py: the
+#: e-stop's 1 s may cut the wait, the leave goes on as a task of its own, `close` waits for it).
+ZEROING_ANSWER_WAIT_S = 1.5
 #: How long a wrist command waits for the first feedback after connecting (the joints are held at it).
 FIRST_FEEDBACK_WAIT_S = 0.5
 #: KeepAlive after this much idle time on the MQTT session (s): Kinova's MQTT clients send none, but
@@ -143,6 +152,12 @@ class KortexAdapter(Adapter[KortexOptions]):
         #: The Refresh that zeroes the outputs went unanswered (the cyclic process died, a link
         #: dropped): the arm may still drive them, so they are zeroed first thing after reconnecting.
         self._outputs_unconfirmed = False
+        #: The leaves of low level under way, each a task of its own (an e-stop cut by its deadline
+        #: does not abort one between the zeroing Refresh and SetServoingMode).
+        self._leaving: set[asyncio.Task[None]] = set()
+        #: Set while no `run` is under way: `close` waits for the last one's disconnect (outputs to 0).
+        self._run_ended = asyncio.Event()
+        self._run_ended.set()
         self._servoing_lock = asyncio.Lock()
         #: The one entry into low level under way (HOLD_TO_RUN, its pause, LOW_LEVEL): shared by the
         #: commands that wait for it, and not ended by one of them timing out.
@@ -192,6 +207,7 @@ class KortexAdapter(Adapter[KortexOptions]):
                 rpc_port = self._sim.mqtt[1]
             else:
                 rpc_port = self._sim.tcp_port
+        self._run_ended.clear()
         try:
             await self._connect(host, rpc_port, udp_port)
             assert self._tcp is not None
@@ -212,7 +228,10 @@ class KortexAdapter(Adapter[KortexOptions]):
             raise
         finally:
             self.leases.end_all(LeaseEnd.DEVICE_LOST)  # nothing left after a shutdown
-            await self._disconnect()
+            try:
+                await self._disconnect()
+            finally:
+                self._run_ended.set()
 
     async def handle_command(self, command: Command) -> Mapping[str, Any] | None:
         """Set the C61 wrist outputs or LED ring; answer with the frame id of the cycle carrying them."""
@@ -287,11 +306,17 @@ class KortexAdapter(Adapter[KortexOptions]):
                 task.add_done_callback(self._background.discard)
 
     async def close(self) -> None:
-        """Cancel a pending entry into or leave of low level (the sessions are gone), stop the simulated arm if any."""
+        """Wait for the cancelled `run` to disconnect (outputs to 0, low level left), stop the simulated arm if any.
+
+        The supervisor bounds the cancelled task's end (1 s) more tightly than `close` (3 s): the
+        disconnect may still be waiting for a slow arm's answer to the zeroing Refresh.
+        """
+        await self._run_ended.wait()
         await self._stop_entering()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        await asyncio.gather(*self._leaving, return_exceptions=True)  # shielded: they end on their own
         if self._sim is not None:
             await self._sim.stop()
             self._sim = None
@@ -317,7 +342,7 @@ class KortexAdapter(Adapter[KortexOptions]):
         await self._sim.start()
 
     def outputs(self) -> Mapping[str, Any]:
-        """The wrist's digital and analog outputs as last commanded."""
+        """The wrist's digital and analog outputs as last commanded (taken by the arm? `unconfirmed_safe_state`)."""
         wrist = self._wrist
         return {
             "digital_outputs_state": wrist.digital_outputs_state,
@@ -326,6 +351,12 @@ class KortexAdapter(Adapter[KortexOptions]):
             "analog_output_b_channel_1_value": wrist.analog_output_b_channel_1_value,
             "analog_output_b_channel_2_value": wrist.analog_output_b_channel_2_value,
         }
+
+    def unconfirmed_safe_state(self) -> str | None:
+        """Why the arm may still drive the wrist's outputs: the Refresh zeroing them went unanswered."""
+        if not self._outputs_unconfirmed:
+            return None
+        return "the arm did not answer the Refresh with the wrist's outputs at 0: they may still be on"
 
     # -- connecting --------------------------------------------------------------------------------
 
@@ -448,6 +479,8 @@ class KortexAdapter(Adapter[KortexOptions]):
     async def _disconnect(self) -> None:
         """Leave low level if the gateway holds it (outputs to 0 first), unsubscribe, close both sessions."""
         await self._stop_entering()
+        # A leave under way (an e-stop's, cut by its deadline) uses the sessions: let it finish first.
+        await asyncio.gather(*self._leaving, return_exceptions=True)
         tcp, cyclic = self._tcp, self._cyclic
         self._tcp = self._cyclic = None
         codec = self._codec
@@ -571,7 +604,17 @@ class KortexAdapter(Adapter[KortexOptions]):
                 codec.hold(positions)
 
     async def _leave_low_level(self, reason: str) -> None:
-        """Outputs to 0 in one more Refresh, then RefreshFeedback and SINGLE_LEVEL_SERVOING."""
+        """Outputs to 0 in one more Refresh, then RefreshFeedback and SINGLE_LEVEL_SERVOING.
+
+        It runs as a task of its own: a caller cancelled (an e-stop past its deadline) does not
+        abort it between the zeroing Refresh and SetServoingMode; `_disconnect` waits for it.
+        """
+        leaving = asyncio.create_task(self._leave_low_level_once(reason), name=f"{self.ctx.device_id}-leave-low-level")
+        self._leaving.add(leaving)
+        leaving.add_done_callback(self._leaving.discard)
+        await asyncio.shield(leaving)
+
+    async def _leave_low_level_once(self, reason: str) -> None:
         codec = self._codec
         if not isinstance(codec, Kortex3Codec):
             return
@@ -633,12 +676,14 @@ class KortexAdapter(Adapter[KortexOptions]):
     async def _last_refresh(self, cyclic: CyclicProcess | None) -> bool:
         """Wait for the one more Refresh (outputs at 0) of `release`; True once the arm answered it.
 
-        It is answered before SetServoingMode leaves low level.
+        It is answered before SetServoingMode leaves low level: the arm refuses a Refresh it gets
+        after that. The cyclic process sends it every cycle until answered; the wait is up to
+        `ZEROING_ANSWER_WAIT_S`.
         """
         if cyclic is None or cyclic.failure is not None:
             return False
         try:
-            await cyclic.answered(SHUTDOWN_RPC_TIMEOUT_S)
+            await cyclic.answered(ZEROING_ANSWER_WAIT_S)
         except TimeoutError:
             log.warning("%s: the last Refresh (outputs at 0) was not answered in time", self.ctx.device_id)
         except LinkLost as error:

@@ -21,10 +21,14 @@ Safety, whatever happens to the gateway:
   ends, and a closed socket (EOF) means the same;
 - a gateway that has sent nothing for `stall_s` (1 s: a heartbeat comes every 0.1 s) can no longer
   end leases or e-stop: the cycles carry the wrist's outputs at 0 until it is heard from again;
+- the last Refresh of low level (a `once` plan, the outputs at 0) goes out again each time the one
+  before got no answer within the reply timeout, until the arm answers one (late answers count): a
+  request the arm lost or handles late (a loaded host) does not leave the outputs on;
 - on STOP, SIGTERM or the gateway's end it sends one Refresh with the outputs at 0 if it was in
-  low-level servoing, then CloseSession, and exits within `SHUTDOWN_BUDGET_S`. SIGINT and SIGHUP
-  are ignored: Ctrl-C and a closed terminal reach the gateway too (the whole process group gets
-  them), which stops it in order, after the e-stop has reached the arm through this loop.
+  low-level servoing or that last Refresh is still unanswered, then CloseSession, and exits within
+  `SHUTDOWN_BUDGET_S`. SIGINT and SIGHUP are ignored: Ctrl-C and a closed terminal reach the
+  gateway too (the whole process group gets them), which stops it in order, after the e-stop has
+  reached the arm through this loop.
 
 Counting is as before: a request unanswered after the reply timeout is a dropped cycle, counted
 and forgotten (spec kortex.md §5); a late wake-up sends the cycles that fell due back to back,
@@ -95,8 +99,12 @@ class CyclicChild:
         self._plan_command: BaseCyclicKortex3_pb2.Command | None = None
         self._safe_command: BaseCyclicKortex3_pb2.Command | None = None
         self._last_version = -1
-        self._once_id: int | None = None  # message id of a `once` plan's Refresh, until answered
+        #: A `once` plan's Refresh goes out again while none is in flight, until the arm answers one (a
+        #: request lost or handled late must not leave the outputs it zeroes on): their message ids, and
+        #: whether one was answered.
+        self._once_ids: set[int] = set()
         self._once_version = -1
+        self._once_answered = False
         self.frame_id = 0
         self._period_ns = round(1e9 / config.rate_hz)
         self._timeout_ns = round(config.reply_timeout_s * 1e9)
@@ -294,9 +302,10 @@ class CyclicChild:
     def _reply(self, event: Response | ErrorResponse) -> None:
         """A reply during the loop: a cycle's, a late one, or something else (KeepAlive's: ignored)."""
         message_id = event.message_id
-        if message_id == self._once_id:
+        if message_id in self._once_ids:
             # Answered even late: the gateway waits for it (up to its own timeout) before leaving low level.
-            self._once_id = None
+            self._once_ids.clear()
+            self._once_answered = True
             error = str(event.error) if isinstance(event, ErrorResponse) else None
             self._tell(wire.pack(wire.ANSWERED, self._once_version, error))
         if self._inflight.pop(message_id, None) is None:
@@ -375,9 +384,12 @@ class CyclicChild:
         plan = self.plan
         if plan.once and plan.version != self._once_version:
             self._once_version = plan.version
+            self._once_ids.clear()
+            self._once_answered = False
+        if plan.once and not self._once_answered and self._once_ids.isdisjoint(self._inflight):
             assert self._plan_command is not None
             message_id = self._send(Function.BASE_CYCLIC_REFRESH, _stamped(self._plan_command, frame_id))
-            self._once_id = message_id
+            self._once_ids.add(message_id)
         elif plan.low_level:
             command = self._safe_command if stalled else self._plan_command
             assert command is not None
@@ -419,11 +431,15 @@ class CyclicChild:
     # -- the end -----------------------------------------------------------------------------------
 
     def close_session(self) -> None:
-        """The safe command (if in low level), then CloseSession; within `SHUTDOWN_BUDGET_S`."""
+        """The safe command (in low level, or low level's last Refresh unanswered), then CloseSession.
+
+        Both within `SHUTDOWN_BUDGET_S`.
+        """
         if self.sock is None or not self.router.session_id:
             return
         end = time.monotonic() + SHUTDOWN_BUDGET_S
-        if self.plan.low_level and self._safe_command is not None:
+        unanswered = self.plan.once and not self._once_answered
+        if (self.plan.low_level or unanswered) and self._safe_command is not None:
             self.frame_id = (self.frame_id + 1) & 0xFFFF
             event = self._call(Function.BASE_CYCLIC_REFRESH, _stamped(self._safe_command, self.frame_id), 0.4)
             self.log("info", "outputs at 0 in a last Refresh" + ("" if event is not None else " (unanswered)"))

@@ -34,7 +34,8 @@ the gateway's adapter, and checked against the spec's golden hex vectors in test
   USER_NOT_FOUND / INVALID_PASSWORD, WRONG_SERVOING_MODE. Which major error code a real robot pairs
   with each sub-code is not in the notes; this arm uses ERROR_PROTOCOL_SERVER for protocol faults and
   ERROR_DEVICE for refusals by the arm [L];
-- fault injection (`ArmFaults`): lose or delay a share of BaseCyclic replies on UDP, refuse sessions
+- fault injection (`ArmFaults`): lose or delay a share of BaseCyclic replies on UDP, act on every
+  BaseCyclic request late (a loaded arm or host: a TCP request sent after it may be handled first), refuse sessions
   (with an error or silently), answer successes with error code 0 and a non-zero sub-code (which
   Kinova's client takes as success), and `close_tcp_connections()`.
 
@@ -126,15 +127,18 @@ class ArmFaults:
 
     `udp_reply_loss`: share [0, 1] of BaseCyclic replies on UDP never sent (session replies always
     go out, so a test's set-up stays deterministic). `udp_reply_delay_s`: delay of every BaseCyclic
-    reply on UDP. `refuse_sessions`: answer CreateSession with an error ("error") or not at all
-    ("silent", a hung robot). `success_sub_code`: the sub-code every successful response carries in
-    frame_info, with error code 0 (0: none). `unsupported`: function UIDs answered as a firmware
-    without them answers (UNSUPPORTED_METHOD). `garbled`: function UIDs whose successful answers
-    carry bytes that are no protobuf message.
+    reply on UDP. `udp_request_delay_s`: delay (s) before the arm handles each BaseCyclic request on
+    UDP (it acts on the command, then answers, that much later; TCP requests are handled at once, so
+    one sent after it can be handled before it). `refuse_sessions`: answer CreateSession with an
+    error ("error") or not at all ("silent", a hung robot). `success_sub_code`: the sub-code every
+    successful response carries in frame_info, with error code 0 (0: none). `unsupported`: function
+    UIDs answered as a firmware without them answers (UNSUPPORTED_METHOD). `garbled`: function UIDs
+    whose successful answers carry bytes that are no protobuf message.
     """
 
     udp_reply_loss: float = 0.0
     udp_reply_delay_s: float = 0.0
+    udp_request_delay_s: float = 0.0
     refuse_sessions: Refusal = "no"
     success_sub_code: int = 0
     unsupported: frozenset[int] = frozenset()
@@ -601,22 +605,26 @@ class SimulatedArm:
             send(reply)
 
     def datagram(self, data: bytes, addr: Any) -> None:
-        """One UDP datagram from `addr`."""
-        assert self._udp is not None
+        """One UDP datagram from `addr` (a BaseCyclic request handled `udp_request_delay_s` later)."""
+        delay = self.faults.udp_request_delay_s
+        if delay > 0 and _function_uid(data) in _CYCLIC:
+            asyncio.get_running_loop().call_later(delay, self._datagram, data, addr)
+        else:
+            self._datagram(data, addr)
+
+    def _datagram(self, data: bytes, addr: Any) -> None:
+        if self._udp is None or self._udp.is_closing():  # stopped while a delayed request waited
+            return
+        udp = self._udp
         link = self._udp_links.get(addr)
         if link is None:
-            udp = self._udp
 
             def send(frame: bytes, _addr: Any = addr) -> None:
                 udp.sendto(frame, _addr)
 
             link = self._udp_links[addr] = _Link("udp", f"{addr[0]}:{addr[1]}", send)
         replies = self.handle(data, link)
-        try:
-            uid = decode_frame(data).header.function_uid
-        except ProtocolError:
-            uid = 0
-        self._udp_reply(uid, replies, link.send)
+        self._udp_reply(_function_uid(data), replies, link.send)
 
     def cycle_stats(self, session: SimSession) -> dict[str, Any]:
         """How regularly `session` sent BaseCyclic requests: count, rate and period percentiles (ms)."""
@@ -733,6 +741,14 @@ class SimulatedArm:
                 self._publish(topics.ping_topic(session.id), encode_frame(ping))
                 pinged += 1
         return pinged
+
+
+def _function_uid(data: bytes) -> int:
+    """The function UID of the request in `data`; 0 for a malformed frame."""
+    try:
+        return decode_frame(data).header.function_uid
+    except ProtocolError:
+        return 0
 
 
 def _fill_imu(target: Any, t: float) -> None:

@@ -126,8 +126,22 @@ class Adapter(abc.ABC, Generic[OptionsT]):
         """
 
     def outputs(self) -> Mapping[str, Any]:
-        """What the actuators output now, as plain values (logged with the safe state at shutdown)."""
+        """What the actuators output now, as plain values (logged with the safe state at shutdown).
+
+        Where the device does not report its outputs back, these are the values last sent to it;
+        `unconfirmed_safe_state` then says when the device never acknowledged the safe ones.
+        """
         return {}
+
+    def unconfirmed_safe_state(self) -> str | None:
+        """Why the device may not be in its safe state although the adapter sent it; None when it is (default).
+
+        Asked at shutdown after `close`: an adapter returns a reason when the device did not
+        acknowledge the safe values in time (an unanswered request, a link lost on the way), and
+        the supervisor then logs the safe state as "unconfirmed" with it, never "ok". Adapters whose
+        device cannot acknowledge anything keep the default.
+        """
+        return None
 
 
 class DeviceKinds:
