@@ -46,9 +46,10 @@ typecheck: $(VENV)/.test
 
 # Tests run in a fresh network namespace holding only loopback, so nothing can leave this host, on
 # PYTEST_WORKERS pytest-xdist workers: most tests wait on sockets and peer processes, so more workers
-# than cores pay. Each file runs whole on one worker (--dist loadfile), so a module's shared daemon
-# starts once; free ports, temp dirs and Unix sockets are per worker (tests/harness.py).
-PYTEST_WORKERS ?= 4
+# than cores pay; on 2 cores, 4 workers starved the timing-bound tests (18 failed, demo starts over 15 s)
+# where 3 ran the suite in 7.9 min with one failure. Each file runs whole on one worker (--dist loadfile),
+# so a module's shared daemon starts once; free ports, temp dirs and Unix sockets are per worker.
+PYTEST_WORKERS ?= 3
 pytest: $(VENV)/.test
 	scripts/loopback-only.sh $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 

@@ -34,7 +34,9 @@ TransportName = Literal["ws", "tcp", "unix"]
 DEMO_IDS = [device.id for device in load(Path(__file__).resolve().parent.parent / "gateway" / "demo.toml").devices]
 DEMO_DEVICES = len(DEMO_IDS)
 TRANSPORTS: tuple[TransportName, ...] = ("ws", "tcp", "unix")
-START_TIMEOUT_S = 15.0
+#: Seconds a daemon process may take to log `listening`: the demo imports every device family, and with
+#: several pytest-xdist workers on two loaded cores its start took over 15 s.
+START_TIMEOUT_S = 30.0
 
 SIM_DEVICE = """
 [devices.sim-1]

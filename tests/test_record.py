@@ -17,7 +17,7 @@ import pytest
 import websockets
 from mcap.reader import make_reader
 
-from tests.harness import WsClient, demo_config, free_port, gateway_config
+from tests.harness import WsClient, demo_config, free_port, gateway_config, start_demo, start_gateway
 from tests.inprocess import start_in_process
 
 NODE_READER = Path(__file__).parent / "node" / "mcap"
@@ -271,7 +271,7 @@ def topics_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp / "topics.mcap"
 
     async def record() -> None:
-        demo = await start_in_process(tmp, demo_config(tmp))
+        demo = await start_demo(tmp, free_port(), free_port())
         try:
             url = f"ws://127.0.0.1:{demo.http_port}/ws"
             code, _, err = await hwgateway("record", "-o", str(path), "--url", url, "--duration", "2",
@@ -287,7 +287,7 @@ def topics_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def _replayed(tmp_path: Path, path: Path, speed: float, expected: int) -> list[tuple[float, dict[str, Any]]]:
     """Run a gateway with a replay device of `path`; the state messages a WebSocket client receives."""
     device = f'[devices.player]\nkind = "replay"\nfile = {json.dumps(str(path))}\nspeed = {speed}\ndelay_s = 1.5\n'
-    gateway = await start_in_process(tmp_path, gateway_config(tmp_path, devices=device))
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, devices=device))
     received: list[tuple[float, dict[str, Any]]] = []
     try:
         async with websockets.connect(f"ws://127.0.0.1:{gateway.http_port}/ws", max_size=None) as ws:
