@@ -19,7 +19,7 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from tests.harness import RunningGateway, connect, gateway_config, start_gateway
+from tests.harness import RunningGateway, connect, gateway_config, healthz, start_gateway
 from tests.mosquitto_broker import Broker, mosquitto
 
 __all__ = ["mosquitto"]
@@ -51,12 +51,6 @@ async def start_b(tmp_path: Path, broker: Broker) -> RunningGateway:
 
 def is_device(device: str, status: str):
     return lambda m: m["op"] == "device" and m["device"] == device and m["status"] == status
-
-
-async def healthz(gateway: RunningGateway) -> dict[str, Any]:
-    async with aiohttp.ClientSession() as session, session.get(gateway.base_url + "/healthz") as response:
-        body: dict[str, Any] = await response.json()
-        return body
 
 
 async def metrics(gateway: RunningGateway) -> str:
