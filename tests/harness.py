@@ -188,6 +188,16 @@ async def healthz(gateway: GatewayUnderTest) -> dict[str, Any]:
         return body
 
 
+async def until(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    """Poll `predicate` every 10 ms until true (a simulated peer has no event to wait on); fail naming `what`."""
+    try:
+        async with asyncio.timeout(timeout):
+            while not predicate():  # noqa: ASYNC110 (polled: the peer has no event)
+                await asyncio.sleep(0.01)
+    except TimeoutError:
+        raise AssertionError(f"never happened: {what}") from None
+
+
 def health_faults(body: dict[str, Any]) -> list[str]:
     """What makes a /healthz body unhealthy (503) but the event loop's lag: [] when nothing else is.
 

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.faces.native.session import Session
-from gateway.faces.native.websocket import receive_text
+from gateway.servers.upgrade import receive_json_text
 from gateway.wire import Encoding
 from protocols.errors import ProtocolError
 from protocols.msgpack_stream import MsgpackStreamReader
@@ -84,7 +84,7 @@ def test_any_request_maps_get_one_result_each(batch: list[dict[str, Any]]) -> No
 def test_any_websocket_text_gets_one_result(text: str) -> None:
     async def run() -> None:
         session, capture = _session("json")
-        await receive_text(session, text, FUZZ_MAX_REQUEST_BYTES)
+        await receive_json_text(session, text, FUZZ_MAX_REQUEST_BYTES)
         await _settle(session)
         results = _results(capture)
         assert len(results) == 1, (text, results)

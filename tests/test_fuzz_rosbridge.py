@@ -15,7 +15,8 @@ from devices.registry import KINDS
 from gateway.core.config import DeviceConfig
 from gateway.faces.rosbridge.names import RosNames, namings_of
 from gateway.faces.rosbridge.ops import RosbridgeSession
-from gateway.faces.rosbridge.server import _receive_binary, _receive_text
+from gateway.faces.rosbridge.server import _receive_binary
+from gateway.servers.upgrade import receive_json_text
 from tests.fuzzing import FUZZ_MAX_REQUEST_BYTES, Capture, fuzz_hub, fuzz_settings
 
 pytestmark = pytest.mark.fuzz
@@ -102,7 +103,7 @@ def test_any_request_maps_are_answered_without_internal_errors(batch: list[dict[
 def test_any_websocket_text_is_answered_or_served(text: str) -> None:
     async def run() -> None:
         session, capture = _session()
-        await _receive_text(session, text, FUZZ_MAX_REQUEST_BYTES)
+        await receive_json_text(session, text, FUZZ_MAX_REQUEST_BYTES)
         await _settle(session)
         _no_internal_error(_messages(capture))
 

@@ -7,7 +7,6 @@ later than the adapter's RPC timeout, while it handles TCP requests (SetServoing
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -24,6 +23,7 @@ from gateway.core.config import DeviceConfig, SupervisorConfig
 from gateway.messages.kortex import Command as C61Command
 from gateway.supervisor import ESTOP_AT_STOP_S, Supervisor
 from protocols.kortex.generated import Base_pb2
+from tests.harness import until
 
 
 @pytest.fixture
@@ -32,15 +32,6 @@ async def arm() -> AsyncIterator[SimulatedArm]:
     await simulated.start()
     yield simulated
     await simulated.stop()
-
-
-async def _until(predicate: Any, what: str, timeout: float = 10.0) -> None:
-    try:
-        async with asyncio.timeout(timeout):
-            while not predicate():  # noqa: ASYNC110 (the simulated arm is polled, it has no event)
-                await asyncio.sleep(0.01)
-    except TimeoutError:
-        raise AssertionError(f"never happened: {what}") from None
 
 
 async def _supervised_arm_with_outputs_on(arm: SimulatedArm) -> Supervisor:
@@ -57,11 +48,11 @@ async def _supervised_arm_with_outputs_on(arm: SimulatedArm) -> Supervisor:
     supervisor = Supervisor(Bus(), SupervisorConfig(), [DeviceConfig("arm-1", "kortex", True, options)], KINDS)
     supervisor.start()
     handle = supervisor.devices["arm-1"]
-    await _until(lambda: handle.status == "connected", "arm-1 connected")
+    await until(lambda: handle.status == "connected", "arm-1 connected")
     outputs = C61Command(digital_outputs_state=0b0110, analog_output_a_channel_1_value=2.0)
     command = Command("kortex/WristCyclicC61/Command", outputs, "client-1", time.monotonic() + 5)
     await handle.adapter.handle_command(command)
-    await _until(lambda: arm.wrist.digital_outputs_state == 0b0110, "wrist outputs on at the arm")
+    await until(lambda: arm.wrist.digital_outputs_state == 0b0110, "wrist outputs on at the arm")
     return supervisor
 
 

@@ -19,7 +19,7 @@ import pytest
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from tests.harness import RunningGateway, connect, gateway_config, healthz, start_gateway
+from tests.harness import RunningGateway, connect, gateway_config, health_faults, healthz, start_gateway
 from tests.mosquitto_broker import Broker, mosquitto
 
 __all__ = ["mosquitto"]
@@ -173,12 +173,12 @@ async def test_broker_restart_is_survived(tmp_path: Path, mosquitto: Broker) -> 
         await client.wait_for(is_device("lab-a:sim-1", "connected"), timeout=10)
         assert (await healthz(b))["mqtt"]["state"] == "connected"
         await mosquitto.stop()
-        await client.wait_for(is_device("lab-a:sim-1", "disconnected"), timeout=5)
+        await client.wait_for(is_device("lab-a:sim-1", "disconnected"), timeout=15)  # hang guards only
         client.pushed.clear()  # an earlier `connected` kept there must not pass for the return below
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(15):
             while (health := await healthz(b))["mqtt"]["state"] == "connected":  # noqa: ASYNC110 - polled over HTTP
                 await asyncio.sleep(0.05)
-        assert health["status"] != "unhealthy"  # degraded: an imported device is away, the process is fine
+        assert health_faults(health) == []  # degraded: an imported device is away, the process is fine
         assert health["mqtt"]["state"] in ("connecting", "disconnected")
         # Local devices keep working while the broker is away.
         assert (await client.request("command", device="lamp", type="led", data={}))["ok"]

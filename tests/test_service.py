@@ -119,10 +119,16 @@ class NotifyListener:
         self.messages.append((time.monotonic(), data.decode()))
 
     async def wait_for(self, line: str, timeout: float = 15.0) -> float:
+        """The time of the first message with `line` (a line ending in `*`: a line starting with the rest)."""
+        prefix = line[:-1] if line.endswith("*") else None
+
+        def matches(text: str) -> bool:
+            return text.startswith(prefix) if prefix is not None else text == line
+
         async with asyncio.timeout(timeout):
             while True:
                 for stamp, message in self.messages:
-                    if line in message.splitlines():
+                    if any(matches(text) for text in message.splitlines()):
                         return stamp
                 await self.receive(timeout)
 
@@ -156,7 +162,8 @@ async def test_daemon_under_the_units_command_line_notifies_and_feeds_the_watchd
         # Pings until the loop is blocked on purpose; the lag is seen once it runs again, and that
         # tick withholds its ping (says unhealthy); then pings again. (The period on a sleep the test
         # releases: test_the_watchdog_pings_each_half_interval_only_while_healthy.)
-        unhealthy = await listener.wait_for("STATUS=unhealthy: 1/1 devices connected, 0 clients")
+        # (What follows "unhealthy: " is the summary of the moment: a loaded machine may see it change.)
+        unhealthy = await listener.wait_for("STATUS=unhealthy: *")
         while not [stamp for stamp in listener.pings() if stamp > unhealthy]:
             await listener.receive()
         before = [stamp for stamp in listener.pings() if stamp < unhealthy]

@@ -14,7 +14,7 @@ import pytest
 
 from devices.sim.kortex_arm import SimulatedArm
 from devices.sim.thymio import SimulatedThymio
-from tests.harness import TRANSPORTS, Client, connect, gateway_config, start_gateway
+from tests.harness import TRANSPORTS, Client, connect, gateway_config, start_gateway, until
 from tests.mosquitto_broker import Broker, mosquitto  # noqa: F401 (a fixture)
 
 WIIMOTE = """
@@ -130,15 +130,6 @@ async def thymio() -> AsyncIterator[SimulatedThymio]:
     await robot.stop()
 
 
-async def _until(predicate: Any, what: str, timeout: float = 10.0) -> None:
-    try:
-        async with asyncio.timeout(timeout):
-            while not predicate():  # noqa: ASYNC110 (the simulated peers are polled, they have no event)
-                await asyncio.sleep(0.01)
-    except TimeoutError:
-        raise AssertionError(f"never happened: {what}") from None
-
-
 async def test_sighup_to_the_process_group_puts_the_leased_arm_and_thymio_in_their_safe_state(
     tmp_path: Path, arm: SimulatedArm, thymio: SimulatedThymio
 ) -> None:
@@ -171,8 +162,8 @@ motor_lease_ms = 600000
             data={"digital_outputs_state": 0b1011, "analog_output_a_channel_1_value": 4.0},
         )
         await driver.ok("command", device="thymio-1", type="hwgateway/ThymioMotors", data={"left": 200, "right": -150})
-        await _until(lambda: arm.wrist.digital_outputs_state == 0b1011, "wrist outputs on")
-        await _until(lambda: thymio.get("motor.left.target") == 200, "Thymio motors on")
+        await until(lambda: arm.wrist.digital_outputs_state == 0b1011, "wrist outputs on")
+        await until(lambda: thymio.get("motor.left.target") == 200, "Thymio motors on")
         # The driver stays connected: its leases are held when the terminal closes.
         os.killpg(gateway.proc.pid, signal.SIGHUP)
         async with asyncio.timeout(EXIT_WITHIN_S):
@@ -236,7 +227,7 @@ async def test_sigterm_with_the_mqtt_bridge_connected_and_leases_held_puts_every
             type="wiimote/TimedSwitch",
             data={"switch_mode": 1, "num_cycles": 0, "pulse_pattern": []},
         )
-        await _until(lambda: arm.wrist.digital_outputs_state == 0b0110, "wrist outputs on")
+        await until(lambda: arm.wrist.digital_outputs_state == 0b0110, "wrist outputs on")
         await asyncio.sleep(0.05 * round_)  # the stop meets the exporter at a different point of its cycle
         gateway.proc.send_signal(signal.SIGTERM)
         code = await gateway.stop(timeout=EXIT_WITHIN_S)

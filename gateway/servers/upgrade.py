@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
+import orjson
 from aiohttp import WSCloseCode, WSMessage, WSMsgType, web
 
 from gateway.core.config import ServerConfig
@@ -199,3 +200,25 @@ async def receive_messages(
                 return
     except ConnectionError:  # the peer vanished while we said goodbye
         pass
+
+
+class JsonRequestSink(Protocol):
+    """A face session that takes JSON requests sent as WebSocket text frames (native `/ws`, rosbridge)."""
+
+    async def receive(self, request: object, size: int) -> None:
+        """Handle one decoded request, `size` bytes long on the wire."""
+
+    async def reject(self, message: str) -> None:
+        """Answer a frame that is not a request (here: not valid JSON)."""
+
+
+async def receive_json_text(session: JsonRequestSink, text: str, max_request_bytes: int) -> None:
+    """Hand one JSON text frame to `session`, its size in bytes counted for the request limit."""
+    # Characters never outnumber UTF-8 bytes, and a character takes at most 4 bytes: encode only near the limit.
+    size = len(text) if len(text) * 4 <= max_request_bytes else len(text.encode())
+    try:
+        request = orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        await session.reject(f"not valid JSON: {error}")
+        return
+    await session.receive(request, size)

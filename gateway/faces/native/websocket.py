@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 
-import orjson
 from aiohttp import WSMessage, WSMsgType, web
 
 from gateway.core.client import Hub
 from gateway.faces.native.session import Session
 from gateway.servers.http_guard import GuardedHttpProtocol
-from gateway.servers.upgrade import WebSocketTransport, accept, receive_messages, vet_upgrade
+from gateway.servers.upgrade import WebSocketTransport, accept, receive_json_text, receive_messages, vet_upgrade
 
 
 def handler(
@@ -37,7 +36,7 @@ def handler(
 
         async def handle(message: WSMessage) -> None:
             if message.type == WSMsgType.TEXT:
-                await receive_text(session, message.data, server.max_request_bytes)
+                await receive_json_text(session, message.data, server.max_request_bytes)
             else:
                 await session.reject("binary frames are not accepted on /ws: send JSON text frames")
 
@@ -48,15 +47,3 @@ def handler(
         return ws
 
     return websocket
-
-
-async def receive_text(session: Session, text: str, max_request_bytes: int) -> None:
-    """Hand one JSON text frame to `session` (its size in bytes counted for the request limit)."""
-    # Characters never outnumber UTF-8 bytes, and a character takes at most 4 bytes.
-    size = len(text) if len(text) * 4 <= max_request_bytes else len(text.encode())
-    try:
-        request = orjson.loads(text)
-    except orjson.JSONDecodeError as error:
-        await session.reject(f"not valid JSON: {error}")
-        return
-    await session.receive(request, size)

@@ -12,7 +12,6 @@ import logging
 import ssl
 from collections.abc import Awaitable, Callable
 
-import orjson
 from aiohttp import WSMessage, WSMsgType, web
 
 from gateway.core.client import Hub
@@ -23,7 +22,7 @@ from gateway.faces.rosbridge.ops import RosbridgeSession
 from gateway.servers.hosts import HostPolicy, host_guard
 from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded, serve_guarded
 from gateway.servers.limits import ConnectionLimits
-from gateway.servers.upgrade import WebSocketTransport, accept, receive_messages, vet_upgrade
+from gateway.servers.upgrade import WebSocketTransport, accept, receive_json_text, receive_messages, vet_upgrade
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +55,7 @@ def handler(hub: Hub, names: RosNames) -> Callable[[web.Request], Awaitable[web.
 
         async def handle(message: WSMessage) -> None:
             if message.type == WSMsgType.TEXT:
-                await _receive_text(session, message.data, server.max_request_bytes)
+                await receive_json_text(session, message.data, server.max_request_bytes)
             else:
                 await _receive_binary(session, message.data)
 
@@ -67,16 +66,6 @@ def handler(hub: Hub, names: RosNames) -> Callable[[web.Request], Awaitable[web.
         return ws
 
     return rosbridge
-
-
-async def _receive_text(session: RosbridgeSession, text: str, max_request_bytes: int) -> None:
-    size = len(text) if len(text) * 4 <= max_request_bytes else len(text.encode())
-    try:
-        request = orjson.loads(text)
-    except orjson.JSONDecodeError as error:
-        await session.reject(f"not valid JSON: {error}")
-        return
-    await session.receive(request, size)
 
 
 async def _receive_binary(session: RosbridgeSession, data: bytes) -> None:
