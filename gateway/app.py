@@ -102,6 +102,7 @@ class LoopMonitor:
     def __init__(self, period: float = _LAG_PERIOD_S, window: int = 40) -> None:
         self.period = period
         self.samples: deque[float] = deque(maxlen=window)
+        self._peak = 0.0
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -113,6 +114,11 @@ class LoopMonitor:
     def max_lag(self) -> float:
         """The largest lag in the window (about 10 s)."""
         return max(self.samples, default=0.0)
+
+    def take_peak(self) -> float:
+        """The largest lag measured since the previous call (s), then start again from 0."""
+        peak, self._peak = self._peak, 0.0
+        return peak
 
     def start(self) -> None:
         """Start measuring."""
@@ -127,7 +133,9 @@ class LoopMonitor:
         while True:
             started = time.monotonic()
             await asyncio.sleep(self.period)
-            self.samples.append(max(time.monotonic() - started - self.period, 0.0))
+            lag = max(time.monotonic() - started - self.period, 0.0)
+            self.samples.append(lag)
+            self._peak = max(self._peak, lag)
 
 
 class Gateway:
@@ -288,8 +296,13 @@ class Gateway:
             face.abort_connections()
 
     def healthy(self) -> bool:
-        """True while the event loop keeps up and every adapter task is alive."""
-        return self.monitor.lag <= UNHEALTHY_LAG_S and self.supervisor.tasks_alive()
+        """True when the event loop kept up since the previous call and every adapter task is alive.
+
+        The watchdog calls it once a tick. It takes the largest lag since the previous tick, not the
+        last one measured: after a hang the loop may run the watchdog's tick before the monitor's,
+        and the monitor's next sample is small again, so the hang would never be seen.
+        """
+        return self.monitor.take_peak() <= UNHEALTHY_LAG_S and self.supervisor.tasks_alive()
 
     def summary(self) -> str:
         """One line for systemd's STATUS=."""

@@ -101,7 +101,9 @@ SHUTDOWN_RPC_TIMEOUT_S = 0.5
 #: e-stop's 1 s may cut the wait, the leave goes on as a task of its own, `close` waits for it).
 ZEROING_ANSWER_WAIT_S = 1.5
 #: How long a wrist command waits for the first feedback after connecting (the joints are held at it).
-FIRST_FEEDBACK_WAIT_S = 0.5
+#: A client may command as soon as the arm is `connected`; on a loaded computer the first cycle's
+#: answer has been seen to take over 0.5 s, and the command's own deadline still bounds the wait.
+FIRST_FEEDBACK_WAIT_S = 2.0
 #: KeepAlive after this much idle time on the MQTT session (s): Kinova's MQTT clients send none, but
 #: without it a silent arm behind a live broker could not be told from an idle one.
 MQTT_KEEPALIVE_IDLE_S = 1.0
