@@ -265,6 +265,8 @@ async def test_failed_services_answer_result_false_with_values_and_a_status_firs
         ("/sim_1/cmd/led", [1, 2], "call_service.args: expected an object"),
         ("/rosapi/set_param", {"name": "/x", "value": "1"}, "read-only"),
         ("/rosapi/message_details", {"type": "no/Such"}, "no message type 'no/Such'"),
+        ("/rosapi/topic_type", {"topic": 5}, "args.topic: expected a string, got int"),
+        ("/rosapi/node_details", {"node": ["/x"]}, "args.node: expected a string, got list"),
     ]
     for number, (service, args, part) in enumerate(cases):
         request_id = f"call:{number}"

@@ -12,6 +12,7 @@ from devices.registry import KINDS
 from gateway.config import loads
 from gateway.errors import ConfigError
 from gateway.faces.rosbridge import names as ros
+from gateway.faces.rosbridge import ros1
 from gateway.faces.rosbridge.rosapi import typedefs
 from gateway.messages import REGISTRY
 
@@ -162,3 +163,10 @@ def test_typedefs_from_the_schemas() -> None:
     }
     for info in REGISTRY.values():  # every type can be described
         assert typedefs(info.cls)[0]["fieldnames"] == [name for name, _ in info.fields]
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_bus_type_has_a_ros1_layout_for_cbor_raw(name: str) -> None:
+    # A field spec with no ROS 1 layout raises TypeError when the writer is built: no type may have one,
+    # or a `cbor-raw` subscriber (the viewer apps' Rosbridge source) would get an internal error.
+    assert callable(ros1.message_writer(REGISTRY[name].cls))

@@ -7,6 +7,7 @@ import asyncio.selector_events
 import contextlib
 import socket
 
+from gateway.errors import ErrorCode
 from gateway.wire import Encoding
 
 #: Bytes a client may have unsent in the kernel-side buffer of asyncio before it counts as backed up.
@@ -109,3 +110,24 @@ class SocketTransport:
             if transport.is_closing():
                 raise ConnectionResetError("the client's connection closed")
             await asyncio.sleep(DRAIN_POLL_S)
+
+
+class StreamWriterTransport(SocketTransport):
+    """A `SocketTransport` over an asyncio stream (the native msgpack and the TDM TCP listeners)."""
+
+    def __init__(self, writer: asyncio.StreamWriter, send_buffer_bytes: int) -> None:
+        transport = writer.transport
+        assert isinstance(transport, asyncio.WriteTransport)
+        super().__init__(transport, send_buffer_bytes)
+        self._writer = writer
+
+    async def close(self, code: ErrorCode, reason: str) -> None:
+        """Close the socket; abort it when what is buffered does not drain in `CLOSE_DRAIN_S` (a peer not reading)."""
+        self._writer.close()
+        try:
+            async with asyncio.timeout(CLOSE_DRAIN_S):
+                await self._writer.wait_closed()
+        except TimeoutError:
+            self.abort()
+        except OSError:  # ConnectionError included: the peer is gone, nothing left to close
+            pass

@@ -16,7 +16,7 @@ from gateway.core.client import Hub
 from gateway.errors import ErrorCode
 from gateway.faces.native.session import Session
 from gateway.servers.limits import ConnectionLimits, Refused, Ticket
-from gateway.servers.socket_transport import CLOSE_DRAIN_S, SocketTransport, close_or_abort
+from gateway.servers.socket_transport import StreamWriterTransport, close_or_abort
 from gateway.servers.stream_listener import read_stream
 from gateway.wire import Encoding, encode
 from protocols.errors import ProtocolError
@@ -30,29 +30,14 @@ YIELD_EVERY = 32
 BIN_KEYS = "request keys must be msgpack str, not bin (pack text as str: use_bin_type=True with str keys)"
 
 
-class StreamTransport(SocketTransport):
+class StreamTransport(StreamWriterTransport):
     """msgpack frames out over an asyncio stream."""
 
     encoding: Encoding = "msgpack"
 
-    def __init__(self, writer: asyncio.StreamWriter, send_buffer_bytes: int) -> None:
-        super().__init__(writer.transport, send_buffer_bytes)
-        self._writer = writer
-
     async def drained(self) -> None:
         """The stream's own flow control says when the peer has room again."""
         await self._writer.drain()
-
-    async def close(self, code: ErrorCode, reason: str) -> None:
-        """Close the socket (the `close` message already went out); abort it if it does not drain in time."""
-        self._writer.close()
-        try:
-            async with asyncio.timeout(CLOSE_DRAIN_S):
-                await self._writer.wait_closed()
-        except TimeoutError:
-            self.abort()
-        except OSError:
-            pass
 
 
 def _remove_stale_socket(path: Path) -> None:

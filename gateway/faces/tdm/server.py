@@ -22,7 +22,7 @@ from gateway.faces.tdm.session import TdmSession
 from gateway.servers.hosts import HostPolicy, host_guard
 from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded, serve_guarded
 from gateway.servers.limits import ConnectionLimits, Refused, Ticket
-from gateway.servers.socket_transport import CLOSE_DRAIN_S, SocketTransport, close_or_abort
+from gateway.servers.socket_transport import StreamWriterTransport, close_or_abort
 from gateway.servers.stream_listener import read_stream
 from gateway.servers.upgrade import accept, close_websocket, receive_messages, vet_upgrade
 from protocols.errors import ProtocolError
@@ -35,31 +35,14 @@ log = logging.getLogger(__name__)
 _READ_BYTES = 65536
 
 
-class TcpTransport(SocketTransport):
+class TcpTransport(StreamWriterTransport):
     """TDM frames over TCP: each message behind its 4-byte little-endian length."""
 
     framing = "tcp"
 
-    def __init__(self, writer: asyncio.StreamWriter, send_buffer_bytes: int) -> None:
-        transport = writer.transport
-        assert isinstance(transport, asyncio.WriteTransport)
-        super().__init__(transport, send_buffer_bytes)
-        self._writer = writer
-
     def frame(self, message: bytes) -> bytes:
         """`message` with its length prefix."""
         return frame(message)
-
-    async def close(self, code: ErrorCode, reason: str) -> None:
-        """Close the socket; abort it when what is buffered does not drain in `CLOSE_DRAIN_S` (a peer not reading)."""
-        self._writer.close()
-        try:
-            async with asyncio.timeout(CLOSE_DRAIN_S):
-                await self._writer.wait_closed()
-        except TimeoutError:
-            self.abort()
-        except (ConnectionError, OSError):
-            pass
 
 
 class WebSocketTransport:
