@@ -16,13 +16,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from gateway.messages import to_plain, type_name
-from gateway.topics import check_topic, matches_any, parse_pattern
+from gateway.topics import Pattern, check_topic, matches_parsed, parse_patterns
 
 DeviceStatus = Literal["connecting", "connected", "disconnected", "stopped"]
 
@@ -127,10 +127,70 @@ class Subscription:
     id: int
     patterns: tuple[str, ...]
     min_interval: float
+    #: `patterns` parsed once (`Subscription.of` fills it).
+    parsed: tuple[Pattern, ...]
+
+    @classmethod
+    def of(cls, subscription_id: int, patterns: tuple[str, ...], min_interval: float) -> Subscription:
+        """A subscription with its patterns checked and parsed; `InvalidArgument` names a bad one."""
+        return cls(subscription_id, patterns, min_interval, parse_patterns(patterns))
 
     def matches(self, topic: str) -> bool:
         """True when any pattern matches `topic`."""
-        return matches_any(self.patterns, topic)
+        return matches_parsed(self.parsed, topic)
+
+
+class Route:
+    """Who receives one topic's samples: the fan-out groups, and the subscribers served one by one.
+
+    A subscribe, unsubscribe, detach or regroup changes only the routes of the topics it concerns,
+    one entry at a time, in time independent of how many others receive the topic: a group is
+    counted (its `add` is walked once however many members it has), a subscriber served one by one
+    is appended. `Bus.publish` walks `groups` and `singles` as they are; an entry leaving replaces
+    the list it leaves rather than changing it, so a subscriber that goes away during a publication
+    (its write failed) cannot upset the walk.
+    """
+
+    __slots__ = ("_group_members", "groups", "members", "singles")
+
+    def __init__(self) -> None:
+        #: Subscriber -> (its send interval for this topic (s; 0: every sample), the group it is
+        #: served through, or None when it is served one by one).
+        self.members: dict[Subscriber, tuple[float, Group | None]] = {}
+        self.groups: tuple[Callable[[Outgoing], None], ...] = ()
+        self.singles: list[tuple[Subscriber, float]] = []
+        self._group_members: dict[Group, int] = {}
+
+    def put(self, subscriber: Subscriber, interval: float) -> None:
+        """Route the topic to `subscriber` at `interval` (s), through its group when it takes every sample."""
+        group = subscriber.group if not interval else None
+        if self.members.get(subscriber) == (interval, group):
+            return
+        self.remove(subscriber)
+        self.members[subscriber] = (interval, group)
+        if group is None:
+            self.singles.append((subscriber, interval))
+            return
+        count = self._group_members.get(group, 0)
+        self._group_members[group] = count + 1
+        if not count:
+            self.groups = (*self.groups, group.add)
+
+    def remove(self, subscriber: Subscriber) -> None:
+        """Stop routing the topic to `subscriber` (nothing when it is not routed)."""
+        entry = self.members.pop(subscriber, None)
+        if entry is None:
+            return
+        group = entry[1]
+        if group is None:
+            self.singles = [single for single in self.singles if single[0] is not subscriber]
+            return
+        count = self._group_members[group] - 1
+        if count:
+            self._group_members[group] = count
+        else:
+            del self._group_members[group]
+            self.groups = tuple(other.add for other in self._group_members)
 
 
 class Subscriber:
@@ -156,6 +216,9 @@ class Subscriber:
         self._not_before: dict[str, float] = {}
         self._bus: Bus | None = None
         self._group: Group | None = None
+        #: Topic -> the ids of this subscriber's subscriptions that match it, with their send
+        #: interval (s): the topics whose routes hold this subscriber, and why.
+        self.routed: dict[str, dict[int, float]] = {}
 
     @property
     def depth(self) -> int:
@@ -181,7 +244,7 @@ class Subscriber:
         if group is not self._group:
             self._group = group
             if self._bus is not None:
-                self._bus.reroute()
+                self._bus.regroup(self)
 
     def fanout_signature(self) -> frozenset[str] | None:
         """What this subscriber receives, as its patterns, when it takes every sample of them.
@@ -251,7 +314,7 @@ class Subscriber:
     def forget_unmatched(self) -> None:
         """Drop unsent samples of topics that no subscription matches any more."""
         for key in list(self._pending):
-            if not key.startswith("$") and self.interval_for(key) is None:
+            if not key.startswith("$") and key not in self.routed:
                 del self._pending[key]
                 self._intervals.pop(key, None)
                 self._not_before.pop(key, None)
@@ -270,8 +333,10 @@ class Bus:
         self._latest: dict[str, Sample] = {}
         self._seq: dict[str, int] = {}
         self._subscribers: set[Subscriber] = set()
-        #: Per topic: the groups' `add`, then the subscribers served one by one with their interval.
-        self._routes: dict[str, tuple[list[Callable[[Outgoing], None]], list[tuple[Subscriber, float]]]] = {}
+        #: Per published topic: who receives it.
+        self._routes: dict[str, Route] = {}
+        #: First segment (device id) -> its published topics: where a pattern naming a device can match.
+        self._topics_by_first: defaultdict[str, list[str]] = defaultdict(list)
         self._ids = itertools.count(1)
         self.published: Counter[str] = Counter()
 
@@ -286,13 +351,12 @@ class Bus:
         sample = Sample(topic, type_name(message), seq + 1, now if stamp is None else stamp, now, message)
         self._latest[topic] = sample
         self.published[topic] += 1
-        routes = self._routes.get(topic)
-        if routes is None:
-            routes = self._routes[topic] = self._route(topic)
-        groups, singles = routes
-        for add in groups:
+        route = self._routes.get(topic)
+        if route is None:
+            route = self._routes[topic] = self._route(topic)
+        for add in route.groups:
             add(sample)
-        for subscriber, interval in singles:
+        for subscriber, interval in route.singles:
             # `Subscriber.offer` inlined: this loop runs once per sample per client.
             if not interval and not subscriber._pending:
                 direct = subscriber.direct
@@ -324,39 +388,50 @@ class Bus:
         self._subscribers.discard(subscriber)
         subscriber.discard()
         subscriber._bus = None
-        self._routes.clear()
+        for topic in subscriber.routed:
+            self._routes[topic].remove(subscriber)
+        subscriber.routed.clear()
         subscriber.changed()
 
-    def reroute(self) -> None:
-        """Work out every topic's receivers again (a subscriber's group changed)."""
-        self._routes.clear()
+    def regroup(self, subscriber: Subscriber) -> None:
+        """Route `subscriber`'s topics through its new fan-out group (or one by one)."""
+        for topic, matched in subscriber.routed.items():
+            self._routes[topic].put(subscriber, min(matched.values()))
 
     def subscribe(
         self, subscriber: Subscriber, patterns: Iterable[str], max_rate_hz: float | None, newest: bool = True
     ) -> int:
         """Subscribe to `patterns`; the latest sample of every matching topic is queued at once (if `newest`)."""
-        patterns = tuple(patterns)
-        for pattern in patterns:
-            parse_pattern(pattern)
-        subscription = Subscription(next(self._ids), patterns, 1.0 / max_rate_hz if max_rate_hz else 0.0)
+        subscription = Subscription.of(next(self._ids), tuple(patterns), 1.0 / max_rate_hz if max_rate_hz else 0.0)
         subscriber.subscriptions[subscription.id] = subscription
-        self._add(subscriber)
-        self._routes.clear()
+        if subscriber._bus is self:
+            self._route_subscription(subscriber, subscription)
+        else:
+            self._add(subscriber)  # routes what it holds, this one included
         subscriber.changed()
         if not newest:
             return subscription.id
-        # No await between registering and the snapshot, so no sample falls in between.
-        for topic, sample in self._latest.items():
-            if subscription.matches(topic):
-                subscriber.offer(sample, subscriber.interval_for(topic) or 0.0)
+        # No await between registering and the snapshot, so no sample falls in between. Every
+        # published topic has a route, so the routes already say which topics this one matches.
+        for topic, matched in subscriber.routed.items():
+            if subscription.id in matched:
+                subscriber.offer(self._latest[topic], min(matched.values()))
         return subscription.id
 
     def unsubscribe(self, subscriber: Subscriber, subscription_id: int) -> bool:
         """Remove one subscription and what it left unsent; False when the subscriber has no such id."""
-        if subscriber.subscriptions.pop(subscription_id, None) is None:
+        subscription = subscriber.subscriptions.pop(subscription_id, None)
+        if subscription is None:
             return False
+        for topic, matched in list(subscriber.routed.items()):
+            if matched.pop(subscription_id, None) is None:
+                continue
+            if matched:
+                self._routes[topic].put(subscriber, min(matched.values()))
+            else:
+                del subscriber.routed[topic]
+                self._routes[topic].remove(subscriber)
         subscriber.forget_unmatched()
-        self._routes.clear()
         subscriber.changed()
         return True
 
@@ -369,17 +444,43 @@ class Bus:
         if subscriber._bus is not self:
             self._subscribers.add(subscriber)
             subscriber._bus = self
+            # Attached again after a detach: what it still holds is routed again.
+            for subscription in subscriber.subscriptions.values():
+                self._route_subscription(subscriber, subscription)
 
-    def _route(self, topic: str) -> tuple[list[Callable[[Outgoing], None]], list[tuple[Subscriber, float]]]:
-        groups: list[Group] = []
-        singles = []
+    def _route(self, topic: str) -> Route:
+        """The route of a topic published for the first time: every subscription is asked once."""
+        route = Route()
+        self._topics_by_first[topic.split("/", 1)[0]].append(topic)
+        parts = topic.split("/")
         for subscriber in self._subscribers:
-            interval = subscriber.interval_for(topic)
-            if interval is None:
-                continue
-            group = subscriber._group
-            if group is None or interval:
-                singles.append((subscriber, interval))
-            elif group not in groups:
-                groups.append(group)
-        return [group.add for group in groups], singles
+            matched = {
+                subscription.id: subscription.min_interval
+                for subscription in subscriber.subscriptions.values()
+                if any(pattern.matches_parts(parts) for pattern in subscription.parsed)
+            }
+            if matched:
+                subscriber.routed[topic] = matched
+                route.put(subscriber, min(matched.values()))
+        return route
+
+    def _route_subscription(self, subscriber: Subscriber, subscription: Subscription) -> None:
+        """Add `subscription` to the routes of the published topics it matches.
+
+        Its cost is its own patterns times the topics they may match (a pattern whose first segment
+        is literal is tried only on that device's topics), whatever the other subscribers hold.
+        """
+        for topic in self._candidates(subscription):
+            matched = subscriber.routed.setdefault(topic, {})
+            matched[subscription.id] = subscription.min_interval
+            self._routes[topic].put(subscriber, min(matched.values()))
+
+    def _candidates(self, subscription: Subscription) -> list[str]:
+        """The published topics `subscription` matches, trying each pattern only where it can match."""
+        found: dict[str, None] = {}
+        for pattern in subscription.parsed:
+            topics = self._routes if pattern.first is None else self._topics_by_first.get(pattern.first, ())
+            for topic in topics:
+                if topic not in found and pattern.matches_parts(topic.split("/")):
+                    found[topic] = None
+        return list(found)

@@ -1,0 +1,165 @@
+"""What subscription churn and connection storms cost the bus's routing, against the same work without them.
+
+Method: one process, no daemon, the bus on its own (`gateway.bus.Bus`), so the figures are the
+routing's alone; each figure is the median of `--repeats` runs in this thread's CPU time
+(`time.thread_time`, so other programs on the machine do not count).
+
+- **churn** (issue 42, item 1): 100 topics (`dev-D/stream-S`, 10 x 10) published round-robin at
+  10 kHz of simulated time for `--seconds`; 10 clients subscribed to everything (`**`) that keep
+  up; one more client holds 64 subscriptions of 64 distinct patterns each and makes 5
+  subscribe/unsubscribe pairs a second (simulated time). Reported: µs of CPU per delivered sample
+  with churn, and the same run without the churning pairs (the ratio is the goal: within 1.1x),
+  and delivered (every client receives every sample: 1.00).
+- **storm**: 500 clients connect one after another, each subscribing to `**` over the 100 topics,
+  one publication of every topic after each connection. Reported: the routing CPU of the whole
+  storm (each join's round less the same publications with nothing changed) against 500 x one
+  join's (the goal: no more).
+- Both are also run with `--old-routing`: after every change the whole route table is thrown away,
+  as the bus did before issue 42 (every topic's next publication asks every subscriber again), so
+  the figures stand beside what they replaced, in the same run.
+
+Run:  .venv/bin/python bench/route_churn.py [--seconds 2] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from gateway.bus import Bus, Outgoing, Subscriber  # noqa: E402 - after the path fix above
+from gateway.messages.generic import Led  # noqa: E402
+
+TOPICS = [f"dev-{d}/stream-{s}" for d in range(10) for s in range(10)]
+PUBLISH_HZ = 10_000
+CHANGES_PER_S = 5
+SUBSCRIPTIONS = 64
+PATTERNS_PER_SUBSCRIPTION = 64
+STORM_CLIENTS = 500
+MESSAGE = Led(index=0, rgb=(0.5, 0.0, 0.0))
+
+
+class KeepingUp(Subscriber):
+    """A client that always keeps up: every sample is written at once, and counted."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, "json")
+        self.received = 0
+        self.direct = self._write
+
+    def _write(self, item: Outgoing) -> bool:
+        self.received += 1
+        return True
+
+
+def forget_routes(bus: Bus) -> None:
+    """The routing before issue 42: every change threw the whole route table away."""
+    bus._routes.clear()
+    bus._topics_by_first.clear()
+    for subscriber in bus.subscribers:
+        subscriber.routed.clear()
+
+
+def churner_patterns(index: int) -> list[str]:
+    """64 distinct patterns that match some of the topics and not others (as a dashboard's picks do)."""
+    return [f"dev-{(index + p) % 10}/stream-{p % 10}" if p % 3 else f"*/stream-{p % 10}" for p in range(64)][
+        :PATTERNS_PER_SUBSCRIPTION
+    ]
+
+
+def churn_run(seconds: float, churn: bool, old_routing: bool) -> tuple[float, float]:
+    """(µs of CPU per delivered sample, delivered ratio) of one churn run."""
+    bus = Bus(clock=lambda: 0.0)
+    readers = [KeepingUp(f"reader-{i}") for i in range(10)]
+    for reader in readers:
+        bus.subscribe(reader, ["**"], None)
+    churner = KeepingUp("churner")
+    held = [bus.subscribe(churner, churner_patterns(i), None) for i in range(SUBSCRIPTIONS)]
+    for reader in readers:
+        reader.received = 0
+    publications = int(seconds * PUBLISH_HZ)
+    change_every = PUBLISH_HZ // (2 * CHANGES_PER_S)  # a subscribe or an unsubscribe, 10 a second
+    started = time.thread_time()
+    for n in range(publications):
+        if churn and n % change_every == 0:
+            if (n // change_every) % 2 == 0:
+                bus.unsubscribe(churner, held.pop(0))
+            else:
+                held.append(bus.subscribe(churner, churner_patterns(n), None))
+            if old_routing:
+                forget_routes(bus)
+        bus.publish(TOPICS[n % len(TOPICS)], MESSAGE)
+    cpu = time.thread_time() - started
+    delivered = sum(reader.received for reader in readers) + churner.received
+    ratio = min(reader.received for reader in readers) / publications
+    return cpu / delivered * 1e6, ratio
+
+
+def storm_run(old_routing: bool) -> tuple[float, float]:
+    """(routing CPU of the whole storm, routing CPU of one connection), in seconds.
+
+    A connection's routing CPU is its round (its subscribe, then one publication of every topic)
+    less the same publications again right after, when nothing changed: what remains is what the
+    join cost the bus, whatever delivering to more and more clients costs. The storm's is the sum
+    over every join (unclipped, so the noise of the differences averages out); one connection's is
+    the median of the first ten joins'.
+    """
+    bus = Bus(clock=lambda: 0.0)
+    for topic in TOPICS:
+        bus.publish(topic, MESSAGE)
+    overheads = []
+    for index in range(STORM_CLIENTS):
+        started = time.thread_time()
+        bus.subscribe(KeepingUp(f"c{index}"), ["**"], None)
+        if old_routing:
+            forget_routes(bus)
+        for topic in TOPICS:
+            bus.publish(topic, MESSAGE)
+        joined = time.thread_time()
+        for topic in TOPICS:
+            bus.publish(topic, MESSAGE)
+        overheads.append((joined - started) - (time.thread_time() - joined))
+    return sum(overheads), statistics.median(overheads[:10])
+
+
+Run = Callable[[], tuple[float, float]]
+
+
+def median_of(repeats: int, run: Run) -> tuple[float, float]:
+    results = [run() for _ in range(repeats)]
+    return statistics.median(r[0] for r in results), statistics.median(r[1] for r in results)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=2.0, help="simulated seconds of publishing per run")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per figure (the median is shown)")
+    args = parser.parse_args()
+    print(f"{len(TOPICS)} topics at {PUBLISH_HZ} publications/s, 10 readers of '**', one client with")
+    print(f"{SUBSCRIPTIONS} x {PATTERNS_PER_SUBSCRIPTION} patterns; medians of {args.repeats} runs, thread CPU\n")
+    print(f"{'routing':<8} {'µs/msg steady':>14} {'µs/msg churn':>13} {'churn/steady':>13} {'delivered':>10}")
+    for old in (False, True):
+        steady_run: Run = functools.partial(churn_run, args.seconds, False, old)
+        churn_run_: Run = functools.partial(churn_run, args.seconds, True, old)
+        steady, _ = median_of(args.repeats, steady_run)
+        churned, delivered = median_of(args.repeats, churn_run_)
+        name = "old" if old else "new"
+        print(f"{name:<8} {steady:>14.3f} {churned:>13.3f} {churned / steady:>12.2f}x {delivered:>10.2f}")
+    print(f"\nstorm: {STORM_CLIENTS} clients join one after another, all {len(TOPICS)} topics published between joins")
+    print(f"{'routing':<8} {'routing CPU s':>14} {'500 x one s':>14} {'ratio':>7}")
+    for old in (False, True):
+        storm, first = median_of(args.repeats, functools.partial(storm_run, old))
+        name = "old" if old else "new"
+        print(f"{name:<8} {storm:>14.3f} {STORM_CLIENTS * first:>14.3f} {storm / (STORM_CLIENTS * first):>6.2f}x")
+
+
+if __name__ == "__main__":
+    main()
