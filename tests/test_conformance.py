@@ -16,7 +16,7 @@ import json
 import os
 import socket
 import struct
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ import websockets
 from tdmclient import FlatBuffer
 from tdmclient.thymio import ThymioFB
 
+from gateway.core.origins import HOSTED_VIEWERS
 from gateway.credentials import hash_token
 from gateway.faces.rosbridge.ops import MAX_PUBLISHERS
 from gateway.faces.tdm.nodes import node_id
@@ -44,6 +45,7 @@ from tests.abuse_clients import (
     ws_server_frames,
 )
 from tests.harness import RunningGateway, connect, free_port, gateway_config, start_gateway
+from tests.inprocess import start_in_process
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]
 
@@ -120,6 +122,8 @@ class Conn:
 
 #: The address the suite's TCP connections come from (the per-peer cap tests pick their own).
 SOURCE: contextvars.ContextVar[str] = contextvars.ContextVar("SOURCE", default="127.0.0.1")
+#: The `Origin` the suite's WebSocket upgrades name (None: none, as a program sends); the origin tests set it.
+ORIGIN: contextvars.ContextVar[str | None] = contextvars.ContextVar("ORIGIN", default=None)
 
 
 async def tcp_connect(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -132,7 +136,8 @@ async def ws_upgrade(
 ) -> tuple[bytes, asyncio.StreamReader, asyncio.StreamWriter]:
     """A raw upgrade request with `headers` (Host defaults to 127.0.0.1:port); the response head, and the stream."""
     reader, writer = await tcp_connect(port)
-    fields = {"Host": f"127.0.0.1:{port}", **(headers or {})}
+    origin = ORIGIN.get()
+    fields = {"Host": f"127.0.0.1:{port}", **({"Origin": origin} if origin is not None else {}), **(headers or {})}
     if protocol is not None:
         fields["Sec-WebSocket-Protocol"] = protocol
     head = "".join(f"{name}: {value}\r\n" for name, value in fields.items())
@@ -163,6 +168,8 @@ class Face:
     ws_path: str = "/"
     subprotocol: str | None = None
     token_in_url: bool = False
+    #: True for the faces the hosted viewer apps speak (Foxglove, rosbridge): they admit `HOSTED_VIEWERS`.
+    viewers: bool = False
     #: Hostile values the face must answer or refuse by name, then `probe`, whose answer holds `probe_answer`.
     hostile: tuple[bytes, ...] = ()
     probe: bytes = b""
@@ -297,6 +304,7 @@ FACES = [
         _rosbridge(lambda p: p.rosbridge, "/"),
         b"not json",
         ws_port=lambda p: p.rosbridge,
+        viewers=True,
         hostile=HOSTILE_ROSBRIDGE,
         probe=b'{"op":"set_level","id":"probe-42","level":"nonsense"}',
         probe_answer=b'"probe-42"',
@@ -307,6 +315,7 @@ FACES = [
         b"not json",
         ws_port=lambda p: p.http,
         ws_path="/rosbridge",
+        viewers=True,
         hostile=HOSTILE_ROSBRIDGE,
         probe=b'{"op":"set_level","id":"probe-42","level":"nonsense"}',
         probe_answer=b'"probe-42"',
@@ -318,6 +327,7 @@ FACES = [
         ws_port=lambda p: p.foxglove,
         subprotocol="foxglove.websocket.v1",
         token_in_url=True,
+        viewers=True,
         hostile=HOSTILE_FOXGLOVE,
         probe=b'{"op":"getParameters","parameterNames":[],"id":"probe-42"}',
         probe_answer=b'"probe-42"',
@@ -334,7 +344,9 @@ def _ids(faces: list[Face]) -> list[str]:
     return [face.name for face in faces]
 
 
-def conformance_config(tmp_path: Path, ports: Ports, server: str = "", auth_timeout_s: float = AUTH_TIMEOUT_S) -> str:
+def conformance_config(
+    tmp_path: Path, ports: Ports, server: str = "", auth_timeout_s: float = AUTH_TIMEOUT_S, tokens: bool = True
+) -> str:
     auth = f"""
 [auth.tokens.admin]
 hash = "{hash_token(ADMIN)}"
@@ -363,7 +375,7 @@ devices = ["thymio-*"]
         f"auth_timeout_s = {auth_timeout_s}\nread_timeout_s = {READ_TIMEOUT_S}\nrefusal_burst = {REFUSAL_BURST}\n"
         f"http_header_timeout_s = {HEADER_TIMEOUT_S}\n" + server
     )
-    return gateway_config(tmp_path, DEVICES, server=server, extra=auth + faces)
+    return gateway_config(tmp_path, DEVICES, server=server, extra=(auth if tokens else "") + faces)
 
 
 def free_ports(tmp_path: Path) -> Ports:
@@ -401,20 +413,129 @@ async def test_every_websocket_face_refuses_a_foreign_or_malformed_host(
     assert response.startswith(b"HTTP/1.1 421 "), response
 
 
+#: Origins a fresh install admits on every WebSocket listener: a page served by the listener itself is
+#: added per test (its port), then a desktop app's page and development servers on loopback addresses.
+LOCAL_ORIGINS = ["file://", "http://localhost:5173", "http://127.0.0.1:8080", "http://[::1]:3000", "https://localhost"]
+#: Origins no listener admits by default: other sites, look-alikes of the admitted ones, `null` (any
+#: site's sandboxed frame sends it) and a hosted viewer over plain http.
+REFUSED_ORIGINS = [
+    "http://evil.example",
+    "null",
+    "http://localhost.evil.example",
+    "http://127.0.0.1.evil.example:8080",
+    "https://app.foxglove.dev.evil.example",
+    "http://app.foxglove.dev",
+    "file://evil.example",
+]
+
+
+def _admitted_origins(face: Face, port: int) -> list[str]:
+    """Every origin `face` admits with the shipped defaults, its own page's first."""
+    return [f"http://127.0.0.1:{port}", *LOCAL_ORIGINS, *(HOSTED_VIEWERS if face.viewers else ())]
+
+
+def _refused_origins(face: Face) -> list[str]:
+    """Every origin `face` refuses by default (the hosted viewers too where it speaks no viewer's protocol)."""
+    return [*REFUSED_ORIGINS, *(() if face.viewers else HOSTED_VIEWERS)]
+
+
+@contextlib.contextmanager
+def origin(value: str | None) -> Iterator[None]:
+    """The suite's WebSocket upgrades name `value` as their Origin while inside."""
+    reset = ORIGIN.set(value)
+    try:
+        yield
+    finally:
+        ORIGIN.reset(reset)
+
+
 @pytest.mark.parametrize("face", WS_FACES, ids=_ids(WS_FACES))
-async def test_every_websocket_face_refuses_a_foreign_origin(gateway: tuple[RunningGateway, Ports], face: Face) -> None:
+async def test_every_websocket_face_admits_the_default_origins_and_their_tokens_work(
+    gateway: tuple[RunningGateway, Ports], face: Face
+) -> None:
+    # With tokens on, a page from an admitted origin still authenticates: a read-only token's command is
+    # refused as read-only (not "authenticate first"), so the session is the token's.
+    assert face.ws_port is not None
+    for admitted in _admitted_origins(face, face.ws_port(gateway[1])):
+        with origin(admitted):
+            conn = await face.open(gateway[1], READER)
+        try:
+            COMMANDS[face.name](conn)
+            await _refused_with(face, conn, b"read-only", ErrorType.UNKNOWN_ERROR)
+        finally:
+            conn.close()
+
+
+@pytest.mark.parametrize("face", WS_FACES, ids=_ids(WS_FACES))
+async def test_every_websocket_face_refuses_other_origins_even_with_a_token_and_names_the_line_to_add(
+    gateway: tuple[RunningGateway, Ports], face: Face
+) -> None:
     assert face.ws_port is not None
     port = face.ws_port(gateway[1])
-    path = face.ws_path + (f"?token={ADMIN}" if face.token_in_url else "")
-    response, _, writer = await ws_upgrade(port, path, {"Origin": "http://evil.example"}, protocol=face.subprotocol)
-    writer.close()
-    assert response.startswith(b"HTTP/1.1 403 "), response
-    # A page this listener served (same host and port) is let in.
-    response, _, writer = await ws_upgrade(
-        port, path, {"Origin": f"http://127.0.0.1:{port}"}, protocol=face.subprotocol
-    )
-    writer.close()
-    assert response.startswith(b"HTTP/1.1 101 "), response
+    path = face.ws_path + f"?token={ADMIN}"  # a valid token in the URL admits no page the rule refuses
+    for refused in _refused_origins(face):
+        response, reader, writer = await ws_upgrade(port, path, {"Origin": refused}, protocol=face.subprotocol)
+        try:
+            assert response.startswith(b"HTTP/1.1 403 "), (refused, response)
+            body = await asyncio.wait_for(reader.read(4096), 5)
+        finally:
+            writer.close()
+        assert f"allowed_origins = [{json.dumps(refused)}]".encode() in body, (refused, body)
+
+
+async def test_without_tokens_the_same_origins_are_admitted_and_refused(tmp_path: Path) -> None:
+    ports = free_ports(tmp_path)
+    running = await start_in_process(tmp_path, conformance_config(tmp_path, ports, tokens=False))
+    try:
+        assert running.msgpack_port is not None
+        assert running.unix_socket is not None
+        ports.http, ports.msgpack, ports.unix = running.http_port, running.msgpack_port, running.unix_socket
+        for face in WS_FACES:
+            assert face.ws_port is not None
+            port = face.ws_port(ports)
+            for admitted in _admitted_origins(face, port):
+                with origin(admitted):
+                    conn = await face.open(ports, None)
+                try:  # no token asked: the session answers at once (the TDM answers its handshake)
+                    if face.probe:
+                        conn.send(face.probe)
+                        await _read_until(conn, face.probe_answer, 5)
+                    else:
+                        conn.send(tdm_handshake(""), opcode=0x2)
+                        await _read_until(conn, b"\x82", 5)  # a binary frame: the handshake's answer
+                finally:
+                    conn.close()
+            for refused in _refused_origins(face):
+                response, _, writer = await ws_upgrade(
+                    port, face.ws_path, {"Origin": refused}, protocol=face.subprotocol
+                )
+                writer.close()
+                assert response.startswith(b"HTTP/1.1 403 "), (face.name, refused, response)
+    finally:
+        assert await running.stop() == 0
+
+
+async def test_default_origins_off_admits_only_the_listeners_own_pages_and_the_list(tmp_path: Path) -> None:
+    ports = free_ports(tmp_path)
+    server = 'default_origins = false\nallowed_origins = ["https://lab.example.org"]\n'
+    running = await start_in_process(tmp_path, conformance_config(tmp_path, ports, server=server, tokens=False))
+    try:
+        for face in WS_FACES:
+            ports.http = running.http_port
+            assert face.ws_port is not None
+            port = face.ws_port(ports)
+            for value, status in [
+                (f"http://127.0.0.1:{port}", b"101"),
+                ("https://lab.example.org", b"101"),
+                ("file://", b"403"),
+                ("http://localhost:5173", b"403"),
+                ("https://app.foxglove.dev", b"403"),
+            ]:
+                response, _, writer = await ws_upgrade(port, face.ws_path, {"Origin": value}, protocol=face.subprotocol)
+                writer.close()
+                assert response.startswith(b"HTTP/1.1 " + status), (face.name, value, response)
+    finally:
+        assert await running.stop() == 0
 
 
 # -- auth ---------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import functools
 import logging
 import threading
 import time
@@ -30,8 +31,9 @@ from gateway.core.adapter import Adapter, Command, DeviceContext
 from gateway.core.config import DeviceConfig
 from gateway.core.dispatch import CommandTable
 from gateway.errors import DeviceUnavailable, GatewayError, InvalidArgument
-from gateway.messages import REGISTRY, from_plain, to_plain
+from gateway.messages import REGISTRY, from_plain, schema_of, to_plain
 from gateway.messages.replay import ReplaySpeed, ReplayState
+from gateway.messages.shapes import Reshape, inward
 from gateway.record.channels import DEVICE_TOPIC
 from gateway.record.replay_source import Recorded, Recording
 from gateway.record.replay_stream import StreamedRecording, open_recording
@@ -44,6 +46,21 @@ log = logging.getLogger(__name__)
 MAX_BURST = 64
 #: A loop over the recording starts again at most this often, s (a file of one message, or one instant).
 MIN_LOOP_S = 0.1
+
+
+def _unchanged(value: Any) -> Any:
+    return value
+
+
+@functools.cache
+def our_form(type_name: str) -> Reshape:
+    """Turns a recorded message of the registered type `type_name` into our form.
+
+    Recordings store arrays of arrays in the viewer form (`gateway.messages.shapes`); older files
+    hold them as they are. Both read back the same.
+    """
+    reshape = inward(schema_of(REGISTRY[type_name].cls))
+    return reshape if reshape is not None else _unchanged
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,7 +337,7 @@ class ReplayAdapter(Adapter[ReplayOptions]):
             self.skipped += 1
             return
         try:
-            message = from_plain(info.cls, orjson.loads(recorded.data))
+            message = from_plain(info.cls, our_form(recorded.type)(orjson.loads(recorded.data)))
         except (GatewayError, ValueError):
             self.skipped += 1
             return

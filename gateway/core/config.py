@@ -79,7 +79,13 @@ class ServerConfig:
     max_inflight_commands: int = field(default=32, metadata=_range(1, 10_000))
     heartbeat_s: float = field(default=30.0, metadata=_range(0, 3600))
     send_buffer_bytes: int = field(default=262144, metadata=_range(0, 64 * 1024 * 1024))
+    #: Web pages (by their `Origin`) that may open a WebSocket besides those `default_origins` admits;
+    #: `"*"` admits every page. The rule is `gateway.core.origins`'.
     allowed_origins: tuple[str, ...] = ()
+    #: Admit, on every listener, pages from a desktop app (`file://`) and from loopback addresses (any
+    #: port), and on the Foxglove and rosbridge listeners the official hosted viewers; false: only the
+    #: listener's own pages, programs (no Origin) and `allowed_origins`.
+    default_origins: bool = True
     #: Extra names the HTTP listeners answer to (besides IP literals, localhost and the host's own
     #: names); `.example.org` admits every name under it, `*` every name (no DNS-rebinding guard).
     allowed_hosts: tuple[str, ...] = ()

@@ -4,6 +4,10 @@
 `_gateway/command` (`hwgateway/CommandRecord`): each command when the gateway receives it, from any
 client of any face (log time = receipt). `_gateway/command_result` (`hwgateway/CommandResultRecord`):
 its outcome when answered (log time = answer), linked by `command` (a per-gateway number).
+
+The schemas use only what the Foxglove and Lichtblick apps' parser takes (no type unions, no field
+without a type): a field that may be null says so in its description, and free-form data is an object
+with no declared fields (the apps show its contents as they are).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ DEVICE_SCHEMA: dict[str, Any] = {
         "status": {"type": "string", "enum": ["connecting", "connected", "disconnected", "stopped"]},
         "detail": {"type": "string"},
         "stamp": {"type": "number", "description": "s since the epoch"},
-        "locked_by": {"type": ["string", "null"]},
+        "locked_by": {"type": "string", "description": "the client holding the lock; null when none"},
     },
 }
 COMMAND_SCHEMA: dict[str, Any] = {
@@ -35,7 +39,7 @@ COMMAND_SCHEMA: dict[str, Any] = {
         "client": {"type": "string", "description": "the commanding client's id (c1, c2, ...)"},
         "device": {"type": "string", "description": "the device id, or * for estop"},
         "type": {"type": "string", "description": "the command's message type, or estop"},
-        "data": {"description": "the command's data as the client sent it"},
+        "data": {"type": "object", "properties": {}, "description": "the command's data as the client sent it"},
         "stamp": {"type": "number", "description": "receipt time, s since the epoch"},
     },
 }
@@ -47,9 +51,10 @@ RESULT_SCHEMA: dict[str, Any] = {
         "device": {"type": "string"},
         "type": {"type": "string"},
         "ok": {"type": "boolean"},
-        "data": {"description": "the result's data (ok)"},
+        "data": {"type": "object", "properties": {}, "description": "the result's data (ok)"},
         "error": {
-            "type": ["object", "null"],
+            "type": "object",
+            "description": "null when ok",
             "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
         },
         "latency_s": {"type": "number", "description": "receipt to answer, s"},

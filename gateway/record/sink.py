@@ -9,6 +9,11 @@ With a `Rotation`, files go to a folder and the thread starts the next file once
 reaches `max_file_bytes` (at a chunk boundary) or is `max_file_s` old; each file is closed cleanly
 (summary and footer) and carries the metadata and the last availability of every device, so any file
 reads alone. The oldest files are removed while the folder's recordings exceed `max_total_bytes`.
+
+Schemas and messages are written in the viewer form (`gateway.messages.shapes`): Foxglove and
+Lichtblick refuse a schema with an array of arrays, so each inner array of the few types that hold
+one is stored as `{"values": [...]}` (those messages are re-encoded on this thread; every other
+message is written as it comes). The replay reads both forms.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from mcap.well_known import MessageEncoding, SchemaEncoding
 from mcap.writer import CompressionType, Writer
 
 from gateway.bus import DeviceEvent, Sample
+from gateway.messages.shapes import Reshape, outward, viewer_schema
 from gateway.record import DEFAULT_CHUNK_BYTES, DEFAULT_QUEUE
 from gateway.record.channels import DEVICE_TOPIC, DEVICE_TYPE
 
@@ -135,10 +141,18 @@ def _size(path: Path) -> int:
 class _File:
     """One open MCAP file: its writer, registered schemas and channels."""
 
-    def __init__(self, path: Path, schemas: dict[str, dict[str, Any]], compression: str, chunk_bytes: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        schemas: dict[str, dict[str, Any]],
+        reshapes: dict[str, Reshape],
+        compression: str,
+        chunk_bytes: int,
+    ) -> None:
         self.path = path
         self.opened = time.monotonic()
         self._schemas = schemas
+        self._reshapes = reshapes
         self.file: BinaryIO = open(path, "wb")  # noqa: SIM115 - closed by close()
         self.writer = Writer(self.file, chunk_size=chunk_bytes, compression=COMPRESSIONS[compression])
         self.writer.start(profile="", library="hwgateway")
@@ -153,6 +167,9 @@ class _File:
     def write(self, record: Record) -> None:
         """Add one message, registering its channel (and schema) on first use."""
         topic, type_, log_ns, publish_ns, sequence, data = record
+        reshape = self._reshapes.get(type_)
+        if reshape is not None:
+            data = orjson.dumps(reshape(orjson.loads(data)))
         channel = self._channels.get(topic)
         if channel is None:
             channel = self._channels[topic] = self.writer.register_channel(
@@ -201,9 +218,10 @@ def _sample_record(sample: Sample) -> Record:
 class McapSink:
     """Writes messages to an MCAP file (or a rotated folder of them) from a thread; `put` never blocks.
 
-    `target` is one file's path or a `Rotation`. `schemas` maps a message type to its JSON Schema (a
-    channel of an unknown type gets none); `compression` is "zstd", "lz4" or "none"; `chunk_bytes`
-    is the uncompressed chunk size; `queue_size` the inbox's capacity in messages.
+    `target` is one file's path or a `Rotation`. `schemas` maps a message type to its JSON Schema in
+    our form (stored in the viewer form; a channel of an unknown type gets none); `compression` is
+    "zstd", "lz4" or "none"; `chunk_bytes` is the uncompressed chunk size; `queue_size` the inbox's
+    capacity in messages.
     Items: a bus `Sample` or `DeviceEvent`, or anything with `record() -> Record` (`Encoded`,
     `StateText`). `on_file_closed(path)` runs on the writer thread after each file is complete.
     """
@@ -227,7 +245,8 @@ class McapSink:
         self._capacity = queue_size
         self._inbox: collections.deque[object] = collections.deque()
         self._stop = threading.Event()
-        self._schemas = dict(schemas)
+        self._schemas = {name: viewer_schema(schema) for name, schema in schemas.items()}
+        self._reshapes = {name: reshape for name, schema in schemas.items() if (reshape := outward(schema)) is not None}
         self._compression = compression
         self._chunk_bytes = chunk_bytes
         self._metadata: dict[str, dict[str, str]] = {}
@@ -288,10 +307,11 @@ class McapSink:
 
     def _open(self) -> _File:
         if self._single is not None:
-            return _File(self._single, self._schemas, self._compression, self._chunk_bytes)
+            return _File(self._single, self._schemas, self._reshapes, self._compression, self._chunk_bytes)
         assert self.rotation is not None
         self._number += 1
-        return _File(self.rotation.next_path(self._number), self._schemas, self._compression, self._chunk_bytes)
+        path = self.rotation.next_path(self._number)
+        return _File(path, self._schemas, self._reshapes, self._compression, self._chunk_bytes)
 
     def _run(self) -> None:
         try:

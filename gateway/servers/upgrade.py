@@ -1,6 +1,6 @@
 """One upgrade path for every WebSocket face (`/ws`, rosbridge, Foxglove, TDM).
 
-Each face's handler calls `vet_upgrade` (the reserve's 503, the Origin guard's 403, subprotocol
+Each face's handler calls `vet_upgrade` (the reserve's 503, the Origin rule's 403, subprotocol
 negotiation, the heartbeat and the frame cap), may then check a `?token=`, calls `accept` for the
 101, and hands its messages to `receive_messages`, which holds the auth deadline (`Admission`) and
 stops reading a client that is closing. The Host guard (421) is the listener's middleware
@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Protocol
-from urllib.parse import urlsplit
 
 import orjson
 from aiohttp import WSCloseCode, WSMessage, WSMsgType, web
 
 from gateway.core.config import ServerConfig
+from gateway.core.origins import origin_allowed, refusal_text
 from gateway.errors import ErrorCode
 from gateway.servers.http_guard import GuardedHttpProtocol, close_on_read_timeout, reserve_refusal
 from gateway.servers.socket_transport import CLOSE_DRAIN_S, SocketTransport
@@ -100,14 +100,6 @@ async def close_websocket(ws: web.WebSocketResponse, code: ErrorCode, reason: st
         abort()
 
 
-def origin_allowed(request: web.Request, allowed: Sequence[str]) -> bool:
-    """True for a client that is no browser (no Origin), an allowed origin, or a page this listener served."""
-    origin = request.headers.get("Origin")
-    if origin is None or origin in allowed or "*" in allowed:
-        return True
-    return urlsplit(origin).netloc == request.host
-
-
 def offered_subprotocols(request: web.Request) -> list[str]:
     """The subprotocols the client offers, in its order."""
     return [
@@ -125,20 +117,24 @@ def vet_upgrade(
     what: str,
     max_message_bytes: int,
     subprotocol: str | None = None,
+    viewers: Collection[str] = (),
 ) -> web.WebSocketResponse | web.Response:
     """The WebSocket for an upgrade that passes every rule, or the refusal to return.
 
-    Refusals: 503 on a connection admitted into the `/healthz` reserve, 403 for a foreign Origin
-    (raised, as `web.HTTPForbidden`). `subprotocol` is the one the face chose from
-    `offered_subprotocols` (None: none). Every face gets the same heartbeat (`server.heartbeat_s`)
-    and no compression (permessage-deflate costs +60 % CPU for small frames).
+    Refusals: 503 on a connection admitted into the `/healthz` reserve, 403 for an Origin the rule
+    of `gateway.core.origins` refuses (raised, as `web.HTTPForbidden`, whose text is the config line
+    that would admit it); `viewers` are the hosted viewer origins this face speaks to. `subprotocol`
+    is the one the face chose from `offered_subprotocols` (None: none). Every face gets the same
+    heartbeat (`server.heartbeat_s`) and no compression (permessage-deflate costs +60 % CPU for small frames).
     """
     refusal = reserve_refusal(guard)
     if refusal is not None:
         return refusal
-    if not origin_allowed(request, server.allowed_origins):
-        _ORIGINS.log("refused a %s from origin %s", what, str(request.headers.get("Origin"))[:200])
-        raise web.HTTPForbidden(text="origin not allowed; add it to server.allowed_origins\n")
+    origin = request.headers.get("Origin")
+    if not origin_allowed(origin, request.host, server, viewers):
+        assert origin is not None  # a request without Origin is always allowed
+        _ORIGINS.log("refused a %s from origin %s", what, origin[:200])
+        raise web.HTTPForbidden(text=refusal_text(origin, server))
     return web.WebSocketResponse(
         protocols=(subprotocol,) if subprotocol else (),
         compress=False,

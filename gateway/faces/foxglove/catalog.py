@@ -16,7 +16,7 @@ import orjson
 
 from gateway.core.client import Client
 from gateway.errors import GatewayError
-from gateway.faces.foxglove import shapes
+from gateway.messages import shapes
 
 #: Seconds between two looks for new topics (a new topic is advertised within this time).
 REFRESH_S = 0.25
@@ -156,7 +156,7 @@ class Catalog:
                 schema = {"type": "object"}
             known = self._schemas[type_name] = (
                 next(self._schema_ids),
-                orjson.dumps(shapes.foxglove_schema(schema)).decode(),
+                orjson.dumps(shapes.viewer_schema(schema)).decode(),
                 shapes.outward(schema),
             )
         return known
@@ -184,9 +184,9 @@ class Catalog:
             f"/{device}/{type_name}",
             device,
             type_name,
-            orjson.dumps(shapes.foxglove_schema(described["schema"])).decode(),
+            orjson.dumps(shapes.viewer_schema(described["schema"])).decode(),
             response_type,
-            orjson.dumps(shapes.foxglove_schema(response)).decode(),
+            orjson.dumps(shapes.viewer_schema(response)).decode(),
             shapes.inward(described["schema"]),
             shapes.outward(response),
         )

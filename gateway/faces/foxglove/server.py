@@ -18,6 +18,7 @@ from aiohttp import WSMessage, WSMsgType, web
 
 from gateway import __version__
 from gateway.core.client import Hub
+from gateway.core.origins import HOSTED_VIEWERS
 from gateway.errors import ErrorCode, Unauthorized
 from gateway.faces.foxglove import wire
 from gateway.faces.foxglove.catalog import Catalog
@@ -132,7 +133,9 @@ class FoxgloveServer:
     async def _serve(self, request: web.Request, guard: GuardedHttpProtocol | None) -> web.StreamResponse:
         server = self.hub.server
         subprotocol = wire.choose_subprotocol(offered_subprotocols(request))
-        ws = vet_upgrade(request, guard, server, "Foxglove WebSocket", server.max_frame_bytes, subprotocol)
+        ws = vet_upgrade(
+            request, guard, server, "Foxglove WebSocket", server.max_frame_bytes, subprotocol, HOSTED_VIEWERS
+        )
         if not isinstance(ws, web.WebSocketResponse):
             return ws
         if subprotocol is None:

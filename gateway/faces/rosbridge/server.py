@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import WSMessage, WSMsgType, web
 
 from gateway.core.client import Hub
+from gateway.core.origins import HOSTED_VIEWERS
 from gateway.errors import Unauthorized
 from gateway.faces.rosbridge import cbor
 from gateway.faces.rosbridge.names import RosNames
@@ -35,7 +36,7 @@ def handler(hub: Hub, names: RosNames) -> Callable[[web.Request], Awaitable[web.
         return await serve_guarded(request, serve)
 
     async def serve(request: web.Request, guard: GuardedHttpProtocol | None) -> web.StreamResponse:
-        ws = vet_upgrade(request, guard, server, "rosbridge WebSocket", server.max_frame_bytes)
+        ws = vet_upgrade(request, guard, server, "rosbridge WebSocket", server.max_frame_bytes, viewers=HOSTED_VIEWERS)
         if not isinstance(ws, web.WebSocketResponse):
             return ws
         if request.transport is None:  # the client already left

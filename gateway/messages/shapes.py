@@ -1,13 +1,14 @@
-"""The Foxglove form of our JSON Schemas and messages: what the apps' schema parser accepts.
+"""The viewer form of our JSON Schemas and messages: what the Foxglove and Lichtblick apps' schema parser accepts.
 
 Foxglove Studio and Lichtblick read a `jsonschema` channel or service with `parseJsonSchema`, which
 knows objects (with `properties`), booleans, strings, numbers and arrays of those, but no array of
 arrays ("Unsupported type "array" for array item ..."). Two of our types hold one
-(`hwgateway/SimOutputs.leds`, `hwgateway/MicrobitLeds.rows`). On this face each inner array becomes an
-object with one field, `values`: `{"rows": [[true, false], ...]}` is `{"rows": [{"values": [true,
-false]}, ...]}`. Messages of those types are reshaped on the way out and requests on the way in;
-every other type goes through as it is. An object with no declared fields gets `"properties": {}`,
-which the parser needs.
+(`hwgateway/SimOutputs.leds`, `hwgateway/MicrobitLeds.rows`). In the viewer form each inner array
+becomes an object with one field, `values`: `{"rows": [[true, false], ...]}` is `{"rows": [{"values":
+[true, false]}, ...]}`. The Foxglove face sends messages in this form and takes requests in either;
+recordings (`gateway.record.sink`) store messages and schemas in it, and the replay reads both forms
+back (`inward`), so files written before the form was used play as they are. Every other type goes
+through as it is. An object with no declared fields gets `"properties": {}`, which the parser needs.
 """
 
 from __future__ import annotations
@@ -21,15 +22,15 @@ FIELD = "values"
 Reshape = Callable[[Any], Any]
 
 
-def foxglove_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def viewer_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """`schema` with each array of arrays made an array of `{values: [...]}` objects."""
     schema = dict(schema)
     kind = schema.get("type")
     if kind == "object":
         properties = schema.get("properties", {})
-        schema["properties"] = {name: foxglove_schema(field) for name, field in properties.items()}
+        schema["properties"] = {name: viewer_schema(field) for name, field in properties.items()}
     elif kind == "array" and isinstance(schema.get("items"), dict):
-        items = foxglove_schema(schema["items"])
+        items = viewer_schema(schema["items"])
         if items.get("type") == "array":
             items = {
                 "type": "object",
@@ -82,13 +83,15 @@ def _converter(schema: dict[str, Any], outward: bool) -> Reshape | None:
 
 
 def outward(schema: dict[str, Any]) -> Reshape | None:
-    """Our message of `schema` → its Foxglove form (None: the same)."""
+    """Our message of `schema` → its viewer form (None: the same)."""
     return _converter(schema, True)
 
 
 def inward(schema: dict[str, Any]) -> Reshape | None:
-    """A Foxglove client's value for `schema` (our form) → our form (None: the same).
+    """A value for `schema` in the viewer form or ours → ours (None: the same).
 
-    An inner array a client sends as it is (not wrapped) is taken too.
+    Either form is taken: an inner array wrapped in `{values: ...}` is unwrapped, one sent (or
+    recorded) as it is stays. Our form never holds such an object where an inner array belongs, so
+    the two cannot be mistaken.
     """
     return _converter(schema, False)
