@@ -31,6 +31,7 @@ from gateway.errors import (
 from gateway.faces.outbox import CLOSE_TIMEOUT_S, Outbox
 from gateway.faces.outbox import Transport as FrameTransport
 from gateway.faces.tdm import nodes
+from gateway.faces.tdm.event_names import event_name
 from gateway.servers.socket_transport import CLOSE_DRAIN_S
 from gateway.throttled_logs import CONNECTION_LINES
 from protocols.errors import ProtocolError
@@ -455,7 +456,7 @@ class TdmSession:
             device = item.topic.split("/", 1)[0]
             if not self._watch.get(device, 0) & WatchableInfo.EVENTS:
                 return None
-            name = item.topic.rsplit("/events/", 1)[1]
+            name = event_name(self.hub.bus, item.topic)  # escaped in the topic (gateway.topics.name_segment)
             words = tuple(item.message.data)
             return item.encoded(
                 f"tdm:{self.transport.framing}:events",
