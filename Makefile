@@ -18,11 +18,11 @@ NODE_TEST_DIRS := tests/node/rosbridge tests/node/foxglove tests/node/mcap
 $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[gamepad,ble,demo]'
+	$(BIN)/pip install --quiet -e '.[gamepad,ble,demo,zeroconf]'
 	touch $@
 
 $(VENV)/.test: pyproject.toml $(VENV)/.runtime
-	$(BIN)/pip install --quiet -e '.[test,dev,gamepad,ble,demo]'
+	$(BIN)/pip install --quiet -e '.[test,dev,gamepad,ble,demo,zeroconf]'
 	touch $@
 
 demo: $(VENV)/.runtime

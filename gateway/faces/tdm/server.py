@@ -18,6 +18,7 @@ from aiohttp import WSMessage, WSMsgType, web
 from gateway.core.client import Hub
 from gateway.core.config import TdmConfig
 from gateway.errors import ErrorCode
+from gateway.faces.tdm.announce import Announcer
 from gateway.faces.tdm.session import TdmSession
 from gateway.servers.hosts import HostPolicy, host_guard
 from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded, serve_guarded
@@ -33,6 +34,8 @@ from protocols.tdm.messages import ErrorType
 log = logging.getLogger(__name__)
 
 _READ_BYTES = 65536
+#: Seconds the zeroconf goodbye may take at shutdown (python-zeroconf sends it three times, 125 ms apart).
+ANNOUNCER_STOP_S = 2.0
 
 
 class TcpTransport(StreamWriterTransport):
@@ -89,7 +92,7 @@ class TdmServer:
     """Both listeners of the TDM face; `tcp_port` / `ws_port` are the bound ports once started."""
 
     name = "tdm"
-    #: Nothing of this face outlives its listeners' sessions: `stop` has nothing to wait for.
+    #: Seconds `stop` may take: saying goodbye over zeroconf when announced, else nothing to wait for.
     stop_deadline_s = 0.0
 
     def __init__(self, hub: Hub, config: TdmConfig, limits: ConnectionLimits) -> None:
@@ -102,6 +105,9 @@ class TdmServer:
         self._tcp: asyncio.Server | None = None
         self._runner: web.AppRunner | None = None
         self._ws_listener: asyncio.Server | None = None
+        self._announcer: Announcer | None = None
+        if config.zeroconf:
+            self.stop_deadline_s = ANNOUNCER_STOP_S
 
     async def start(self, tls: ssl.SSLContext | None = None) -> None:
         """Listen on both ports (no TLS: Thymio Suite and tdmclient speak none); `OSError` naming one it cannot bind."""
@@ -118,6 +124,9 @@ class TdmServer:
             raise OSError(error.errno, f"TDM TCP {config.host}:{config.tcp_port}: {error.strerror}") from None
         self.tcp_port = self._tcp.sockets[0].getsockname()[1]
         log.info("tdm face listening", extra={"tcp": self.tcp_port, "websocket": self.ws_port, "host": config.host})
+        if config.zeroconf:
+            self._announcer = Announcer(config.host, self.tcp_port, self.ws_port)
+            self._announcer.start()
 
     def stop_listening(self) -> None:
         """Stop listening (the gateway closes the sessions with every other face's)."""
@@ -134,12 +143,16 @@ class TdmServer:
 
     async def cleanup(self) -> None:
         """Release the WebSocket application once the sessions are closed (aborting what is left)."""
+        await self.stop()  # a start that failed later on never ran the app's stop pass
         self.abort_connections()
         if self._runner is not None:
             await self._runner.cleanup()
 
     async def stop(self) -> None:
-        """Nothing to stop beyond the listeners (closed by `stop_listening` and `cleanup`)."""
+        """Withdraw the zeroconf announcement, if any (the listeners close by `stop_listening` and `cleanup`)."""
+        announcer, self._announcer = self._announcer, None
+        if announcer is not None:
+            await announcer.stop()
 
     def listeners(self) -> dict[str, str | None]:
         """Both ports' addresses."""
