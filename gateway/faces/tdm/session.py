@@ -53,6 +53,7 @@ from protocols.tdm.messages import (
     RegisterEvents,
     Request,
     RequestListOfNodes,
+    ScratchpadUpdate,
     SetVMExecutionState,
     Unsupported,
     VMDescription,
@@ -289,6 +290,8 @@ class TdmSession:
             await self._compile(request)
         elif isinstance(request, SetVMExecutionState):
             await self._vm_command(request)
+        elif isinstance(request, ScratchpadUpdate):
+            raise TdmError(ErrorType.UNKNOWN_ERROR, "message SCRATCHPAD_UPDATE is not supported")
         elif isinstance(request, Unsupported):
             raise TdmError(ErrorType.UNKNOWN_ERROR, f"message {MessageType(request.type).name} is not supported")
 
