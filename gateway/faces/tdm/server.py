@@ -19,6 +19,7 @@ from gateway.core.client import Hub
 from gateway.core.config import TdmConfig
 from gateway.errors import ErrorCode
 from gateway.faces.tdm.session import TdmSession
+from gateway.faces.tdm.shared import TdmShared
 from gateway.servers.hosts import HostPolicy, host_guard
 from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded, serve_guarded
 from gateway.servers.limits import ConnectionLimits, Refused, Ticket
@@ -102,6 +103,8 @@ class TdmServer:
         self._tcp: asyncio.Server | None = None
         self._runner: web.AppRunner | None = None
         self._ws_listener: asyncio.Server | None = None
+        #: Groups and scratchpads, shared by every session of this face.
+        self.shared = TdmShared(config.groups)
 
     async def start(self, tls: ssl.SSLContext | None = None) -> None:
         """Listen on both ports (no TLS: Thymio Suite and tdmclient speak none); `OSError` naming one it cannot bind."""
@@ -165,7 +168,8 @@ class TdmServer:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: Any, ticket: Ticket
     ) -> None:
         transport = TcpTransport(writer, self.hub.server.send_buffer_bytes)
-        session = TdmSession(self.hub, transport, str(peer[0]) if peer else "unknown", self.ws_port or 0)
+        peer_address = str(peer[0]) if peer else "unknown"
+        session = TdmSession(self.hub, transport, peer_address, self.ws_port or 0, shared=self.shared)
         session.start()
         frames = FrameReader(MAX_MESSAGE_BYTES)
         pending: list[bytes] = []
@@ -204,7 +208,9 @@ class TdmServer:
         transport = await accept(ws, request)
         if transport is None:
             return ws
-        session = TdmSession(self.hub, WebSocketTransport(ws, transport), str(request.remote), self.ws_port or 0)
+        session = TdmSession(
+            self.hub, WebSocketTransport(ws, transport), str(request.remote), self.ws_port or 0, shared=self.shared
+        )
         session.start()
 
         async def handle(message: WSMessage) -> None:
