@@ -217,6 +217,9 @@ class TdmConfig:
     tcp_port: int = field(default=8596, metadata=_range(0, 65535))
     ws_port: int = field(default=8597, metadata=_range(0, 65535))
     zeroconf: bool = False
+    #: Device-id glob patterns, each one TDM group (shared events and variables) of every node it
+    #: matches (the first match wins); a node no pattern matches is alone in its group.
+    groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

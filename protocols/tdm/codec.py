@@ -538,3 +538,44 @@ def vm_state_changed(node_id: bytes, state: int, line: int = 0, error_code: int 
     b.PrependInt16Slot(3, error_code, 0)
     b.PrependUOffsetTRelativeSlot(4, text, 0)
     return writer.finish(MessageType.VM_EXECUTION_STATE_CHANGED, b.EndObject())
+
+
+def events_descriptions_changed(group_id: bytes, events: Sequence[EventDefinition]) -> bytes:
+    """`EventsDescriptionsChanged`: the events registered on a group (index = registration order)."""
+    writer = _Writer()
+    b = writer.builder
+    node = writer.node_id(group_id)
+    offsets = []
+    for index, event in enumerate(events):
+        name = b.CreateString(event.name)
+        b.StartObject(3)
+        b.PrependUOffsetTRelativeSlot(0, name, 0)
+        b.PrependUint32Slot(1, event.size, 0)
+        b.PrependUint32Slot(2, index, 0)
+        offsets.append(b.EndObject())
+    vector = writer.tables(offsets)
+    b.StartObject(2)
+    b.PrependUOffsetTRelativeSlot(0, node, 0)
+    b.PrependUOffsetTRelativeSlot(1, vector, 0)
+    return writer.finish(MessageType.EVENTS_DESCRIPTIONS_CHANGED, b.EndObject())
+
+
+def scratchpad_update(scratchpad: ScratchpadUpdate) -> bytes:
+    """`ScratchpadUpdate` from the server: a scratchpad's new text (or its deletion) for watchers."""
+    writer = _Writer()
+    b = writer.builder
+    scratchpad_id = writer.node_id(scratchpad.scratchpad_id)
+    group_id = writer.node_id(scratchpad.group_id)
+    node_id = writer.node_id(scratchpad.node_id)
+    text = b.CreateString(scratchpad.text)
+    name = b.CreateString(scratchpad.name)
+    b.StartObject(8)
+    b.PrependUint32Slot(0, scratchpad.request_id, 0)
+    b.PrependUOffsetTRelativeSlot(1, scratchpad_id, 0)
+    b.PrependUOffsetTRelativeSlot(2, group_id, 0)
+    b.PrependUOffsetTRelativeSlot(3, node_id, 0)
+    b.PrependInt32Slot(4, scratchpad.language, 0)
+    b.PrependUOffsetTRelativeSlot(5, text, 0)
+    b.PrependUOffsetTRelativeSlot(6, name, 0)
+    b.PrependBoolSlot(7, scratchpad.deleted, False)
+    return writer.finish(MessageType.SCRATCHPAD_UPDATE, b.EndObject())

@@ -20,6 +20,7 @@ from gateway.core.config import TdmConfig
 from gateway.errors import ErrorCode
 from gateway.faces.tdm.announce import Announcer
 from gateway.faces.tdm.session import TdmSession
+from gateway.faces.tdm.shared import TdmShared
 from gateway.servers.hosts import HostPolicy, host_guard
 from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded, serve_guarded
 from gateway.servers.limits import ConnectionLimits, Refused, Ticket
@@ -108,6 +109,8 @@ class TdmServer:
         self._announcer: Announcer | None = None
         if config.zeroconf:
             self.stop_deadline_s = ANNOUNCER_STOP_S
+        #: Groups and scratchpads, shared by every session of this face.
+        self.shared = TdmShared(config.groups)
 
     async def start(self, tls: ssl.SSLContext | None = None) -> None:
         """Listen on both ports (no TLS: Thymio Suite and tdmclient speak none); `OSError` naming one it cannot bind."""
@@ -178,7 +181,8 @@ class TdmServer:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: Any, ticket: Ticket
     ) -> None:
         transport = TcpTransport(writer, self.hub.server.send_buffer_bytes)
-        session = TdmSession(self.hub, transport, str(peer[0]) if peer else "unknown", self.ws_port or 0)
+        peer_address = str(peer[0]) if peer else "unknown"
+        session = TdmSession(self.hub, transport, peer_address, self.ws_port or 0, shared=self.shared)
         session.start()
         frames = FrameReader(MAX_MESSAGE_BYTES)
         pending: list[bytes] = []
@@ -217,7 +221,9 @@ class TdmServer:
         transport = await accept(ws, request)
         if transport is None:
             return ws
-        session = TdmSession(self.hub, WebSocketTransport(ws, transport), str(request.remote), self.ws_port or 0)
+        session = TdmSession(
+            self.hub, WebSocketTransport(ws, transport), str(request.remote), self.ws_port or 0, shared=self.shared
+        )
         session.start()
 
         async def handle(message: WSMessage) -> None:
