@@ -8,8 +8,12 @@ Method, for each class size N (default 6, 20 and 30):
 - one connection of Thymio Suite's JavaScript client (npm thymio-api 0.11.1 unchanged, through
   tests/node/thymio/driver.mjs, `--per-driver` connections per Node process) per student, and one
   for the teacher, which takes no lock and watches every robot's variables and events;
-- each student locks its robot (all at once), checks the others show `busy`, tries to lock and to
-  program its neighbour's robot (both must be refused), then `--rounds` times, all students at once:
+- `[auth]` tokens as a teacher sets them up: the teacher's `admin` token, and per student a
+  `control` token whose devices are its own robot (per-student focus: it sees no other robot).
+  `--open` runs without tokens: every student sees every robot, the others' as `busy`;
+- each student locks its robot (all at once), checks what it sees of the others, tries to lock and
+  to program its neighbour's robot (both must be refused: with focus thymio-api does not even know
+  that robot; open, the face answers `node_busy`), then `--rounds` times, all students at once:
   registers its events, sends an Aseba program (VPL3's order: send, then run), runs it, and waits for
   the `started [mark]` event the program emits first; then `--samples` times writes a variable and
   waits for the new value in its own watch and in the teacher's.
@@ -30,7 +34,10 @@ Figures per size:
 Run (the playground binds every interface: only inside the loopback-only namespace; the Node
 driver needs `npm ci` in tests/node/thymio):
 
-    scripts/loopback-only.sh .venv/bin/python bench/classroom.py [--sizes 6,20,30] [--rounds 5] [--samples 5]
+    scripts/loopback-only.sh .venv/bin/python bench/classroom.py [--sizes 6,20,30] [--rounds 5] [--samples 5] [--open]
+
+One JSON line of figures per size. The machine's load average is printed with them: on shared
+cores, waiting for a core, not the gateway's CPU, can dominate the latencies.
 
 `tests/test_bench_classroom.py` runs it at N=6 in CI as a test of behaviour (no timing assertion).
 """
@@ -56,11 +63,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psutil
 
 from devices.sim.aseba_playground import Playground
+from gateway.credentials import hash_token
 from tests.harness import RunningGateway, free_port, gateway_config, start_gateway
 from tests.thymio_api import ThymioApi, ThymioApiError, thymio_api
 
 #: The TDM's Error code for a node locked by someone else.
 NODE_BUSY = 3
+TEACHER_TOKEN = "teacher-classroom-token"
 #: Seconds one thymio-api op may take (30 students compiling at once on 2 loaded cores).
 OP_TIMEOUT_S = 30.0
 #: Seconds the teacher's watch may take to show a student's write before it counts as missed.
@@ -88,10 +97,16 @@ def mark_of(round_index: int, student: int) -> int:
 
 @dataclass
 class Student:
-    """One student: a connection of one driver process, and its robot."""
+    """One student: a connection of one driver process, and its robot (`focus`: its token's only one)."""
 
     index: int
     api: ThymioApi
+    focus: bool
+
+    @property
+    def token(self) -> str | None:
+        """The student's token (None without focus: no tokens at all)."""
+        return student_token(self.index) if self.focus else None
 
     @property
     def client(self) -> str:
@@ -187,9 +202,25 @@ def devices_config(playground: Playground) -> str:
     )
 
 
+def student_token(index: int) -> str:
+    """Student `index`'s token (control of its own robot only)."""
+    return f"student-{index + 1:02d}-classroom-token"
+
+
+def tokens_config(size: int) -> str:
+    """[auth]: the teacher's admin token, and each student's control token for its own robot."""
+    text = f'[auth.tokens.teacher]\nhash = "{hash_token(TEACHER_TOKEN)}"\nrole = "admin"\n'
+    for index in range(size):
+        text += (
+            f'[auth.tokens.student-{index + 1:02d}]\nhash = "{hash_token(student_token(index))}"\n'
+            f'role = "control"\ndevices = ["{robot_name(index)}"]\n'
+        )
+    return text
+
+
 @asynccontextmanager
-async def classroom(size: int, workdir: Path) -> AsyncIterator[tuple[Playground, RunningGateway, str]]:
-    """A playground with `size` robots and the daemon owning them; the TDM WebSocket URL."""
+async def classroom(size: int, workdir: Path, focus: bool) -> AsyncIterator[tuple[Playground, RunningGateway, str]]:
+    """A playground with `size` robots and the daemon owning them (with `focus`, tokens); the TDM WebSocket URL."""
     (workdir / "playground").mkdir(parents=True, exist_ok=True)
     playground = Playground(workdir / "playground", [free_port() for _ in range(size)])
     await playground.start()
@@ -197,6 +228,8 @@ async def classroom(size: int, workdir: Path) -> AsyncIterator[tuple[Playground,
         ws = free_port()
         # Every student runs commands on its own robot only; the defaults' per-client limits hold.
         tdm = f'[tdm]\nenabled = true\nhost = "127.0.0.1"\ntcp_port = {free_port()}\nws_port = {ws}\n'
+        if focus:
+            tdm += tokens_config(size)
         gateway_dir = workdir / "gateway"
         gateway_dir.mkdir(parents=True, exist_ok=True)
         gateway = await start_gateway(gateway_dir, gateway_config(gateway_dir, devices_config(playground), extra=tdm))
@@ -212,19 +245,34 @@ async def _gather(calls: list[Awaitable[Any]]) -> list[Any]:
     return await asyncio.gather(*calls)
 
 
-async def run_size(size: int, workdir: Path, rounds: int, samples: int, idle_s: float, per_driver: int) -> Report:
-    """Run the classroom at `size` robots; what it measured."""
+async def run_size(
+    size: int,
+    workdir: Path,
+    rounds: int,
+    samples: int,
+    idle_s: float,
+    per_driver: int,
+    focus: bool = True,
+    separate_teacher: bool = True,
+) -> Report:
+    """Run the classroom at `size` robots; what it measured.
+
+    `focus`: each student has a token for its own robot only (it sees no other) and the teacher an
+    admin token; else no tokens (everyone sees every robot, the others' as `busy`). Students share
+    Node processes `per_driver` at a time; the teacher has its own unless not `separate_teacher`.
+    """
     report = Report(size, rounds)
-    async with classroom(size, workdir) as (playground, gateway, url), AsyncExitStack() as drivers:
+    async with classroom(size, workdir, focus) as (playground, gateway, url), AsyncExitStack() as drivers:
         daemon = psutil.Process(gateway.proc.pid)
-        teacher_api = await drivers.enter_async_context(thymio_api())
         apis = [await drivers.enter_async_context(thymio_api()) for _ in range(max(1, -(-size // max(1, per_driver))))]
-        students = [Student(i, apis[i * len(apis) // size]) for i in range(size)]
+        teacher_api = await drivers.enter_async_context(thymio_api()) if separate_teacher else apis[0]
+        students = [Student(i, apis[i * len(apis) // size], focus) for i in range(size)]
         robots = [s.robot for s in students]
-        await teacher_api.call("connect", timeout_s=OP_TIMEOUT_S, client="teacher", url=url)
+        teacher_token = TEACHER_TOKEN if focus else None
+        await teacher_api.call("connect", timeout_s=OP_TIMEOUT_S, client="teacher", url=url, password=teacher_token)
         await teacher_api.call("waitNodes", timeout_s=60, client="teacher", count=size, status="available")
-        await _gather([s.call("connect", url=url) for s in students])
-        await _gather([s.call("waitNodes", count=size) for s in students])
+        await _gather([s.call("connect", url=url, password=s.token) for s in students])
+        await _gather([s.call("waitNodes", count=1 if focus else size) for s in students])
         for robot in robots:  # the teacher takes no lock: it watches every robot's variables and events
             await teacher_api.call("watchVariables", client="teacher", node=robot)
             await teacher_api.call("watchEvents", client="teacher", node=robot)
@@ -275,12 +323,17 @@ async def _health_devices(gateway: RunningGateway) -> list[dict[str, Any]]:
 
 
 async def _lock(student: Student, size: int, report: Report) -> None:
-    """Lock the student's robot; every other robot must then show `busy` (once all locked), its own `ready`."""
+    """Lock the student's robot; with focus it sees no other robot, else every other shows `busy` (once all locked)."""
     await student.call("lock", node=student.robot)
     await student.call("waitStatus", node=student.robot, status="ready")
-    await student.call("waitNodes", count=size - 1, status="busy")
+    if not student.focus:
+        await student.call("waitNodes", count=size - 1, status="busy")
     for node in await student.call("nodes"):
-        if node["status"] == "ready" and node["name"] != student.robot:
+        if node["name"] == student.robot:
+            continue
+        if student.focus:
+            report.cross(f"{student.client} (focus on {student.robot}) sees {node['name']}")
+        elif node["status"] == "ready":
             report.cross(f"{student.client} sees {node['name']} ready (another student's robot)")
 
 
@@ -291,8 +344,8 @@ async def _probe_neighbour(student: Student, students: list[Student], report: Re
         return
     try:
         await student.call("lock", node=neighbour)
-    except ThymioApiError as error:
-        if error.code != NODE_BUSY:
+    except ThymioApiError as error:  # with focus the client does not even know the robot
+        if error.code != NODE_BUSY and not student.focus:
             report.cross(f"{student.client} locking {neighbour}: refused with {error.code}, not node_busy")
     else:
         report.cross(f"{student.client} locked {neighbour}, another student's robot")
@@ -408,13 +461,19 @@ def _number(value: Any) -> Any:
 
 
 async def run(
-    sizes: list[int], rounds: int, samples: int, idle_s: float, per_driver: int, on_report: Callable[[Report], None]
+    sizes: list[int],
+    rounds: int,
+    samples: int,
+    idle_s: float,
+    per_driver: int,
+    focus: bool,
+    on_report: Callable[[Report], None],
 ) -> list[Report]:
     """Every size in turn (each in a fresh playground and daemon)."""
     reports = []
     with tempfile.TemporaryDirectory(prefix="classroom-") as tmp:
         for size in sizes:
-            report = await run_size(size, Path(tmp) / f"n{size}", rounds, samples, idle_s, per_driver)
+            report = await run_size(size, Path(tmp) / f"n{size}", rounds, samples, idle_s, per_driver, focus)
             on_report(report)
             reports.append(report)
     return reports
@@ -428,6 +487,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=5, help="variable writes each student times")
     parser.add_argument("--idle-s", type=float, default=5.0, help="seconds of CPU measured with every program running")
     parser.add_argument("--per-driver", type=int, default=10, help="student connections per Node process")
+    parser.add_argument("--open", action="store_true", help="no tokens: every student sees every robot")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     asyncio.run(
@@ -437,6 +497,7 @@ def main() -> None:
             args.samples,
             args.idle_s,
             args.per_driver,
+            not args.open,
             lambda report: print(json.dumps(report.summary()), flush=True),
         )
     )
