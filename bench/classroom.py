@@ -26,7 +26,8 @@ Figures per size:
 - variable update (ms): from a student's SetVariables to the value in VariablesChanged, in the
   student's own watch and in the teacher's (p50 / p99; the face reads watched variables every 0.1 s);
 - gateway CPU (% of one core, psutil user + system of the daemon's process) during the students'
-  work, and over `--idle-s` seconds afterwards with every program running and every watch on;
+  work, and over `--idle-s` seconds afterwards with every program running and every watch on; and
+  how long its threads were runnable but waited for a core (Linux schedstat, % of the work's time);
 - cross-talk: a lock, program or value that reached a robot other than the student's own (a
   neighbour's lock or program accepted, another student's robot shown `ready`, a robot showing
   another student's `mark`, in the student's or the teacher's view). It must be 0.
@@ -146,6 +147,9 @@ class Report:
     failed_programs: int = 0
     failures: list[str] = field(default_factory=list)
     cpu_work_percent: float = 0.0
+    #: Time the daemon's threads were runnable but waited for a core, in % of the work's wall time
+    #: (summed over threads): high when the machine's other processes starve it.
+    waited_work_percent: float = 0.0
     cpu_idle_percent: float = 0.0
     #: The other processes' CPU during the students' work (% of one core): where the time went.
     other_cpu_percent: dict[str, float] = field(default_factory=dict)
@@ -177,6 +181,7 @@ class Report:
             "teacher_saw_programs_of": self.teacher_saw_programs,
             "gateway_cpu_work_percent": round(self.cpu_work_percent, 1),
             "gateway_cpu_idle_percent": round(self.cpu_idle_percent, 1),
+            "gateway_waited_for_a_core_percent": round(self.waited_work_percent, 1),
             "other_cpu_work_percent": {name: round(cpu, 1) for name, cpu in self.other_cpu_percent.items()},
             "work_s": round(self.work_s, 1),
             "load_average": [round(load, 1) for load in self.load_average],
@@ -285,6 +290,7 @@ async def run_size(
         }
         others_start = {name: sum(_cpu_s(p) for p in processes) for name, processes in others.items()}
         load_start = os.getloadavg()[0]
+        waited_start = _waited_s(daemon.pid)
         cpu_start, work_start = _cpu_s(daemon), time.perf_counter()
         await _gather([_lock(student, size, report) for student in students])
         await _gather([_probe_neighbour(student, students, report) for student in students])
@@ -294,6 +300,7 @@ async def run_size(
         await _gather([_updates(student, teacher_api, samples, report) for student in students])
         report.work_s = time.perf_counter() - work_start
         report.cpu_work_percent = 100 * (_cpu_s(daemon) - cpu_start) / report.work_s
+        report.waited_work_percent = 100 * (_waited_s(daemon.pid) - waited_start) / report.work_s
         for name, processes in others.items():
             spent = sum(_cpu_s(p) for p in processes) - others_start[name]
             report.other_cpu_percent[name] = 100 * spent / report.work_s
@@ -314,6 +321,17 @@ async def run_size(
 def _cpu_s(process: psutil.Process) -> float:
     times = process.cpu_times()
     return float(times.user + times.system)
+
+
+def _waited_s(pid: int) -> float:
+    """Seconds the process's threads have spent runnable but waiting for a core (Linux schedstat; 0 elsewhere)."""
+    total = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total += int(stat.read_text().split()[1])
+        except (OSError, IndexError, ValueError):  # a thread that ended meanwhile
+            continue
+    return total / 1e9
 
 
 async def _health_devices(gateway: RunningGateway) -> list[dict[str, Any]]:
