@@ -8,21 +8,22 @@ BIN := $(VENV)/bin
 # Debian's Aseba compiler needs) for the compiler's reference test, nodejs and npm for the roslib
 # (roslibjs) client tests of the rosbridge face, the npm Foxglove client for the Foxglove face (npm only where no npm is installed: NodeSource's nodejs
 # ships its own and conflicts with Debian's), mosquitto (the broker) and mosquitto-clients
-# (mosquitto_sub/pub) for the MQTT bridge tests; the npm @mcap/core reader for the record tests.
+# (mosquitto_sub/pub) for the MQTT bridge tests; the npm @mcap/core reader for the record tests; Thymio Suite's
+# npm client (thymio-api, bundled by esbuild) for the TDM face.
 DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales nodejs mosquitto mosquitto-clients
 # Node test clients, each with a committed package-lock.json that `npm ci` installs as it is.
-NODE_TEST_DIRS := tests/node/rosbridge tests/node/foxglove tests/node/mcap
+NODE_TEST_DIRS := tests/node/rosbridge tests/node/foxglove tests/node/mcap tests/node/thymio
 
 .PHONY: demo test lint typecheck pytest fuzz deb-deps node-deps bench install check-install clean
 
 $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[gamepad,ble,demo]'
+	$(BIN)/pip install --quiet -e '.[gamepad,ble,demo,zeroconf]'
 	touch $@
 
 $(VENV)/.test: pyproject.toml $(VENV)/.runtime
-	$(BIN)/pip install --quiet -e '.[test,dev,gamepad,ble,demo]'
+	$(BIN)/pip install --quiet -e '.[test,dev,gamepad,ble,demo,zeroconf]'
 	touch $@
 
 demo: $(VENV)/.runtime

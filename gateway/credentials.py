@@ -8,6 +8,10 @@ constant time. Roles, from least to most:
 - `control`: also commands and locks, on the devices its `devices` patterns match.
 - `admin`: also ends another client's lock (`unlock` with `force`).
 
+A token sees the devices its `devices` patterns match, whatever its role: it may read them with a
+read-only service (`Client.read`, even under another client's lock), and the TDM face lists only
+those (a student's token names the student's robots; a teacher's admin token `*`).
+
 `estop` works for every authenticated client whatever its role: stopping is always allowed.
 """
 
@@ -54,6 +58,10 @@ class Credential:
     def permits(self, device_id: str) -> bool:
         """True when this token may command and lock `device_id` (glob patterns, `*` every device)."""
         return self.role != "read" and any(fnmatch.fnmatchcase(device_id, pattern) for pattern in self.devices)
+
+    def sees(self, device_id: str) -> bool:
+        """True when `device_id` matches this token's device patterns (any role): it may see and read it."""
+        return any(fnmatch.fnmatchcase(device_id, pattern) for pattern in self.devices)
 
     @property
     def admin(self) -> bool:

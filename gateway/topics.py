@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -25,6 +26,62 @@ def check_topic(topic: str) -> str:
     if len(topic) > MAX_TOPIC_LENGTH or len(segments) < 2 or not all(_SEGMENT.fullmatch(s) for s in segments):
         raise ValueError(f"topic {topic!r} must be <device_id>/<stream>[/...] of letters, digits and _ . : -")
     return topic
+
+
+#: Longest segment `name_segment` writes (characters). A topic holds a device id (128 at most), a
+#: few short fixed segments and one name: 96 keeps `<device>/node/<65535>/events/<name>` within
+#: MAX_TOPIC_LENGTH.
+MAX_NAME_SEGMENT = 96
+#: Characters a name keeps as they are in its segment; every other one is escaped.
+_PLAIN = re.compile(r"[A-Za-z0-9_.]")
+_ESCAPE = re.compile(r"-([0-9a-f]{1,6})-")
+#: Hex digits of the SHA-256 of a name too long for one segment, after its cut-down escaped text.
+_DIGEST_HEX = 16
+
+
+@lru_cache(maxsize=4096)  # on every Aseba event: the few names of the loaded programs
+def name_segment(name: str) -> str:
+    """The topic segment that carries `name` (any non-empty text: an Aseba event name, say).
+
+    One rule: ASCII letters and digits, `_` and `.` stand for themselves; every other character
+    becomes `-`, its Unicode code point in lowercase hex, `-` (`émoi` -> `-e9-moi`,
+    `a b` -> `a-20-b`). Names no longer than MAX_NAME_SEGMENT once escaped come back unchanged
+    from `segment_name`. A longer one keeps its first escaped characters (never half an escape)
+    and ends in `:` and 16 hex digits of the SHA-256 of its UTF-8 text, MAX_NAME_SEGMENT at most:
+    distinct names still give distinct segments, and `:` appears in no other segment this writes.
+    Raises ValueError for an empty name (no segment can be empty).
+    """
+    if not name:
+        raise ValueError("an empty name has no topic segment")
+    pieces = [c if _PLAIN.fullmatch(c) else f"-{ord(c):x}-" for c in name]
+    escaped = "".join(pieces)
+    if len(escaped) <= MAX_NAME_SEGMENT:
+        return escaped
+    room = MAX_NAME_SEGMENT - 1 - _DIGEST_HEX
+    kept: list[str] = []
+    used = 0
+    for piece in pieces:
+        if used + len(piece) > room:
+            break
+        kept.append(piece)
+        used += len(piece)
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_HEX]
+    return f"{''.join(kept)}:{digest}"
+
+
+def segment_name(segment: str) -> str:
+    """The name `name_segment` wrote as `segment`; a long name's segment (ending in `:<digest>`) as it is.
+
+    A segment with no escapes is its own name, so topics named before the rule read the same.
+    """
+    if ":" in segment:
+        return segment
+    return _ESCAPE.sub(_unescape, segment)
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = int(match.group(1), 16)
+    return chr(code) if code <= 0x10FFFF else match.group(0)  # not written by name_segment: left as it is
 
 
 #: Segments of one pattern, and `**` wildcards in it once consecutive ones are merged.

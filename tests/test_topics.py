@@ -1,11 +1,23 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.errors import InvalidArgument
-from gateway.topics import MAX_TOPIC_LENGTH, check_device_id, check_topic, matches, parse_pattern
+from gateway.topics import (
+    MAX_NAME_SEGMENT,
+    MAX_TOPIC_LENGTH,
+    check_device_id,
+    check_topic,
+    matches,
+    name_segment,
+    parse_pattern,
+    segment_name,
+)
+
+#: The longest topic an Aseba event can have: the longest device id, the largest node id.
+_LONGEST_EVENT_TOPIC = "d" * 128 + "/node/65535/events/{}"
 
 
 @pytest.mark.parametrize(
@@ -101,3 +113,48 @@ def test_consecutive_globstars_are_merged_and_the_worst_legal_patterns_match_rig
 def test_pattern_complexity_is_bounded(pattern: str, reason: str) -> None:
     with pytest.raises(InvalidArgument, match=reason):
         parse_pattern(pattern)
+
+
+@pytest.mark.parametrize(
+    ("name", "segment"),
+    [
+        ("ping", "ping"),
+        ("motor.left", "motor.left"),
+        ("émoi", "-e9-moi"),
+        ("a b", "a-20-b"),
+        ("a-b:c/d", "a-2d-b-3a-c-2f-d"),
+        ("数", "-6570-"),
+        ("🤖", "-1f916-"),
+    ],
+)
+def test_a_name_is_one_segment_by_one_reversible_rule(name: str, segment: str) -> None:
+    assert name_segment(name) == segment
+    assert segment_name(segment) == name
+    assert check_topic(_LONGEST_EVENT_TOPIC.format(segment))
+
+
+@settings(max_examples=60)
+@given(st.text(min_size=1, max_size=300))
+def test_every_name_is_a_legal_segment_and_distinct_names_stay_distinct(name: str) -> None:
+    segment = name_segment(name)
+    assert len(segment) <= MAX_NAME_SEGMENT
+    assert check_topic(_LONGEST_EVENT_TOPIC.format(segment))
+    if ":" not in segment:
+        assert segment_name(segment) == name
+    assert name_segment(name + "x") != segment
+
+
+def test_a_name_too_long_for_a_topic_keeps_its_start_and_a_digest() -> None:
+    long = "e" * 300
+    segment = name_segment(long)
+    assert len(segment) == MAX_NAME_SEGMENT
+    assert segment.startswith("e" * 79 + ":")
+    assert name_segment("e" * 299 + "f") != segment
+    assert segment_name(segment) == segment  # not reversible: the TDM face looks the name up
+    escaped = name_segment("é" * 100)  # cut between escapes, never inside one
+    assert escaped.split(":")[0] == "-e9-" * 19
+
+
+def test_an_empty_name_has_no_segment() -> None:
+    with pytest.raises(ValueError, match="empty"):
+        name_segment("")

@@ -9,7 +9,8 @@ device id:
   `asebaros_msgs/NodeDescription` (the node's variables; the events and constants of the program
   the gateway loaded), on every change;
 - ``node/<node id>/events/<event name>`` `asebaros_msgs/Event` for a user event the loaded
-  program names; ``anonymous_events`` `asebaros_msgs/AnonymousEvent` for any other (its
+  program names (the name escaped into one topic segment, `gateway.topics.name_segment`:
+  ``émoi`` -> ``-e9-moi``); ``anonymous_events`` `asebaros_msgs/AnonymousEvent` for any other (its
   `source` is the node id).
 
 Thymio II: with `thymio_program` the gateway loads its own program (`devices.aseba.thymio_program`,
@@ -65,6 +66,7 @@ from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument
 from gateway.messages import aseba_gateway, asebaros, to_plain
 from gateway.messages.common import Time
 from gateway.messages.sim import SimButton
+from gateway.topics import name_segment
 from protocols.aseba.compiler import CompiledScript, CompileError, EventSpec, compile_script
 from protocols.aseba.messages import MessageType, UserMessage
 
@@ -169,8 +171,9 @@ class AsebaAdapter(Adapter[AsebaOptions]):
     def event_layouts(self, node_id: int) -> list[dict[str, Any]]:
         """The named events of the program on `node_id`, in event-id order.
 
-        Each has its name, its declared size in words (None when the program does not declare it)
-        and, for the gateway program's own events, `words`: what each word holds.
+        Each has its name, `topic`: the last segment of its `node/<n>/events/...` topic (the name
+        escaped, `gateway.topics.name_segment`), its declared size in words (None when the program
+        does not declare it) and, for the gateway program's own events, `words`: what each word holds.
         """
         sizes = self.event_sizes.get(node_id, {})
         own = node_id in self.programs
@@ -178,7 +181,8 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         for name in self.event_names.get(node_id, ()):
             words = EVENT_WORDS.get(name) if own else None
             size = len(words) if words is not None else sizes.get(name)
-            layouts.append({"name": name, "size": size, **({"words": list(words)} if words is not None else {})})
+            layout = {"name": name, "topic": name_segment(name) if name else "", "size": size}
+            layouts.append({**layout, **({"words": list(words)} if words is not None else {})})
         return layouts
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -424,9 +428,11 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             elif message.type == EVENT_ID["comm"]:
                 self.ctx.publish(f"node/{message.source}/comm", thymio.comm_message(message.data), now)
         names = self.event_names.get(message.source, ())
-        if message.type < len(names):
+        if message.type < len(names) and names[message.type]:
+            # Any name the compiler takes (`émoi`, 300 characters) is one legal topic segment this way.
+            segment = name_segment(names[message.type])
             event = asebaros.Event(stamp=stamp, source=message.source, data=message.data)
-            self.ctx.publish(f"node/{message.source}/events/{names[message.type]}", event, now)
+            self.ctx.publish(f"node/{message.source}/events/{segment}", event, now)
         else:
             source, event_type = message.source, message.type
             anonymous = asebaros.AnonymousEvent(stamp=stamp, source=source, type=event_type, data=message.data)

@@ -288,7 +288,21 @@ class Client:
         if not self.hub.bus.unsubscribe(self.subscriber, subscription):
             raise InvalidArgument(f"unsubscribe.subscription: no subscription {subscription} on this session")
 
+    def may_see(self, device: str) -> bool:
+        """True when the client's token sees `device` (its device patterns match; every device with no tokens)."""
+        return self.credential is not None and self.credential.sees(device)
+
     # -- commands ----------------------------------------------------------------------------
+
+    async def read(self, device: str, type_name: str, data: object) -> dict[str, Any]:
+        """Run a read-only service (registered with `read_only`) on `device` and return its result data.
+
+        `InvalidArgument` when `type_name` is not one; otherwise as `command` (see there).
+        """
+        info = REGISTRY.get(type_name)
+        if info is None or not info.read_only:
+            raise InvalidArgument(f"read: {type_name!r} is not a read-only service")
+        return await self.command(device, type_name, data, None)
 
     def command(
         self, device: str, type_name: str, data: object, timeout_s: float | None
@@ -297,10 +311,18 @@ class Client:
 
         `timeout_s` (seconds, in [`MIN_CLIENT_TIMEOUT_S`, `MAX_CLIENT_TIMEOUT_S`]; None: the server's default) is the
         deadline. Raises `RateLimited` at once when the client has too many commands in flight.
+        A read-only service (`read_only` in the registry: a variable, a description) is answered under
+        another client's lock and for every role, on the devices the client's token sees: watching
+        takes no lock, so a teacher watches every robot while students hold theirs.
         """
         server = self.hub.server
-        self._may_control(device, "command")
-        self._check_lock(device)
+        info = REGISTRY.get(type_name)
+        if info is not None and info.read_only:
+            if not self.may_see(device):
+                raise Unauthorized(f"command on {device!r}: its token's devices do not include it")
+        else:
+            self._may_control(device, "command")
+            self._check_lock(device)
         if timeout_s is not None and not MIN_CLIENT_TIMEOUT_S <= timeout_s <= MAX_CLIENT_TIMEOUT_S:
             raise InvalidArgument(
                 f"command.timeout_s: expected a number in [{MIN_CLIENT_TIMEOUT_S}, {MAX_CLIENT_TIMEOUT_S}],"

@@ -214,13 +214,18 @@ class TdmConfig:
     TCP (4-byte little-endian length + one flatbuffer) on `tcp_port` and WebSocket (one binary
     message per flatbuffer) on `ws_port`; the defaults are the real TDM's ports, so both cannot run
     on one machine. Ports 0 pick free ones (tests). `host` is loopback by default; with tokens in
-    `[auth]`, a client gives its token as the handshake's password.
+    `[auth]`, a client gives its token as the handshake's password. `zeroconf` announces the face
+    as `_mobsya._tcp` (so Thymio Suite finds it; needs the `zeroconf` extra, off by default).
     """
 
     enabled: bool = False
     host: str = "127.0.0.1"
     tcp_port: int = field(default=8596, metadata=_range(0, 65535))
     ws_port: int = field(default=8597, metadata=_range(0, 65535))
+    zeroconf: bool = False
+    #: Device-id glob patterns, each one TDM group (shared events and variables) of every node it
+    #: matches (the first match wins); a node no pattern matches is alone in its group.
+    groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

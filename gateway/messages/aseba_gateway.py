@@ -116,7 +116,7 @@ class AsebaVMDescriptionResponse:
     natives: Annotated[tuple[AsebaNative, ...], Array(Nested(AsebaNative))] = ()
 
 
-@message("hwgateway/AsebaVMDescription", kind="service", response=AsebaVMDescriptionResponse)
+@message("hwgateway/AsebaVMDescription", kind="service", response=AsebaVMDescriptionResponse, read_only=True)
 class AsebaVMDescription:
     """Service: the node's VM description (sizes, named variables, local events, natives)."""
 
@@ -167,6 +167,6 @@ class AsebaVariablesResponse:
     variables: Annotated[tuple[AsebaVariableValue, ...], Array(Nested(AsebaVariableValue))] = ()
 
 
-@message("hwgateway/AsebaVariables", kind="service", response=AsebaVariablesResponse)
+@message("hwgateway/AsebaVariables", kind="service", response=AsebaVariablesResponse, read_only=True)
 class AsebaVariables:
     """Service: read every named variable of the node in one go."""

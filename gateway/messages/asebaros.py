@@ -72,7 +72,7 @@ class GetDescriptionResponse:
     description: Annotated[NodeDescription, Nested(NodeDescription)] = NodeDescription()
 
 
-@message("asebaros_msgs/GetDescription", kind="service", response=GetDescriptionResponse)
+@message("asebaros_msgs/GetDescription", kind="service", response=GetDescriptionResponse, read_only=True)
 class GetDescription:
     """Service: the description of the node (no request fields)."""
 
@@ -84,7 +84,7 @@ class GetNodeListResponse:
     nodes: Annotated[tuple[Node, ...], Array(Nested(Node))] = ()
 
 
-@message("asebaros_msgs/GetNodeList", kind="service", response=GetNodeListResponse)
+@message("asebaros_msgs/GetNodeList", kind="service", response=GetNodeListResponse, read_only=True)
 class GetNodeList:
     """Service: list the nodes; `ignored` true includes nodes being ignored."""
 
@@ -98,7 +98,7 @@ class GetVariableResponse:
     data: Annotated[tuple[int, ...], Array(I16, max_length=32768)] = ()
 
 
-@message("asebaros_msgs/GetVariable", kind="service", response=GetVariableResponse)
+@message("asebaros_msgs/GetVariable", kind="service", response=GetVariableResponse, read_only=True)
 class GetVariable:
     """Service: read a variable by name."""
 

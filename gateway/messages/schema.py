@@ -509,6 +509,8 @@ class MessageInfo:
     response: type[Any] | None = None
     #: The class's `__init__` is the dataclass's and does nothing but set the fields (no `__post_init__`).
     plain_init: bool = False
+    #: A service that only reads the device (`Client.read`): answered under another client's lock.
+    read_only: bool = False
 
 
 REGISTRY: dict[str, MessageInfo] = {}
@@ -538,8 +540,14 @@ def _collect_constants(cls: type[Any]) -> dict[str, int | float]:
 
 
 @typing.dataclass_transform(frozen_default=True)
-def message(name: str, kind: Kind = "message", response: type[Any] | None = None) -> Callable[[type[T]], type[T]]:
-    """Make `cls` a frozen slotted dataclass and register it as bus type `name` (message/command/service)."""
+def message(
+    name: str, kind: Kind = "message", response: type[Any] | None = None, read_only: bool = False
+) -> Callable[[type[T]], type[T]]:
+    """Make `cls` a frozen slotted dataclass and register it as bus type `name` (message/command/service).
+
+    `read_only` marks a service that changes nothing on the device (`Client.read` answers it under
+    another client's lock, for every role).
+    """
 
     def register(cls: type[T]) -> type[T]:
         plain_init = _has_plain_init(cls)
@@ -555,6 +563,7 @@ def message(name: str, kind: Kind = "message", response: type[Any] | None = None
             doc=(cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else "",
             response=response,
             plain_init=plain_init,
+            read_only=read_only,
         )
         setattr(cls, _INFO_ATTR, info)
         REGISTRY[name] = info

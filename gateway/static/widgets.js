@@ -644,12 +644,14 @@ function kortexWristCommandWidget(described) {
 export function eventLayout(device, topic) {
   const match = /\/node\/(\d+)\/events\/(.+)$/.exec(topic);
   if (!match) return null;
-  return device?.capabilities?.events?.[match[1]]?.find((event) => event.name === match[2]) || null;
+  // `topic` is the name as the topic writes it (escaped); a device from before it has only `name`.
+  const segment = (event) => event.topic ?? event.name;
+  return device?.capabilities?.events?.[match[1]]?.find((event) => segment(event) === match[2]) || null;
 }
 
 /** asebaros_msgs/Event: each word labelled from the script's declared event (its name, size, words). */
 function asebaEventWidget(described, device, topic) {
-  const name = topic.slice(topic.lastIndexOf("/") + 1);
+  const segment = topic.slice(topic.lastIndexOf("/") + 1);
   const note = h("p", { class: "event-size" });
   const rows = h("div", { class: "fields event-words" });
   const fields = allFields(described);
@@ -660,6 +662,7 @@ function asebaEventWidget(described, device, topic) {
     update(data) {
       // Read at every sample: a newly loaded script changes the device's event layouts.
       const layout = eventLayout(device, topic);
+      const name = layout?.name ?? segment;
       const words = Array.isArray(data.data) ? data.data : [];
       const size = typeof layout?.size === "number" ? layout.size : null;
       note.textContent =

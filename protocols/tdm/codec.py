@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import flatbuffers
 from flatbuffers import flexbuffers
@@ -26,11 +27,13 @@ from protocols.tdm.messages import (
     RegisterEvents,
     Request,
     RequestListOfNodes,
+    ScratchpadUpdate,
     SetVMExecutionState,
     Unsupported,
     VMDescription,
     WatchNode,
 )
+from protocols.tdm.schema import NESTED, REQUESTS, SCALARS, Field
 
 #: Longest program text, variable or event name, and password accepted (characters are bytes here).
 MAX_STRING_BYTES = 65536
@@ -108,9 +111,6 @@ class _Table:
         pos = self._field(slot)
         return default if pos is None else read(self._reader, pos)
 
-    def uint(self, slot: int, default: int = 0) -> int:
-        return self.scalar(slot, _Reader.u32, default)
-
     def string(self, slot: int) -> str:
         raw = self.raw(slot)
         try:
@@ -166,7 +166,9 @@ def _values(raw: bytes) -> tuple[int, ...]:
 
 
 def _flex_ints(root: flexbuffers.Ref) -> list[int]:
-    """The integers of a flexbuffer int, or of a vector (untyped, typed or fixed) of ints."""
+    """The integers of a flexbuffer int, or of a vector (untyped, typed or fixed) of ints; none for a null."""
+    if root.IsNull:  # thymio-api's emitEvents(name) of an event without data
+        return []
     if root.IsInt:
         return [root.AsInt]
     # Not IsAnyVector: the runtime's own is broken for fixed typed vectors (it calls a property).
@@ -189,13 +191,53 @@ def _flex_ints(root: flexbuffers.Ref) -> list[int]:
     return items
 
 
-def _named_values(table: _Table, kind: MessageType) -> NamedValues:
-    pairs = tuple((item.string(0), _values(item.raw(1))) for item in table.tables(2))
-    return NamedValues(kind, table.uint(0), table.node_id(1), pairs)
+#: How each scalar kind of `protocols.tdm.schema` is read.
+_SCALAR_READERS: dict[str, Callable[[_Reader, int], int]] = {
+    "bool": lambda reader, pos: int(reader.u8(pos) != 0),
+    "i16": _Reader.i16,
+    "u16": _Reader.u16,
+    "i32": _Reader.i32,
+    "u32": _Reader.u32,
+}
+_EMPTY: dict[str, Any] = {"string": "", "bytes": b"", "node_id": b""}
+
+
+def _read(table: _Table | None, fields: tuple[Field, ...]) -> dict[str, Any]:
+    """Every field of `table`, an absent one (or each, with no table) as its schema default (`protocols.tdm.schema`)."""
+    values: dict[str, Any] = {}
+    for field in fields:
+        kind = field.kind
+        if table is None:
+            values[field.name] = field.default if kind in SCALARS else _EMPTY.get(kind, [])
+        elif kind in SCALARS:
+            values[field.name] = table.scalar(field.slot, _SCALAR_READERS[kind], field.default)
+        elif kind == "string":
+            values[field.name] = table.string(field.slot)
+        elif kind == "bytes":
+            values[field.name] = table.raw(field.slot)
+        elif kind == "node_id":
+            values[field.name] = table.node_id(field.slot)
+        else:
+            values[field.name] = [_read(item, NESTED[kind]) for item in table.tables(field.slot)]
+    return values
+
+
+def _pairs(items: list[dict[str, Any]]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    return tuple((item["name"], _values(item["value"])) for item in items)
 
 
 def decode(data: bytes) -> Request:
     """One client message; `ProtocolError` for anything that is no valid TDM request."""
+    kind, values = fields(data)
+    return _request(kind, values)
+
+
+def fields(data: bytes) -> tuple[MessageType, dict[str, Any]]:
+    """One client message's type and every field of its body by schema name, absent ones as their defaults.
+
+    Nested tables come as lists of dicts, byte vectors (flexbuffer values among them) as bytes;
+    `ProtocolError` for anything that is no valid TDM request.
+    """
     if len(data) < 8:
         raise ProtocolError(f"a TDM message of {len(data)} bytes is too short to be a flatbuffer")
     reader = _Reader(data)
@@ -209,39 +251,45 @@ def decode(data: bytes) -> Request:
         kind = MessageType(tag)
     except ValueError:
         raise ProtocolError(f"unknown TDM message type {tag}") from None
-    if body is None:
-        if kind in (MessageType.REQUEST_LIST_OF_NODES, MessageType.PING):
-            return RequestListOfNodes() if kind is MessageType.REQUEST_LIST_OF_NODES else Unsupported(kind, 0)
-        if kind is MessageType.CONNECTION_HANDSHAKE:
-            return Handshake(1, 1, 102400, "")
+    schema = REQUESTS.get(kind)
+    if schema is None:
+        raise ProtocolError(f"TDM message {kind.name} is sent by servers only")
+    if body is None and schema and kind is not MessageType.CONNECTION_HANDSHAKE:
+        # tdmclient sends an empty handshake without a body: then every field has its default.
         raise ProtocolError(f"TDM message {kind.name} has no body")
     try:
-        return _decode_body(kind, body)
+        return kind, _read(body, schema)
     except struct.error as error:
         raise ProtocolError(f"TDM message {kind.name}: {error}") from None
 
 
-def _decode_body(kind: MessageType, body: _Table) -> Request:
+def _request(kind: MessageType, v: dict[str, Any]) -> Request:
     if kind is MessageType.CONNECTION_HANDSHAKE:
-        return Handshake(body.uint(0, 1), body.uint(1, 1), body.uint(2, 102400), body.string(7))
+        return Handshake(v["min_protocol_version"], v["protocol_version"], v["max_message_size"], v["password"])
     if kind is MessageType.REQUEST_LIST_OF_NODES:
         return RequestListOfNodes()
     if kind in (MessageType.LOCK_NODE, MessageType.UNLOCK_NODE, MessageType.REQUEST_NODE_ASEBA_VM_DESCRIPTION):
-        return NodeRequest(kind, body.uint(0), body.node_id(1))
+        return NodeRequest(kind, v["request_id"], v["node_id"])
     if kind is MessageType.COMPILE_AND_LOAD_CODE_ON_VM:
-        return CompileAndLoad(body.uint(0), body.node_id(1), body.uint(2), body.string(3), body.uint(4))
+        return CompileAndLoad(v["request_id"], v["node_id"], v["language"], v["program"], v["options"])
     if kind is MessageType.WATCH_NODE:
-        return WatchNode(body.uint(0), body.node_id(1), body.uint(2))
-    if kind in (MessageType.SET_VARIABLES, MessageType.SEND_EVENTS):
-        return _named_values(body, kind)
+        return WatchNode(v["request_id"], v["node_or_group_id"], v["info_type"])
+    if kind is MessageType.SET_VARIABLES:
+        return NamedValues(kind, v["request_id"], v["node_or_group_id"], _pairs(v["vars"]))
+    if kind is MessageType.SEND_EVENTS:
+        return NamedValues(kind, v["request_id"], v["node_id"], _pairs(v["events"]))
     if kind is MessageType.REGISTER_EVENTS:
-        events = tuple(EventDefinition(item.string(0), item.uint(1)) for item in body.tables(2))
-        return RegisterEvents(body.uint(0), body.node_id(1), events)
+        events = tuple(EventDefinition(e["name"], e["fixed_sized"]) for e in v["events"])
+        return RegisterEvents(v["request_id"], v["node_or_group_id"], events)
     if kind is MessageType.SET_VM_EXECUTION_STATE:
-        return SetVMExecutionState(body.uint(0), body.node_id(1), body.scalar(2, _Reader.i16))
+        return SetVMExecutionState(v["request_id"], v["node_id"], v["command"])
+    if kind is MessageType.SCRATCHPAD_UPDATE:
+        return ScratchpadUpdate(
+            v["request_id"], v["scratchpad_id"], v["group_id"], v["node_id"], v["language"], v["text"],
+            v["name"], bool(v["deleted"]),
+        )  # fmt: skip
     # Requests whose first field is their request id get an Error naming it; notifications get 0.
-    has_request_id = kind not in (MessageType.PING, MessageType.ENABLE_THYMIO2_PAIRING_MODE)
-    return Unsupported(kind, body.uint(0) if has_request_id else 0)
+    return Unsupported(kind, v.get("request_id", 0))
 
 
 # -- encoding ---------------------------------------------------------------------------------
@@ -490,3 +538,44 @@ def vm_state_changed(node_id: bytes, state: int, line: int = 0, error_code: int 
     b.PrependInt16Slot(3, error_code, 0)
     b.PrependUOffsetTRelativeSlot(4, text, 0)
     return writer.finish(MessageType.VM_EXECUTION_STATE_CHANGED, b.EndObject())
+
+
+def events_descriptions_changed(group_id: bytes, events: Sequence[EventDefinition]) -> bytes:
+    """`EventsDescriptionsChanged`: the events registered on a group (index = registration order)."""
+    writer = _Writer()
+    b = writer.builder
+    node = writer.node_id(group_id)
+    offsets = []
+    for index, event in enumerate(events):
+        name = b.CreateString(event.name)
+        b.StartObject(3)
+        b.PrependUOffsetTRelativeSlot(0, name, 0)
+        b.PrependUint32Slot(1, event.size, 0)
+        b.PrependUint32Slot(2, index, 0)
+        offsets.append(b.EndObject())
+    vector = writer.tables(offsets)
+    b.StartObject(2)
+    b.PrependUOffsetTRelativeSlot(0, node, 0)
+    b.PrependUOffsetTRelativeSlot(1, vector, 0)
+    return writer.finish(MessageType.EVENTS_DESCRIPTIONS_CHANGED, b.EndObject())
+
+
+def scratchpad_update(scratchpad: ScratchpadUpdate) -> bytes:
+    """`ScratchpadUpdate` from the server: a scratchpad's new text (or its deletion) for watchers."""
+    writer = _Writer()
+    b = writer.builder
+    scratchpad_id = writer.node_id(scratchpad.scratchpad_id)
+    group_id = writer.node_id(scratchpad.group_id)
+    node_id = writer.node_id(scratchpad.node_id)
+    text = b.CreateString(scratchpad.text)
+    name = b.CreateString(scratchpad.name)
+    b.StartObject(8)
+    b.PrependUint32Slot(0, scratchpad.request_id, 0)
+    b.PrependUOffsetTRelativeSlot(1, scratchpad_id, 0)
+    b.PrependUOffsetTRelativeSlot(2, group_id, 0)
+    b.PrependUOffsetTRelativeSlot(3, node_id, 0)
+    b.PrependInt32Slot(4, scratchpad.language, 0)
+    b.PrependUOffsetTRelativeSlot(5, text, 0)
+    b.PrependUOffsetTRelativeSlot(6, name, 0)
+    b.PrependBoolSlot(7, scratchpad.deleted, False)
+    return writer.finish(MessageType.SCRATCHPAD_UPDATE, b.EndObject())

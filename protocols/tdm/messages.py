@@ -213,6 +213,23 @@ class SetVMExecutionState:
 
 
 @dataclass(frozen=True, slots=True)
+class ScratchpadUpdate:
+    """`ScratchpadUpdate`: the code text an app shows for a node (VPL3 sends it between compile and run).
+
+    `scratchpad_id` names the scratchpad (thymio-api uses the node id); `deleted` removes it.
+    """
+
+    request_id: int
+    scratchpad_id: bytes
+    group_id: bytes
+    node_id: bytes
+    language: int
+    text: str
+    name: str
+    deleted: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Unsupported:
     """A known message type this server does not serve; `request_id` is 0 when it has none."""
 
@@ -229,6 +246,7 @@ Request = (
     | NamedValues
     | RegisterEvents
     | SetVMExecutionState
+    | ScratchpadUpdate
     | Unsupported
 )
 

@@ -18,7 +18,9 @@ from aiohttp import WSMessage, WSMsgType, web
 from gateway.core.client import Hub
 from gateway.core.config import TdmConfig
 from gateway.errors import ErrorCode
+from gateway.faces.tdm.announce import Announcer
 from gateway.faces.tdm.session import TdmSession
+from gateway.faces.tdm.shared import TdmShared
 from gateway.servers.hosts import HostPolicy, host_guard
 from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded, serve_guarded
 from gateway.servers.limits import ConnectionLimits, Refused, Ticket
@@ -33,6 +35,8 @@ from protocols.tdm.messages import ErrorType
 log = logging.getLogger(__name__)
 
 _READ_BYTES = 65536
+#: Seconds the zeroconf goodbye may take at shutdown (python-zeroconf sends it three times, 125 ms apart).
+ANNOUNCER_STOP_S = 2.0
 
 
 class TcpTransport(StreamWriterTransport):
@@ -89,7 +93,7 @@ class TdmServer:
     """Both listeners of the TDM face; `tcp_port` / `ws_port` are the bound ports once started."""
 
     name = "tdm"
-    #: Nothing of this face outlives its listeners' sessions: `stop` has nothing to wait for.
+    #: Seconds `stop` may take: saying goodbye over zeroconf when announced, else nothing to wait for.
     stop_deadline_s = 0.0
 
     def __init__(self, hub: Hub, config: TdmConfig, limits: ConnectionLimits) -> None:
@@ -102,6 +106,11 @@ class TdmServer:
         self._tcp: asyncio.Server | None = None
         self._runner: web.AppRunner | None = None
         self._ws_listener: asyncio.Server | None = None
+        self._announcer: Announcer | None = None
+        if config.zeroconf:
+            self.stop_deadline_s = ANNOUNCER_STOP_S
+        #: Groups and scratchpads, shared by every session of this face.
+        self.shared = TdmShared(config.groups)
 
     async def start(self, tls: ssl.SSLContext | None = None) -> None:
         """Listen on both ports (no TLS: Thymio Suite and tdmclient speak none); `OSError` naming one it cannot bind."""
@@ -118,6 +127,9 @@ class TdmServer:
             raise OSError(error.errno, f"TDM TCP {config.host}:{config.tcp_port}: {error.strerror}") from None
         self.tcp_port = self._tcp.sockets[0].getsockname()[1]
         log.info("tdm face listening", extra={"tcp": self.tcp_port, "websocket": self.ws_port, "host": config.host})
+        if config.zeroconf:
+            self._announcer = Announcer(config.host, self.tcp_port, self.ws_port)
+            self._announcer.start()
 
     def stop_listening(self) -> None:
         """Stop listening (the gateway closes the sessions with every other face's)."""
@@ -134,12 +146,16 @@ class TdmServer:
 
     async def cleanup(self) -> None:
         """Release the WebSocket application once the sessions are closed (aborting what is left)."""
+        await self.stop()  # a start that failed later on never ran the app's stop pass
         self.abort_connections()
         if self._runner is not None:
             await self._runner.cleanup()
 
     async def stop(self) -> None:
-        """Nothing to stop beyond the listeners (closed by `stop_listening` and `cleanup`)."""
+        """Withdraw the zeroconf announcement, if any (the listeners close by `stop_listening` and `cleanup`)."""
+        announcer, self._announcer = self._announcer, None
+        if announcer is not None:
+            await announcer.stop()
 
     def listeners(self) -> dict[str, str | None]:
         """Both ports' addresses."""
@@ -165,7 +181,8 @@ class TdmServer:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: Any, ticket: Ticket
     ) -> None:
         transport = TcpTransport(writer, self.hub.server.send_buffer_bytes)
-        session = TdmSession(self.hub, transport, str(peer[0]) if peer else "unknown", self.ws_port or 0)
+        peer_address = str(peer[0]) if peer else "unknown"
+        session = TdmSession(self.hub, transport, peer_address, self.ws_port or 0, shared=self.shared)
         session.start()
         frames = FrameReader(MAX_MESSAGE_BYTES)
         pending: list[bytes] = []
@@ -204,7 +221,9 @@ class TdmServer:
         transport = await accept(ws, request)
         if transport is None:
             return ws
-        session = TdmSession(self.hub, WebSocketTransport(ws, transport), str(request.remote), self.ws_port or 0)
+        session = TdmSession(
+            self.hub, WebSocketTransport(ws, transport), str(request.remote), self.ws_port or 0, shared=self.shared
+        )
         session.start()
 
         async def handle(message: WSMessage) -> None:

@@ -31,6 +31,8 @@ from gateway.errors import (
 from gateway.faces.outbox import CLOSE_TIMEOUT_S, Outbox
 from gateway.faces.outbox import Transport as FrameTransport
 from gateway.faces.tdm import nodes
+from gateway.faces.tdm.event_names import event_name
+from gateway.faces.tdm.shared import Group, Scratchpad, TdmShared
 from gateway.servers.socket_transport import CLOSE_DRAIN_S
 from gateway.throttled_logs import CONNECTION_LINES
 from protocols.errors import ProtocolError
@@ -40,7 +42,6 @@ from protocols.tdm.messages import (
     CompilationOptions,
     CompileAndLoad,
     ErrorType,
-    EventDefinition,
     Handshake,
     MessageType,
     NamedValues,
@@ -52,6 +53,7 @@ from protocols.tdm.messages import (
     RegisterEvents,
     Request,
     RequestListOfNodes,
+    ScratchpadUpdate,
     SetVMExecutionState,
     Unsupported,
     VMDescription,
@@ -117,9 +119,14 @@ class TdmSession:
         peer: str,
         ws_port: int,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        shared: TdmShared | None = None,
     ) -> None:
-        """`sleep(seconds)` paces the pings (tests pass one they release by hand)."""
+        """`sleep(seconds)` paces the pings (tests pass one they release by hand).
+
+        `shared` holds the face's groups and scratchpads (one for all its sessions).
+        """
         self.hub = hub
+        self.shared = shared if shared is not None else TdmShared()
         self._sleep = sleep
         self.transport = transport
         self.client = Client(hub, peer, "tdm")
@@ -129,8 +136,8 @@ class TdmSession:
         self.state = SessionState.OPENING
         self._tasks: set[asyncio.Task[None]] = set()
         self._watch: dict[str, int] = {}
+        self._group_watch: dict[bytes, int] = {}
         self._pollers: dict[str, asyncio.Task[None]] = {}
-        self._events: dict[str, tuple[EventDefinition, ...]] = {}
         self._vm_state: dict[str, VMExecutionState] = {}
         self._shown: set[str] = set()
         self._finished = asyncio.Event()
@@ -181,6 +188,7 @@ class TdmSession:
             return
         self.state = SessionState.CLOSED
         self.hub.sessions.discard(self)
+        self.shared.watchers.discard(self)
         for task in [*self._tasks, *self._pollers.values()]:
             task.cancel()
         self._outbox.stop()
@@ -263,6 +271,7 @@ class TdmSession:
         if devices:
             self.client.subscribe([f"{device}/node/*/events/*" for device in devices], None)
         self.client.join()  # every device's availability follows: NodesChanged for the TDM nodes
+        self.shared.watchers.add(self)
         self._spawn(self._ping(), "ping")
 
     @property
@@ -282,32 +291,65 @@ class TdmSession:
         elif isinstance(request, WatchNode):
             self._watch_node(request)
         elif isinstance(request, RegisterEvents):
-            self._events[self._device(request.node_id)] = request.events
+            group = self._group_to_change(request.node_id)
             self._push(codec.request_completed(request.request_id))
+            self.shared.set_events(group, request.events)
         elif isinstance(request, CompileAndLoad):
             await self._compile(request)
         elif isinstance(request, SetVMExecutionState):
             await self._vm_command(request)
+        elif isinstance(request, ScratchpadUpdate):
+            self._scratchpad(request)
         elif isinstance(request, Unsupported):
             raise TdmError(ErrorType.UNKNOWN_ERROR, f"message {MessageType(request.type).name} is not supported")
 
     # -- requests ----------------------------------------------------------------------------
 
     def _node_handles(self) -> list[Any]:
-        return [h for h in self.client.devices() if nodes.is_node(h.kind)]
+        """The TDM nodes this client sees (every one, or those its token's device patterns match)."""
+        return [h for h in self.client.devices() if nodes.is_node(h.kind) and self.client.may_see(h.id)]
 
-    def _device(self, node_or_group: bytes) -> str:
-        """The device a node or group id names; `Error unknown_node` when none."""
+    def _device(self, node_id: bytes) -> str:
+        """The connected device a node id names (a group id too, when the group has one node); `Error unknown_node`."""
         for handle in self._node_handles():
-            if node_or_group in (nodes.node_id(handle.id), nodes.group_id(handle.id)):
+            if node_id == nodes.node_id(handle.id):
                 if handle.status != "connected":
                     raise TdmError(ErrorType.UNKNOWN_NODE, f"node {handle.id} is {handle.status}")
                 return str(handle.id)
-        raise TdmError(ErrorType.UNKNOWN_NODE, f"no node {node_or_group.hex()}")
+        members = self._members(node_id)
+        if len(members) == 1:
+            return self._device(nodes.node_id(members[0]))
+        raise TdmError(ErrorType.UNKNOWN_NODE, f"no node {node_id.hex()}")
 
-    def _locked_device(self, node_or_group: bytes) -> str:
+    def _members(self, group_id: bytes) -> list[str]:
+        """The devices of group `group_id` this client sees (none: no such group)."""
+        return [str(h.id) for h in self._node_handles() if self.shared.group_id(h.id) == group_id]
+
+    def _group_of(self, node_or_group: bytes) -> tuple[Group, list[str]]:
+        """The group a node or group id names, and its devices this client sees; `Error unknown_node` when none."""
+        members = self._members(node_or_group)
+        if members:
+            return self.shared.group(node_or_group), members
+        for handle in self._node_handles():
+            if node_or_group == nodes.node_id(handle.id):
+                group_id = self.shared.group_id(handle.id)
+                return self.shared.group(group_id), self._members(group_id)
+        raise TdmError(ErrorType.UNKNOWN_NODE, f"no node or group {node_or_group.hex()}")
+
+    def _group_to_change(self, node_or_group: bytes) -> Group:
+        """The group a node or group id names, when this client holds the lock of one of its nodes (as the TDM asks)."""
+        group, members = self._group_of(node_or_group)
+        for device in members:
+            handle = self.client.device(device)
+            if handle is not None and handle.locked_by == self.client.id:
+                return group
+        raise TdmError(
+            ErrorType.UNKNOWN_NODE, "lock a node of the group first: its events and shared variables need it"
+        )
+
+    def _locked_device(self, node_id: bytes) -> str:
         """Like `_device`, for requests that need this client's lock (as the real TDM does)."""
-        device = self._device(node_or_group)
+        device = self._device(node_id)
         handle = self.client.device(device)
         holder = handle.locked_by if handle is not None else None
         if holder != self.client.id:
@@ -324,13 +366,15 @@ class TdmSession:
             self.client.lock(device)
             self._push(codec.request_completed(request.request_id))
         elif request.type is MessageType.UNLOCK_NODE:
-            self.client.unlock(device)
+            # A teacher (admin token) takes a robot over: its UnlockNode ends a student's lock.
+            credential = self.client.credential
+            self.client.unlock(device, force=credential is not None and credential.admin)
             self._push(codec.request_completed(request.request_id))
         else:
             self._push(codec.vm_description(await self._description(device, request.request_id)))
 
     async def _description(self, device: str, request_id: int) -> VMDescription:
-        data = await self._command(device, "hwgateway/AsebaVMDescription", {})
+        data = await self.client.read(device, "hwgateway/AsebaVMDescription", {})
         return VMDescription(
             request_id=request_id,
             node_id=nodes.node_id(device),
@@ -345,22 +389,48 @@ class TdmSession:
             ),
         )
 
+    def _is_node(self, node_or_group: bytes) -> bool:
+        return any(node_or_group == nodes.node_id(h.id) for h in self._node_handles())
+
     async def _named_values(self, request: NamedValues) -> None:
+        if request.type is MessageType.SET_VARIABLES and not self._is_node(request.node_id):
+            group = self._group_to_change(request.node_id)  # a group's shared variables
+            self._push(codec.request_completed(request.request_id))
+            self.shared.set_variables(group, dict(request.values))
+            return
         if request.type is MessageType.SET_VARIABLES:
             device = self._locked_device(request.node_id)
             for name, words in request.values:
                 await self._command(device, "asebaros_msgs/SetVariable", {"variable": name, "data": list(words)})
         else:
-            device = self._device(request.node_id)
-            for name, words in request.values:
-                await self._command(device, "hwgateway/AsebaEvent", {"name": name, "data": list(words)})
+            for device in self._event_targets(request.node_id):
+                for name, words in request.values:
+                    await self._command(device, "hwgateway/AsebaEvent", {"name": name, "data": list(words)})
         self._push(codec.request_completed(request.request_id))
 
+    def _event_targets(self, node_or_group: bytes) -> list[str]:
+        """Where SendEvents goes: the node, or every node of the group that no other client has locked."""
+        if self._is_node(node_or_group):
+            return [self._device(node_or_group)]
+        _, members = self._group_of(node_or_group)
+        targets = []
+        for device in members:
+            handle = self.client.device(device)
+            if handle is not None and handle.status == "connected" and handle.locked_by in (None, self.client.id):
+                targets.append(device)
+        if not targets:
+            raise TdmError(ErrorType.NODE_BUSY, "every node of the group is locked by another client or gone")
+        return targets
+
     def _watch_node(self, request: WatchNode) -> None:
+        if not self._is_node(request.node_id):
+            self._watch_group(request)
+            return
         device = self._device(request.node_id)
         before = self._watch.get(device, 0)
         self._watch[device] = request.flags
         self._push(codec.request_completed(request.request_id))
+        self._send_shared(self.shared.group(self.shared.group_id(device)), request.flags & ~before, device)
         watching = bool(request.flags & WatchableInfo.VARIABLES)
         poller = self._pollers.pop(device, None)
         if poller is not None and not watching:
@@ -378,8 +448,8 @@ class TdmSession:
         node_id = nodes.node_id(device)
         while True:
             try:
-                data = await self._command(device, "hwgateway/AsebaVariables", {})
-            except GatewayError as error:  # locked by another client, or the node went away: try again later
+                data = await self.client.read(device, "hwgateway/AsebaVariables", {})
+            except GatewayError as error:  # the node went away, or is busy: try again later
                 log.debug("tdm client %s: cannot read %s's variables: %s", self.id, device, error)
             else:
                 changed = []
@@ -397,7 +467,8 @@ class TdmSession:
         if request.language != ProgrammingLanguage.ASEBA:
             raise TdmError(ErrorType.UNKNOWN_ERROR, f"language {request.language} is not supported (only Aseba, 1)")
         load = bool(request.options & CompilationOptions.LOAD_ON_TARGET)
-        events = [{"name": e.name, "size": e.size} for e in self._events.get(device, ())]
+        group = self.shared.group(self.shared.group_id(device))  # the events registered on the node's group
+        events = [{"name": e.name, "size": e.size} for e in group.events]
         result = await self._command(
             device, "hwgateway/AsebaCompile", {"source": request.program, "events": events, "load": load}
         )
@@ -428,6 +499,73 @@ class TdmSession:
         self._push(codec.request_completed(request.request_id))
         self._set_vm_state(device, state)
 
+    def _watch_group(self, request: WatchNode) -> None:
+        group, _ = self._group_of(request.node_id)
+        before = self._group_watch.get(group.id, 0)
+        self._group_watch[group.id] = request.flags
+        self._push(codec.request_completed(request.request_id))
+        self._send_shared(group, request.flags & ~before, None)
+
+    def _send_shared(self, group: Group, flags: int, device: str | None) -> None:
+        """What a watch just asked for that the TDM sends at once: the group's events, variables, scratchpads."""
+        if flags & WatchableInfo.SHARED_EVENTS_DESCRIPTION:
+            self._push(codec.events_descriptions_changed(group.id, group.events))
+        if flags & WatchableInfo.SHARED_VARIABLES and group.variables:
+            self._push(codec.variables_changed(group.id, list(group.variables.items()), int(time.time() * 1000)))
+        if flags & WatchableInfo.SCRATCHPADS:
+            for scratchpad in list(self.shared.scratchpads.values()):
+                if self._watches_scratchpad(scratchpad) and (
+                    device is None or scratchpad.node_id == nodes.node_id(device)
+                ):
+                    self._push(codec.scratchpad_update(_scratchpad_message(scratchpad, False)))
+
+    def _scratchpad(self, request: ScratchpadUpdate) -> None:
+        device = self._device(request.node_id)
+        credential = self.client.credential
+        if credential is None or not credential.permits(device):
+            raise TdmError(ErrorType.UNKNOWN_NODE, f"scratchpad of {device}: not allowed for this client's token")
+        scratchpad = Scratchpad(
+            request.scratchpad_id or request.node_id,
+            request.node_id,
+            self.shared.group_id(device),
+            request.language,
+            request.text,
+            request.name,
+        )
+        try:
+            self.shared.update_scratchpad(scratchpad, request.deleted)
+        except ValueError as error:
+            raise TdmError(ErrorType.UNKNOWN_ERROR, str(error)) from None
+        self._push(codec.request_completed(request.request_id))
+
+    # -- shared changes (TdmShared's watchers) ------------------------------------------------
+
+    def _watches_group(self, group: Group, flag: WatchableInfo) -> bool:
+        if self._group_watch.get(group.id, 0) & flag:
+            return True
+        return any(self._watch.get(device, 0) & flag for device in self._members(group.id))
+
+    def _watches_scratchpad(self, scratchpad: Scratchpad) -> bool:
+        if self._group_watch.get(scratchpad.group_id, 0) & WatchableInfo.SCRATCHPADS:
+            return True
+        device = next((h.id for h in self._node_handles() if nodes.node_id(h.id) == scratchpad.node_id), None)
+        return device is not None and bool(self._watch.get(device, 0) & WatchableInfo.SCRATCHPADS)
+
+    def group_events_changed(self, group: Group) -> None:
+        """Send the group's new events to this client when it watches them."""
+        if self.state is SessionState.OPEN and self._watches_group(group, WatchableInfo.SHARED_EVENTS_DESCRIPTION):
+            self._push(codec.events_descriptions_changed(group.id, group.events))
+
+    def shared_variables_changed(self, group: Group) -> None:
+        """Send the group's shared variables to this client when it watches them."""
+        if self.state is SessionState.OPEN and self._watches_group(group, WatchableInfo.SHARED_VARIABLES):
+            self._push(codec.variables_changed(group.id, list(group.variables.items()), int(time.time() * 1000)))
+
+    def scratchpad_changed(self, scratchpad: Scratchpad, deleted: bool) -> None:
+        """Send a scratchpad's change to this client when it watches the node's (or group's) scratchpads."""
+        if self.state is SessionState.OPEN and self._watches_scratchpad(scratchpad):
+            self._push(codec.scratchpad_update(_scratchpad_message(scratchpad, deleted)))
+
     def _set_vm_state(self, device: str, state: VMExecutionState) -> None:
         self._vm_state[device] = state
         if self._watch.get(device, 0) & WatchableInfo.VM_EXECUTION_STATE:
@@ -446,7 +584,7 @@ class TdmSession:
             shown = NodeStatus.AVAILABLE
         else:
             shown = NodeStatus.READY if locked_by == self.client.id else NodeStatus.BUSY
-        return NodeInfo(nodes.node_id(device), nodes.group_id(device), shown, NodeType.THYMIO2, device)
+        return NodeInfo(nodes.node_id(device), self.shared.group_id(device), shown, NodeType.THYMIO2, device)
 
     def _render(self, item: Outgoing) -> bytes | None:
         if isinstance(item, DeviceEvent):
@@ -455,7 +593,7 @@ class TdmSession:
             device = item.topic.split("/", 1)[0]
             if not self._watch.get(device, 0) & WatchableInfo.EVENTS:
                 return None
-            name = item.topic.rsplit("/events/", 1)[1]
+            name = event_name(self.hub.bus, item.topic)  # escaped in the topic (gateway.topics.name_segment)
             words = tuple(item.message.data)
             return item.encoded(
                 f"tdm:{self.transport.framing}:events",
@@ -467,7 +605,7 @@ class TdmSession:
 
     def _render_device(self, event: DeviceEvent) -> bytes | None:
         handle = self.client.device(event.device)
-        if handle is None or not nodes.is_node(handle.kind):
+        if handle is None or not nodes.is_node(handle.kind) or not self.client.may_see(event.device):
             return None
         # Rendering must give the same bytes each time: an item the socket could not take is rendered again.
         info = self._node_info(event.device, event.status, event.locked_by)
@@ -476,7 +614,7 @@ class TdmSession:
                 return None
             info = NodeInfo(
                 nodes.node_id(event.device),
-                nodes.group_id(event.device),
+                self.shared.group_id(event.device),
                 NodeStatus.DISCONNECTED,
                 NodeType.THYMIO2,
                 event.device,
@@ -491,3 +629,10 @@ class TdmSession:
 
     def _push(self, message: bytes) -> None:
         self._outbox.push(self._frame(message))
+
+
+def _scratchpad_message(scratchpad: Scratchpad, deleted: bool) -> ScratchpadUpdate:
+    return ScratchpadUpdate(
+        0, scratchpad.id, scratchpad.group_id, scratchpad.node_id, scratchpad.language, scratchpad.text,
+        scratchpad.name, deleted,
+    )  # fmt: skip

@@ -170,6 +170,8 @@ def check_stack(sections: Sequence[SectionCode], code: Sequence[int], descriptio
 def _check_events(symbols: Symbols) -> None:
     names: set[str] = set()
     for event in symbols.events:
+        if not event.name:  # no program could name it, and the gateway's bus could not carry it
+            raise CompileError("an event has an empty name", 1, 1)
         if event.name in names:
             raise CompileError(f"event {event.name} is defined twice", 1, 1)
         if event.size < 0:
