@@ -141,7 +141,7 @@ class SlewLimiter:
         if towards_zero:
             crossing = target * current < 0.0
             stop_at = 0.0 if crossing else target
-            room = self.down_per_s * dt_s
+            room = _room(self.down_per_s, dt_s)
             if abs(current - stop_at) > room:
                 self.value = current - math.copysign(room, current)
                 return self.value
@@ -151,6 +151,11 @@ class SlewLimiter:
             # Reached 0 within the step: speed up the other way with the time left.
             dt_s -= abs(current) / self.down_per_s
             current = 0.0
-        room = self.up_per_s * dt_s
+        room = _room(self.up_per_s, dt_s)
         self.value = target if abs(target - current) <= room else current + math.copysign(room, target - current)
         return self.value
+
+
+def _room(rate_per_s: float, dt_s: float) -> float:
+    """How far `rate_per_s` moves in `dt_s`; no limit stays no limit even in no time (inf · 0 is NaN)."""
+    return math.inf if math.isinf(rate_per_s) else rate_per_s * dt_s
