@@ -1,4 +1,4 @@
-"""The arbiter's one rule (`gateway.core.arbitration`), with an injected clock: priorities, claims, safe outputs, STOP ALL."""
+"""The arbiter's one rule (`gateway.core.arbitration`), injected clock: priorities, claims, safe outputs, STOP ALL."""
 
 from __future__ import annotations
 
@@ -32,13 +32,14 @@ def test_a_binding_of_higher_priority_takes_over_and_a_client_waits_until_it_lap
     arbiter = arbiter_with(clock, drive=100)
     arbiter.admit("thymio", MOTORS, "c1")
     arbiter.admit("thymio", MOTORS, "drive")  # 100 > 50: takes over at once
-    with pytest.raises(Locked, match="driven by binding 'drive' at priority 100"):
+    with pytest.raises(Locked, match="driven by drive at priority 100"):
         arbiter.admit("thymio", MOTORS, "c1")
     arbiter.admit("thymio", "thymio_msgs/Led", "c1")  # another channel of the same device is free
     clock.now += 0.31  # the binding stopped renewing its claim
     arbiter.admit("thymio", MOTORS, "c1")
     claim = arbiter.holder_of("thymio", MOTORS)
-    assert claim is not None and (claim.holder, claim.priority) == ("c1", DEFAULT_CLIENT_PRIORITY)
+    assert claim is not None
+    assert (claim.holder, claim.priority) == ("c1", DEFAULT_CLIENT_PRIORITY)
 
 
 def test_a_client_of_higher_priority_preempts_a_binding_until_its_claim_lapses() -> None:
@@ -128,7 +129,8 @@ def test_priorities_are_respected(commands: list[tuple[str, bool, float]], prior
         try:
             arbiter.admit("d", "t", holder, safe=safe)
         except Locked:
-            assert before is not None and before.holder != holder
+            assert before is not None
+            assert before.holder != holder
             continue
         if before is not None and before.holder != holder:
             assert not safe, "a safe output went over a live claim of another holder"

@@ -391,13 +391,15 @@ async def test_priorities_between_bindings_and_clients(
     client: Client, gateway: InProcessGateway, sdl: SdlBackend, pad: list[VirtualPad], observer: Observer
 ) -> None:
     motors = "hwgateway/ThymioMotors"
+    slow = binding(gateway, "slow")
+    if slow.runtime.stopped:  # by the STOP ALL test, when it ran
+        await client.ok("command", device="slow", type="hwgateway/BindingResume", data={})
     await stick(sdl, pad, FULL_UP, l1=True, r1=True)  # both bindings' deadmen: drive (100) wins over slow (10)
     await observer.until((300, 300), "drive wins over slow")
-    slow = binding(gateway, "slow")
     await until(lambda: slow.runtime.state == "yielded", "slow yields")
     refused = await client.error("command", device="thymio", type=motors, data={"left": 1, "right": 1})
     assert refused["code"] == "locked"
-    assert "binding 'drive' at priority 100" in refused["message"]
+    assert "driven by binding:drive at priority 100" in refused["message"]
     await stick(sdl, pad, FULL_UP, l1=False, r1=True)  # drive's safe output, then slow takes the target
     await observer.until((100, 100), "slow drives once drive stopped")
     # A client (priority 50) takes over from slow (10); slow's deadman released meanwhile: its safe

@@ -136,7 +136,7 @@ class Arbiter:
         self._claims[key] = Claim(holder, priority, now, hold_s, registered is not None)
 
     def _refusal(self, device: str, channel: str, claim: Claim, holder: str, why: str) -> str:
-        who = f"binding {claim.holder!r}" if claim.binding else f"client {claim.holder}"
+        who = claim.holder if claim.binding else f"client {claim.holder}"  # a binding's id says so: binding:<name>
         return f"device {device!r}: {channel} is driven by {who} at priority {claim.priority} ({holder}: {why})"
 
     def release(self, holder: str, device: str | None = None) -> None:
