@@ -12,12 +12,13 @@ every output command is one the target's kind accepts, and no binding's output f
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from gateway.bindings.buttons import TRIGGERS, Trigger
 from gateway.bindings.paths import InputPath, command_args_problem, command_field, parse_input_path
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from gateway.core.config import DeviceConfig
 
 Mode = Literal["arcade", "tank", "direct", "none"]
+T = TypeVar("T")
 
 #: The inputs and outputs each differential mode needs, by name.
 ARCADE_INPUTS = ("throttle", "steer")
@@ -322,20 +324,43 @@ def _path_or_problem(text: str, key: str, problems: list[ConfigError]) -> InputP
         return None
 
 
+def _not_finite(parsed: object, path: str) -> list[ConfigError]:
+    """The number keys of a read table that hold nan or inf (TOML allows both; no binding option means them)."""
+    problems = []
+    for item in dataclasses.fields(parsed):  # type: ignore[arg-type]
+        value = getattr(parsed, item.name)
+        numbers = [value] if isinstance(value, float) else []
+        if isinstance(value, tuple):
+            numbers = [number for point in value for number in (point if isinstance(point, tuple) else (point,))]
+        if any(isinstance(number, float) and not math.isfinite(number) for number in numbers):
+            problems.append(ConfigError(f"{path}.{item.name}", "must be a finite number"))
+    return problems
+
+
+def _build(cls: type[T], table: object, path: str, skip: tuple[str, ...] = ()) -> tuple[T | None, list[ConfigError]]:
+    """`gateway.core.config.build_partial`, refusing nan and inf too."""
+    from gateway.core.config import build_partial  # here: gateway.core.config imports this module
+
+    parsed, problems = build_partial(cls, table, path, skip)
+    if parsed is None:
+        return None, problems
+    bad = _not_finite(parsed, path)
+    return (None if bad else parsed), problems + bad
+
+
 def _parse_binding(name: str, table: object) -> tuple[BindingSpec | None, list[ConfigError]]:
-    from gateway.core.config import build_partial
 
     path = f"bindings.{name}"
     try:
         check_device_id(name)
     except ValueError as error:
         return None, [ConfigError(path, str(error))]
-    base, problems = build_partial(_BindingTable, table, path, skip=("inputs", "outputs", "slew", "actions"))
+    base, problems = _build(_BindingTable, table, path, skip=("inputs", "outputs", "slew", "actions"))
     if base is None or not isinstance(table, Mapping):
         return None, problems
     inputs = _parse_inputs(path, table.get("inputs", {}), problems)
     outputs = _parse_outputs(path, table.get("outputs", {}), problems)
-    slew_table, slew_problems = build_partial(_SlewTable, table.get("slew", {}), f"{path}.slew")
+    slew_table, slew_problems = _build(_SlewTable, table.get("slew", {}), f"{path}.slew")
     problems += slew_problems
     slew = Slew()
     if slew_table is not None:
@@ -398,8 +423,6 @@ def _is_device_pattern(value: str) -> bool:
 
 
 def _parse_inputs(path: str, table: object, problems: list[ConfigError]) -> list[InputSpec]:
-    from gateway.core.config import build_partial
-
     if not isinstance(table, Mapping):
         problems.append(ConfigError(f"{path}.inputs", f"expected a table of inputs, got {table!r}"))
         return []
@@ -407,7 +430,7 @@ def _parse_inputs(path: str, table: object, problems: list[ConfigError]) -> list
     for name, input_table in table.items():
         key = f"{path}.inputs.{name}"
         raw = {"path": input_table} if isinstance(input_table, str) else input_table
-        parsed, input_problems = build_partial(_InputTable, raw, key)
+        parsed, input_problems = _build(_InputTable, raw, key)
         problems += input_problems
         if parsed is None:
             continue
@@ -487,15 +510,13 @@ def _fixed_args(value: object, key: str, problems: list[ConfigError]) -> tuple[t
 
 
 def _parse_outputs(path: str, table: object, problems: list[ConfigError]) -> list[OutputSpec]:
-    from gateway.core.config import build_partial
-
     if not isinstance(table, Mapping):
         problems.append(ConfigError(f"{path}.outputs", f"expected a table of outputs, got {table!r}"))
         return []
     outputs = []
     for name, output_table in table.items():
         key = f"{path}.outputs.{name}"
-        parsed, output_problems = build_partial(_OutputTable, output_table, key, skip=("args",))
+        parsed, output_problems = _build(_OutputTable, output_table, key, skip=("args",))
         problems += output_problems
         if parsed is None or not isinstance(output_table, Mapping):
             continue
@@ -547,8 +568,6 @@ def _parse_outputs(path: str, table: object, problems: list[ConfigError]) -> lis
 
 
 def _parse_actions(path: str, table: object, problems: list[ConfigError]) -> list[ActionSpec]:
-    from gateway.core.config import build_partial
-
     if not isinstance(table, list):
         problems.append(
             ConfigError(f"{path}.actions", f"expected an array of tables ([[{path}.actions]]), got {table!r}")
@@ -557,7 +576,7 @@ def _parse_actions(path: str, table: object, problems: list[ConfigError]) -> lis
     actions = []
     for index, action_table in enumerate(table):
         key = f"{path}.actions[{index}]"
-        parsed, action_problems = build_partial(_ActionTable, action_table, key, skip=("args", "off_args"))
+        parsed, action_problems = _build(_ActionTable, action_table, key, skip=("args", "off_args"))
         problems += action_problems
         if parsed is None or not isinstance(action_table, Mapping):
             continue

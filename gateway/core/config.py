@@ -403,6 +403,15 @@ def build_partial(
     ]
     if missing:
         return None, problems + missing
+    required_but_bad = any(
+        name not in values
+        and name not in skip
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+        for name, f in fields.items()
+    )
+    if required_but_bad:  # already reported above; there is no default to build the object with
+        return None, problems
     try:
         return cls(**values), problems
     except ValueError as error:
