@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -127,11 +127,8 @@ class Delivery:
             task.cancel()
         self._in_flight.clear()
 
-    def _start(self, command: DeviceCommand, work: Awaitable[None]) -> None:
-        async def run() -> None:
-            await work
-
-        self._in_flight[command.key] = asyncio.create_task(run(), name=f"{self.holder}:{command.type}")
+    def _start(self, command: DeviceCommand, work: Coroutine[Any, Any, None]) -> None:
+        self._in_flight[command.key] = asyncio.create_task(work, name=f"{self.holder}:{command.type}")
 
     async def _drive(self, command: DeviceCommand) -> None:
         try:

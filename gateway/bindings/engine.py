@@ -249,7 +249,11 @@ class BindingRuntime:
         age = self.source.age(now)
         if age is not None and age > self.settings.timeout_s:
             return f"source silent for {age:.3f} s (timeout {self.settings.timeout_s:g} s)", None
-        result = self.evaluator.output(self.source.latest, age, now)
+        try:
+            result = self.evaluator.output(self.source.latest, age, now)
+        except Exception as error:  # a bug must end in the safe output, not in a task that never sends it
+            log.exception("binding %s: evaluating its inputs failed", self.settings.name)
+            return f"evaluation failed: {type(error).__name__}", None
         self.deadman_held = result.deadman_held
         if self._rearm:
             if result.deadman_held:
