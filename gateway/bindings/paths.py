@@ -14,6 +14,7 @@ fewer axes), so the evaluator can treat it as released / centred.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -92,7 +93,10 @@ class InputPath:
         if isinstance(value, bool):
             return 1.0 if value else 0.0
         if isinstance(value, int | float):
-            number = float(value)
+            try:
+                number = float(value)
+            except OverflowError:  # an integer beyond any float (plain data from anywhere)
+                return math.inf if value > 0 else -math.inf
             return number if number == number else None  # NaN reads as missing
         return None
 
