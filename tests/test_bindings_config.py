@@ -338,3 +338,14 @@ def test_any_bindings_table_is_answered_with_named_errors_never_a_crash(table: d
     assert all(problem.path.startswith("bindings") for problem in problems)
     if not problems:
         assert all(binding.name in table for binding in section.bindings)
+
+
+def test_every_example_of_docs_bindings_md_loads() -> None:
+    text = (Path(__file__).resolve().parent.parent / "docs" / "bindings.md").read_text()
+    blocks = text.split("```toml\n")[1:]
+    assert len(blocks) == 4  # one per mode
+    modes = []
+    for block in blocks:
+        config = loads(block.split("```")[0])
+        modes += [binding.mix.mode for binding in config.bindings.bindings]
+    assert sorted(set(modes)) == ["arcade", "direct", "none", "tank"]
