@@ -56,6 +56,7 @@ BUTTON_NAMES: Mapping[str, int] = {
 #: The message type whose `axes` and `buttons` the names above index.
 CONTROLLER_STATE = "creos_messages/ControllerState"
 
+_MISSING = object()
 _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d{1,4}\])*)")
 _STREAM = re.compile(r"[A-Za-z0-9_\-/:]{1,128}")
 
@@ -79,17 +80,22 @@ class InputPath:
         None when the stream has no sample, or a field or element is missing; booleans read as 0.0 or 1.0.
         """
         value: Any = latest.get(self.stream)
-        for step in self.steps:
+        for step in self.steps:  # runs per input per output tick: cheap type tests first
             if value is None:
                 return None
             if isinstance(step, int):
                 if not isinstance(value, tuple | list) or step >= len(value):
                     return None
                 value = value[step]
-            elif isinstance(value, Mapping):
+            elif isinstance(value, dict):
                 value = value.get(step)
             else:
-                value = getattr(value, step, None)
+                found = getattr(value, step, _MISSING)
+                if found is _MISSING and isinstance(value, Mapping):
+                    found = value.get(step)
+                value = None if found is _MISSING else found
+        if value.__class__ is float:
+            return value if value == value else None  # NaN reads as missing
         if isinstance(value, bool):
             return 1.0 if value else 0.0
         if isinstance(value, int | float):

@@ -368,7 +368,7 @@ def _parse_binding(name: str, table: object) -> tuple[BindingSpec | None, list[C
     actions = _parse_actions(path, table.get("actions", []), problems)
     mixes: dict[str, Mix] = {"arcade": ArcadeMix(), "tank": TankMix(), "direct": DirectMix(), "none": ActionsOnly()}
     mix = mixes[base.mode]
-    problems += _mode_problems(path, mix, inputs, outputs, table)
+    problems += _mode_problems(path, mix, table)
     deadman: InputPath | None = None
     if base.deadman == "none":
         deadman = None
@@ -622,9 +622,7 @@ def _parse_actions(path: str, table: object, problems: list[ConfigError]) -> lis
     return actions
 
 
-def _mode_problems(
-    path: str, mix: Mix, inputs: Sequence[InputSpec], outputs: Sequence[OutputSpec], table: Mapping[str, Any]
-) -> list[ConfigError]:
+def _mode_problems(path: str, mix: Mix, table: Mapping[str, Any]) -> list[ConfigError]:
     """The inputs and outputs the mode needs are there, and nothing else (names from the file, even unparsed)."""
     input_names = list(table.get("inputs", {}) or {}) if isinstance(table.get("inputs", {}), Mapping) else []
     output_names = list(table.get("outputs", {}) or {}) if isinstance(table.get("outputs", {}), Mapping) else []
@@ -668,7 +666,6 @@ def _mode_problems(
             problems.append(ConfigError(f"{path}.inputs", 'mode "none" has no inputs (actions name their own input)'))
         if output_names:
             problems.append(ConfigError(f"{path}.outputs", 'mode "none" has no outputs (actions name their command)'))
-    _ = inputs, outputs  # parsed ones are checked field by field above; names come from the file
     return problems
 
 
