@@ -262,6 +262,27 @@ def test_actions_sets_and_their_mistakes() -> None:
         input = "state.buttons.cross"
         on = "press"
         command = "hwgateway/GamepadPlayerIndex"
+
+        [[bindings.drive.actions]]
+        input = "state.buttons.cross"
+        on = "press"
+        device = "pad-3"
+        command = "rumble"
+
+        [[bindings.drive.actions]]
+        input = "state.buttons.cross"
+        on = "release"
+        device = "pad*"
+        command = "rumble"
+
+        [bindings.lights]
+        source = "pad"
+        mode = "none"
+
+        [[bindings.lights.actions]]
+        input = "state.buttons.cross"
+        on = "press"
+        command = "led"
         """
     )
     assert "expected one of" in errors["bindings.drive.actions[0].on"]
@@ -270,6 +291,9 @@ def test_actions_sets_and_their_mistakes() -> None:
     assert errors["bindings.drive.actions[3]"] == "set exactly one of command and switch_set"
     assert "not a buttons name" in errors["bindings.drive.actions[3].input"]
     assert "thymio does not accept 'hwgateway/GamepadPlayerIndex'" in errors["bindings.drive.actions[4].command"]
+    assert "unknown device 'pad-3'" in errors["bindings.drive.actions[5].device"]
+    assert "bindings.drive.actions[6].command" not in errors  # a rumble to the pads, not to the Thymio
+    assert errors["bindings.lights.actions[0].device"] == "required: the binding has no target"
     assert "no binding is in set" in _errors(DRIVE + "\n[bindings]\ninitial_set = 'x'\n")["bindings.initial_set"]
 
 

@@ -387,6 +387,12 @@ def _parse_binding(name: str, table: object) -> tuple[BindingSpec | None, list[C
         ]
     if not base.target and not isinstance(mix, ActionsOnly):
         problems.append(ConfigError(f"{path}.target", "required key is missing"))
+    if not base.target:
+        problems += [
+            ConfigError(f"{path}.actions[{action.index}].device", "required: the binding has no target")
+            for action in actions
+            if action.command and not action.device
+        ]
     for key, value in (("source", base.source), ("target", base.target)):
         if value and not _is_device_pattern(value):
             problems.append(ConfigError(f"{path}.{key}", f"{value!r} is not a device id or glob"))
@@ -718,30 +724,27 @@ def check_source_paths(binding: BindingSpec, device_id: str, streams: Mapping[st
 
 
 def check_target_commands(
-    binding: BindingSpec, device_id: str, accepts: Sequence[str], for_actions: bool
+    binding: BindingSpec, device_id: str, accepts: Sequence[str], actions: Sequence[ActionSpec] | None = None
 ) -> list[ConfigError]:
-    """The output commands (with `for_actions`: the action commands) of `binding` that `device_id` does not accept."""
-    problems = []
+    """The commands `device_id` (accepting `accepts`) would refuse: the outputs', or those of `actions` when given."""
     accepted = ", ".join(accepts) or "nothing"
-    if not for_actions:
-        for output in binding.outputs:
-            if output.command not in accepts:
-                problems.append(
-                    ConfigError(
-                        f"bindings.{binding.name}.outputs.{output.name}.command",
-                        f"{device_id} does not accept {output.command!r} (it accepts: {accepted})",
-                    )
-                )
-        return problems
-    for action in binding.actions:
-        if action.command and action.command not in accepts:
-            problems.append(
-                ConfigError(
-                    f"bindings.{binding.name}.actions[{action.index}].command",
-                    f"{device_id} does not accept {action.command!r} (it accepts: {accepted})",
-                )
+    if actions is None:
+        return [
+            ConfigError(
+                f"bindings.{binding.name}.outputs.{output.name}.command",
+                f"{device_id} does not accept {output.command!r} (it accepts: {accepted})",
             )
-    return problems
+            for output in binding.outputs
+            if output.command not in accepts
+        ]
+    return [
+        ConfigError(
+            f"bindings.{binding.name}.actions[{action.index}].command",
+            f"{device_id} does not accept {action.command!r} (it accepts: {accepted})",
+        )
+        for action in actions
+        if action.command and action.command not in accepts
+    ]
 
 
 def check_bindings(
@@ -766,16 +769,22 @@ def check_bindings(
             streams = getattr(adapter, "streams", None) if adapter is not None else None
             if streams:
                 problems += check_source_paths(binding, device_id, streams)
-        command_places = [(binding.target, False)] if binding.target else []
-        command_places += [(action.device or binding.target, True) for action in binding.actions if action.command]
-        for pattern, for_actions in dict.fromkeys(command_places):
-            if for_actions and pattern != binding.target and not _is_glob(pattern) and pattern not in devices:
+        for device_id in matching_devices(binding.target, devices) if binding.target else ():
+            adapter = _adapter_class(kinds, devices[device_id].kind)
+            if adapter is not None:
+                problems += check_target_commands(binding, device_id, tuple(adapter.accepts))
+        for action in binding.actions:
+            pattern = action.device or binding.target
+            if not action.command or not pattern:
+                continue
+            if action.device and not _is_glob(pattern) and pattern not in devices:
                 known = ", ".join(devices) or "none"
-                problems.append(ConfigError(f"{path}.actions", f"unknown device {pattern!r} (devices: {known})"))
+                key = f"{path}.actions[{action.index}].device"
+                problems.append(ConfigError(key, f"unknown device {pattern!r} (devices: {known})"))
             for device_id in matching_devices(pattern, devices):
                 adapter = _adapter_class(kinds, devices[device_id].kind)
                 if adapter is not None:
-                    problems += check_target_commands(binding, device_id, tuple(adapter.accepts), for_actions)
+                    problems += check_target_commands(binding, device_id, tuple(adapter.accepts), (action,))
     problems += find_loops(specs, list(devices))
     return _unique(problems)
 
