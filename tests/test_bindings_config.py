@@ -46,10 +46,15 @@ outputs.right = { command = "hwgateway/ThymioMotors", field = "right" }
 
 
 def _errors(text: str) -> dict[str, str]:
-    """Every problem of a config, by key path."""
+    """Every problem of a config, by key path (several at one path joined with "; ")."""
     with pytest.raises(ConfigError) as caught:
         loads(DEVICES + textwrap.dedent(text))
-    return {problem.path: problem.message for problem in caught.value.errors}
+    errors: dict[str, str] = {}
+    for problem in caught.value.errors:
+        errors[problem.path] = (
+            f"{errors[problem.path]}; {problem.message}" if problem.path in errors else problem.message
+        )
+    return errors
 
 
 def _drive(old: str, new: str) -> str:
@@ -79,6 +84,8 @@ def test_a_good_binding_loads_with_its_paths_and_fields_resolved() -> None:
     ("text", "path", "fragment"),
     [
         (_drive('source = "pad"', 'source = "pda"'), "bindings.drive.source", "unknown device 'pda'"),
+        (_drive('source = "pad"', 'source = ""'), "bindings.drive.source", "must name a device"),
+        (_drive('source = "pad"', 'source = "pad one"'), "bindings.drive.source", "not a device id or glob"),
         (_drive('target = "thymio"', 'target = "thymo"'), "bindings.drive.target", "unknown device 'thymo'"),
         (_drive('"state.axes.left_y"', '"stat.axes.left_y"'), "bindings.drive.inputs.throttle", "no stream 'stat'"),
         (_drive('"state.axes.left_y"', '"state.axez[1]"'), "bindings.drive.inputs.throttle", "no field 'axez'"),

@@ -349,7 +349,7 @@ def _build(cls: type[T], table: object, path: str, skip: tuple[str, ...] = ()) -
 
 
 def _parse_binding(name: str, table: object) -> tuple[BindingSpec | None, list[ConfigError]]:
-
+    """One `[bindings.<name>]` table, and its problems; None when not even its keys could be read."""
     path = f"bindings.{name}"
     try:
         check_device_id(name)
@@ -393,6 +393,8 @@ def _parse_binding(name: str, table: object) -> tuple[BindingSpec | None, list[C
             for action in actions
             if action.command and not action.device
         ]
+    if not base.source:
+        problems.append(ConfigError(f"{path}.source", "must name a device (an id or a glob)"))
     for key, value in (("source", base.source), ("target", base.target)):
         if value and not _is_device_pattern(value):
             problems.append(ConfigError(f"{path}.{key}", f"{value!r} is not a device id or glob"))
