@@ -107,6 +107,22 @@ def test_a_good_binding_loads_with_its_paths_and_fields_resolved() -> None:
         ),
         (_drive('field = "left" }', 'field = "left", safe = -600 }'), "bindings.drive.outputs.left.safe", "outside"),
         (_drive('mode = "arcade"', 'mode = "arcade"\nrate_hz = 0'), "bindings.drive.rate_hz", "outside"),
+        (
+            _drive(
+                'command = "hwgateway/ThymioMotors", field = "left"',
+                'command = "thymio_msgs/Sound", field = "frequency"',
+            ),
+            "bindings.drive.outputs.left.max",
+            "declares no range",
+        ),
+        (
+            _drive(
+                'command = "hwgateway/ThymioMotors", field = "left"',
+                'command = "hwgateway/LegoMotorPosition", field = "end_state"',
+            ),
+            "bindings.drive.outputs.left.field",
+            "takes only the values",
+        ),
         (_drive('mode = "arcade"', 'mode = "arcade"\npriority = 300'), "bindings.drive.priority", "outside"),
         (_drive('mode = "arcade"', 'mode = "arcade"\ntimeout_s = 0'), "bindings.drive.timeout_s", "outside"),
         (_drive('mode = "arcade"', 'mode = "arcade"\nspeed = 3'), "bindings.drive.speed", "unknown key"),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from gateway.bindings.buttons import TRIGGERS, Trigger
-from gateway.bindings.paths import InputPath, command_args_problem, command_field, parse_input_path
+from gateway.bindings.paths import FieldProblem, InputPath, command_args_problem, command_field, parse_input_path
 from gateway.bindings.shaping import DeadzoneShape, InputShape
 from gateway.errors import ConfigError
 from gateway.topics import check_device_id
@@ -530,8 +530,8 @@ def _parse_outputs(path: str, table: object, problems: list[ConfigError]) -> lis
             continue
         args = _fixed_args(output_table.get("args", {}), f"{key}.args", problems)
         found = command_field(parsed.command, parsed.field)
-        if isinstance(found, str):
-            problems.append(ConfigError(f"{key}.field" if "field" in found else f"{key}.command", found))
+        if isinstance(found, FieldProblem):
+            problems.append(ConfigError(f"{key}.{found.key}", found.message))
             continue
         if args is None:
             continue
@@ -547,17 +547,16 @@ def _parse_outputs(path: str, table: object, problems: list[ConfigError]) -> lis
             continue
         magnitude = max(abs(found.minimum), abs(found.maximum))
         full_scale = magnitude if parsed.max is None else parsed.max
+        where = f"{parsed.command}.{parsed.field}"
+        if parsed.max is None and not found.bounded:
+            problems.append(ConfigError(f"{key}.max", f"required: {where} declares no range of its own"))
+            continue
         if parsed.max is not None and not 0 < parsed.max <= magnitude:
-            problems.append(
-                ConfigError(
-                    f"{key}.max", f"{parsed.max!r} is outside (0, {magnitude:g}] ({parsed.command}.{parsed.field})"
-                )
-            )
+            problems.append(ConfigError(f"{key}.max", f"{parsed.max!r} is outside (0, {magnitude:g}] ({where})"))
             continue
         if not found.minimum <= parsed.safe <= found.maximum:
             bounds = f"[{found.minimum:g}, {found.maximum:g}]"
-            why = f"{parsed.safe!r} is outside {bounds} ({parsed.command}.{parsed.field})"
-            problems.append(ConfigError(f"{key}.safe", why))
+            problems.append(ConfigError(f"{key}.safe", f"{parsed.safe!r} is outside {bounds} ({where})"))
             continue
         outputs.append(
             OutputSpec(
