@@ -396,3 +396,19 @@ def test_every_example_of_docs_bindings_md_loads() -> None:
         config = loads(block.split("```")[0])
         modes += [binding.mix.mode for binding in config.bindings.bindings]
     assert sorted(set(modes)) == ["arcade", "direct", "none", "tank"]
+
+
+def test_every_declared_stream_carries_a_registered_type_the_kind_publishes() -> None:
+    from devices.registry import KINDS
+    from gateway.messages import REGISTRY
+
+    declaring = []
+    for kind in KINDS.kinds():
+        adapter = KINDS.adapter_class(kind)
+        for stream, message_type in adapter.streams.items():
+            if message_type:  # "": the type is known only at run time
+                assert message_type in REGISTRY, (kind, stream)
+                assert message_type in adapter.publishes, (kind, stream, message_type)
+        if adapter.streams:
+            declaring.append(kind)
+    assert declaring == ["aseba", "gamepad", "lego_hub", "microbit", "sim", "wiimote"]
