@@ -46,10 +46,15 @@ outputs.right = { command = "hwgateway/ThymioMotors", field = "right" }
 
 
 def _errors(text: str) -> dict[str, str]:
-    """Every problem of a config, by key path."""
+    """Every problem of a config, by key path (several at one path joined with "; ")."""
     with pytest.raises(ConfigError) as caught:
         loads(DEVICES + textwrap.dedent(text))
-    return {problem.path: problem.message for problem in caught.value.errors}
+    errors: dict[str, str] = {}
+    for problem in caught.value.errors:
+        errors[problem.path] = (
+            f"{errors[problem.path]}; {problem.message}" if problem.path in errors else problem.message
+        )
+    return errors
 
 
 def _drive(old: str, new: str) -> str:
@@ -79,6 +84,8 @@ def test_a_good_binding_loads_with_its_paths_and_fields_resolved() -> None:
     ("text", "path", "fragment"),
     [
         (_drive('source = "pad"', 'source = "pda"'), "bindings.drive.source", "unknown device 'pda'"),
+        (_drive('source = "pad"', 'source = ""'), "bindings.drive.source", "must name a device"),
+        (_drive('source = "pad"', 'source = "pad one"'), "bindings.drive.source", "not a device id or glob"),
         (_drive('target = "thymio"', 'target = "thymo"'), "bindings.drive.target", "unknown device 'thymo'"),
         (_drive('"state.axes.left_y"', '"stat.axes.left_y"'), "bindings.drive.inputs.throttle", "no stream 'stat'"),
         (_drive('"state.axes.left_y"', '"state.axez[1]"'), "bindings.drive.inputs.throttle", "no field 'axez'"),
@@ -100,6 +107,22 @@ def test_a_good_binding_loads_with_its_paths_and_fields_resolved() -> None:
         ),
         (_drive('field = "left" }', 'field = "left", safe = -600 }'), "bindings.drive.outputs.left.safe", "outside"),
         (_drive('mode = "arcade"', 'mode = "arcade"\nrate_hz = 0'), "bindings.drive.rate_hz", "outside"),
+        (
+            _drive(
+                'command = "hwgateway/ThymioMotors", field = "left"',
+                'command = "thymio_msgs/Sound", field = "frequency"',
+            ),
+            "bindings.drive.outputs.left.max",
+            "declares no range",
+        ),
+        (
+            _drive(
+                'command = "hwgateway/ThymioMotors", field = "left"',
+                'command = "hwgateway/LegoMotorPosition", field = "end_state"',
+            ),
+            "bindings.drive.outputs.left.field",
+            "takes only the values",
+        ),
         (_drive('mode = "arcade"', 'mode = "arcade"\npriority = 300'), "bindings.drive.priority", "outside"),
         (_drive('mode = "arcade"', 'mode = "arcade"\ntimeout_s = 0'), "bindings.drive.timeout_s", "outside"),
         (_drive('mode = "arcade"', 'mode = "arcade"\nspeed = 3'), "bindings.drive.speed", "unknown key"),
@@ -262,6 +285,27 @@ def test_actions_sets_and_their_mistakes() -> None:
         input = "state.buttons.cross"
         on = "press"
         command = "hwgateway/GamepadPlayerIndex"
+
+        [[bindings.drive.actions]]
+        input = "state.buttons.cross"
+        on = "press"
+        device = "pad-3"
+        command = "rumble"
+
+        [[bindings.drive.actions]]
+        input = "state.buttons.cross"
+        on = "release"
+        device = "pad*"
+        command = "rumble"
+
+        [bindings.lights]
+        source = "pad"
+        mode = "none"
+
+        [[bindings.lights.actions]]
+        input = "state.buttons.cross"
+        on = "press"
+        command = "led"
         """
     )
     assert "expected one of" in errors["bindings.drive.actions[0].on"]
@@ -270,6 +314,9 @@ def test_actions_sets_and_their_mistakes() -> None:
     assert errors["bindings.drive.actions[3]"] == "set exactly one of command and switch_set"
     assert "not a buttons name" in errors["bindings.drive.actions[3].input"]
     assert "thymio does not accept 'hwgateway/GamepadPlayerIndex'" in errors["bindings.drive.actions[4].command"]
+    assert "unknown device 'pad-3'" in errors["bindings.drive.actions[5].device"]
+    assert "bindings.drive.actions[6].command" not in errors  # a rumble to the pads, not to the Thymio
+    assert errors["bindings.lights.actions[0].device"] == "required: the binding has no target"
     assert "no binding is in set" in _errors(DRIVE + "\n[bindings]\ninitial_set = 'x'\n")["bindings.initial_set"]
 
 
@@ -338,3 +385,30 @@ def test_any_bindings_table_is_answered_with_named_errors_never_a_crash(table: d
     assert all(problem.path.startswith("bindings") for problem in problems)
     if not problems:
         assert all(binding.name in table for binding in section.bindings)
+
+
+def test_every_example_of_docs_bindings_md_loads() -> None:
+    text = (Path(__file__).resolve().parent.parent / "docs" / "bindings.md").read_text()
+    blocks = text.split("```toml\n")[1:]
+    assert len(blocks) == 4  # one per mode
+    modes = []
+    for block in blocks:
+        config = loads(block.split("```")[0])
+        modes += [binding.mix.mode for binding in config.bindings.bindings]
+    assert sorted(set(modes)) == ["arcade", "direct", "none", "tank"]
+
+
+def test_every_declared_stream_carries_a_registered_type_the_kind_publishes() -> None:
+    from devices.registry import KINDS
+    from gateway.messages import REGISTRY
+
+    declaring = []
+    for kind in KINDS.kinds():
+        adapter = KINDS.adapter_class(kind)
+        for stream, message_type in adapter.streams.items():
+            if message_type:  # "": the type is known only at run time
+                assert message_type in REGISTRY, (kind, stream)
+                assert message_type in adapter.publishes, (kind, stream, message_type)
+        if adapter.streams:
+            declaring.append(kind)
+    assert declaring == ["aseba", "gamepad", "lego_hub", "microbit", "sim", "wiimote"]

@@ -476,3 +476,39 @@ def test_input_paths_read_messages_and_plain_data_and_a_missing_value_reads_none
     for bad in ("axes", "state.", "state.axes.left_q", "state.axes[x]", "bad stream.x"):
         with pytest.raises(ValueError, match=r"\S"):
             parse_input_path(bad)
+
+
+def test_a_radial_deadzone_keeps_a_diagonal_and_the_arcade_mix_follows_it() -> None:
+    radial = {"deadzone": 0.2, "deadzone_shape": "radial"}
+    inputs = {
+        "throttle": {"path": "state.axes.left_y", "pair": "steer", **radial},
+        "steer": {"path": "state.axes.left_x", "pair": "throttle", **radial},
+    }
+    evaluator = Evaluator(_binding(inputs=inputs, slew={}, deadman="none"))
+    # A diagonal of length 0.15 is inside the round deadzone: it reads (0, 0).
+    assert evaluator.output(_pad(0.106, 0.106), 0.0, 0.0).values == {"left": 0.0, "right": 0.0}
+    # Along one axis only, 0.6 is half the travel past the deadzone: both wheels at 250 of 500.
+    assert evaluator.output(_pad(0.0, 0.6), 0.0, 0.1).values == pytest.approx({"left": 250.0, "right": 250.0})
+    # A diagonal keeps its direction: equal throttle and steer, so the right wheel stands still.
+    values = evaluator.output(_pad(0.6, 0.6), 0.0, 0.2).values
+    assert values["right"] == pytest.approx(0.0, abs=1e-9)
+    assert values["left"] > 0
+
+
+JUNK = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=8) | st.dictionaries(st.sampled_from(["axes", "buttons", "x"]), inner),
+    max_leaves=30,
+)
+
+
+@PROPERTIES
+@given(bindings(), st.dictionaries(st.sampled_from(["state", "other"]), JUNK, max_size=2), st.floats(0.0, 1.0))
+def test_any_sample_content_gives_outputs_within_range_never_an_error(
+    spec: BindingSpec, latest: dict[str, Any], age: float
+) -> None:
+    evaluator = Evaluator(spec)
+    for now in (0.0, 0.01, 0.02):
+        decision = evaluator.output(latest, age, now)
+        _check_commands_are_valid(decision)
+        assert all(o.minimum <= decision.values[o.name] <= o.maximum for o in spec.outputs)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from gateway.bindings import mixing
@@ -80,13 +80,12 @@ def _held(path: InputPath | None, latest: Mapping[str, Any]) -> bool:
     return value is not None and value >= HELD
 
 
-@dataclass
+@dataclass(slots=True)
 class _OutputState:
-    spec: OutputSpec
-    limiter: SlewLimiter = field(init=False)
+    """One output and its slew limiter (which starts at the safe value)."""
 
-    def __post_init__(self) -> None:
-        self.limiter = SlewLimiter(value=self.spec.safe)
+    spec: OutputSpec
+    limiter: SlewLimiter
 
 
 class Evaluator:
@@ -94,10 +93,10 @@ class Evaluator:
 
     def __init__(self, spec: BindingSpec) -> None:
         self.spec = spec
-        self._outputs = [_OutputState(output) for output in spec.outputs]
-        for state in self._outputs:
-            state.limiter.up_per_s = spec.slew.up_per_s
-            state.limiter.down_per_s = spec.slew.down_per_s
+        self._outputs = [
+            _OutputState(output, SlewLimiter(spec.slew.up_per_s, spec.slew.down_per_s, output.safe))
+            for output in spec.outputs
+        ]
         self._detectors = [
             Detector(action.trigger, action.threshold, action.hysteresis, action.hold_s, action.double_s)
             for action in spec.actions

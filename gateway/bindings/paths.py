@@ -14,10 +14,11 @@ fewer axes), so the evaluator can treat it as released / centred.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from gateway.messages.schema import REGISTRY, Array, Bool, Float, Int, Nested, Spec, info_of
 
@@ -55,6 +56,7 @@ BUTTON_NAMES: Mapping[str, int] = {
 #: The message type whose `axes` and `buttons` the names above index.
 CONTROLLER_STATE = "creos_messages/ControllerState"
 
+_MISSING = object()
 _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d{1,4}\])*)")
 _STREAM = re.compile(r"[A-Za-z0-9_\-/:]{1,128}")
 
@@ -78,21 +80,29 @@ class InputPath:
         None when the stream has no sample, or a field or element is missing; booleans read as 0.0 or 1.0.
         """
         value: Any = latest.get(self.stream)
-        for step in self.steps:
+        for step in self.steps:  # runs per input per output tick: cheap type tests first
             if value is None:
                 return None
             if isinstance(step, int):
                 if not isinstance(value, tuple | list) or step >= len(value):
                     return None
                 value = value[step]
-            elif isinstance(value, Mapping):
+            elif isinstance(value, dict):
                 value = value.get(step)
             else:
-                value = getattr(value, step, None)
+                found = getattr(value, step, _MISSING)
+                if found is _MISSING and isinstance(value, Mapping):
+                    found = value.get(step)
+                value = None if found is _MISSING else found
+        if value.__class__ is float:
+            return value if value == value else None  # NaN reads as missing
         if isinstance(value, bool):
             return 1.0 if value else 0.0
         if isinstance(value, int | float):
-            number = float(value)
+            try:
+                number = float(value)
+            except OverflowError:  # an integer beyond any float (plain data from anywhere)
+                return math.inf if value > 0 else -math.inf
             return number if number == number else None  # NaN reads as missing
         return None
 
@@ -165,30 +175,40 @@ class FieldRange:
     minimum: float
     maximum: float
     integer: bool
+    #: False for a float field with no declared range (its bounds are the float's own): an output needs `max`.
+    bounded: bool = True
 
 
-def command_field(command: str, field: str) -> FieldRange | str:
-    """The range of number field `field` of command type `command`, or why there is none (a message)."""
+@dataclass(frozen=True, slots=True)
+class FieldProblem:
+    """Why a command field cannot be an output: the `key` at fault ("command" or "field") and the `message`."""
+
+    key: Literal["command", "field"]
+    message: str
+
+
+def command_field(command: str, field: str) -> FieldRange | FieldProblem:
+    """The range of number field `field` of command type `command`, or why it cannot be an output."""
     info = REGISTRY.get(command)
     if info is None:
-        return f"unknown command type {command!r}"
+        return FieldProblem("command", f"unknown command type {command!r}")
     if info.kind != "command":
-        return f"{command} is a {info.kind}, not a command"
+        return FieldProblem("command", f"{command} is a {info.kind}, not a command")
     specs = dict(info.fields)
     if field not in specs:
-        return f"{command} has no field {field!r} (fields: {', '.join(specs) or 'none'})"
+        return FieldProblem("field", f"{command} has no field {field!r} (fields: {', '.join(specs) or 'none'})")
     spec = specs[field]
     if isinstance(spec, Int):
-        low, high = spec.bounds()
         if spec.choices is not None:
-            low, high = min(spec.choices), max(spec.choices)
+            return FieldProblem("field", f"{command}.{field} takes only the values {list(spec.choices)}: not an output")
+        low, high = spec.bounds()
         return FieldRange(float(low), float(high), True)
     if isinstance(spec, Float):
         limit = 3.4028234663852886e38 if spec.bits == 32 else 1.7976931348623157e308
         low_f = -limit if spec.minimum is None else spec.minimum
         high_f = limit if spec.maximum is None else spec.maximum
-        return FieldRange(low_f, high_f, False)
-    return f"{command}.{field} is not a number field"
+        return FieldRange(low_f, high_f, False, spec.minimum is not None and spec.maximum is not None)
+    return FieldProblem("field", f"{command}.{field} is not a number field")
 
 
 def command_args_problem(command: str, args: Mapping[str, Any]) -> str | None:
@@ -210,6 +230,7 @@ __all__ = [
     "AXIS_NAMES",
     "BUTTON_NAMES",
     "CONTROLLER_STATE",
+    "FieldProblem",
     "FieldRange",
     "InputPath",
     "command_args_problem",

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from gateway.bindings.buttons import TRIGGERS, Trigger
-from gateway.bindings.paths import InputPath, command_args_problem, command_field, parse_input_path
+from gateway.bindings.paths import FieldProblem, InputPath, command_args_problem, command_field, parse_input_path
 from gateway.bindings.shaping import DeadzoneShape, InputShape
 from gateway.errors import ConfigError
 from gateway.topics import check_device_id
@@ -349,7 +349,7 @@ def _build(cls: type[T], table: object, path: str, skip: tuple[str, ...] = ()) -
 
 
 def _parse_binding(name: str, table: object) -> tuple[BindingSpec | None, list[ConfigError]]:
-
+    """One `[bindings.<name>]` table, and its problems; None when not even its keys could be read."""
     path = f"bindings.{name}"
     try:
         check_device_id(name)
@@ -368,7 +368,7 @@ def _parse_binding(name: str, table: object) -> tuple[BindingSpec | None, list[C
     actions = _parse_actions(path, table.get("actions", []), problems)
     mixes: dict[str, Mix] = {"arcade": ArcadeMix(), "tank": TankMix(), "direct": DirectMix(), "none": ActionsOnly()}
     mix = mixes[base.mode]
-    problems += _mode_problems(path, mix, inputs, outputs, table)
+    problems += _mode_problems(path, mix, table)
     deadman: InputPath | None = None
     if base.deadman == "none":
         deadman = None
@@ -387,6 +387,14 @@ def _parse_binding(name: str, table: object) -> tuple[BindingSpec | None, list[C
         ]
     if not base.target and not isinstance(mix, ActionsOnly):
         problems.append(ConfigError(f"{path}.target", "required key is missing"))
+    if not base.target:
+        problems += [
+            ConfigError(f"{path}.actions[{action.index}].device", "required: the binding has no target")
+            for action in actions
+            if action.command and not action.device
+        ]
+    if not base.source:
+        problems.append(ConfigError(f"{path}.source", "must name a device (an id or a glob)"))
     for key, value in (("source", base.source), ("target", base.target)):
         if value and not _is_device_pattern(value):
             problems.append(ConfigError(f"{path}.{key}", f"{value!r} is not a device id or glob"))
@@ -522,8 +530,8 @@ def _parse_outputs(path: str, table: object, problems: list[ConfigError]) -> lis
             continue
         args = _fixed_args(output_table.get("args", {}), f"{key}.args", problems)
         found = command_field(parsed.command, parsed.field)
-        if isinstance(found, str):
-            problems.append(ConfigError(f"{key}.field" if "field" in found else f"{key}.command", found))
+        if isinstance(found, FieldProblem):
+            problems.append(ConfigError(f"{key}.{found.key}", found.message))
             continue
         if args is None:
             continue
@@ -539,17 +547,16 @@ def _parse_outputs(path: str, table: object, problems: list[ConfigError]) -> lis
             continue
         magnitude = max(abs(found.minimum), abs(found.maximum))
         full_scale = magnitude if parsed.max is None else parsed.max
+        where = f"{parsed.command}.{parsed.field}"
+        if parsed.max is None and not found.bounded:
+            problems.append(ConfigError(f"{key}.max", f"required: {where} declares no range of its own"))
+            continue
         if parsed.max is not None and not 0 < parsed.max <= magnitude:
-            problems.append(
-                ConfigError(
-                    f"{key}.max", f"{parsed.max!r} is outside (0, {magnitude:g}] ({parsed.command}.{parsed.field})"
-                )
-            )
+            problems.append(ConfigError(f"{key}.max", f"{parsed.max!r} is outside (0, {magnitude:g}] ({where})"))
             continue
         if not found.minimum <= parsed.safe <= found.maximum:
             bounds = f"[{found.minimum:g}, {found.maximum:g}]"
-            why = f"{parsed.safe!r} is outside {bounds} ({parsed.command}.{parsed.field})"
-            problems.append(ConfigError(f"{key}.safe", why))
+            problems.append(ConfigError(f"{key}.safe", f"{parsed.safe!r} is outside {bounds} ({where})"))
             continue
         outputs.append(
             OutputSpec(
@@ -622,9 +629,7 @@ def _parse_actions(path: str, table: object, problems: list[ConfigError]) -> lis
     return actions
 
 
-def _mode_problems(
-    path: str, mix: Mix, inputs: Sequence[InputSpec], outputs: Sequence[OutputSpec], table: Mapping[str, Any]
-) -> list[ConfigError]:
+def _mode_problems(path: str, mix: Mix, table: Mapping[str, Any]) -> list[ConfigError]:
     """The inputs and outputs the mode needs are there, and nothing else (names from the file, even unparsed)."""
     input_names = list(table.get("inputs", {}) or {}) if isinstance(table.get("inputs", {}), Mapping) else []
     output_names = list(table.get("outputs", {}) or {}) if isinstance(table.get("outputs", {}), Mapping) else []
@@ -668,7 +673,6 @@ def _mode_problems(
             problems.append(ConfigError(f"{path}.inputs", 'mode "none" has no inputs (actions name their own input)'))
         if output_names:
             problems.append(ConfigError(f"{path}.outputs", 'mode "none" has no outputs (actions name their command)'))
-    _ = inputs, outputs  # parsed ones are checked field by field above; names come from the file
     return problems
 
 
@@ -721,30 +725,27 @@ def check_source_paths(binding: BindingSpec, device_id: str, streams: Mapping[st
 
 
 def check_target_commands(
-    binding: BindingSpec, device_id: str, accepts: Sequence[str], for_actions: bool
+    binding: BindingSpec, device_id: str, accepts: Sequence[str], actions: Sequence[ActionSpec] | None = None
 ) -> list[ConfigError]:
-    """The output commands (with `for_actions`: the action commands) of `binding` that `device_id` does not accept."""
-    problems = []
+    """The commands `device_id` (accepting `accepts`) would refuse: the outputs', or those of `actions` when given."""
     accepted = ", ".join(accepts) or "nothing"
-    if not for_actions:
-        for output in binding.outputs:
-            if output.command not in accepts:
-                problems.append(
-                    ConfigError(
-                        f"bindings.{binding.name}.outputs.{output.name}.command",
-                        f"{device_id} does not accept {output.command!r} (it accepts: {accepted})",
-                    )
-                )
-        return problems
-    for action in binding.actions:
-        if action.command and action.command not in accepts:
-            problems.append(
-                ConfigError(
-                    f"bindings.{binding.name}.actions[{action.index}].command",
-                    f"{device_id} does not accept {action.command!r} (it accepts: {accepted})",
-                )
+    if actions is None:
+        return [
+            ConfigError(
+                f"bindings.{binding.name}.outputs.{output.name}.command",
+                f"{device_id} does not accept {output.command!r} (it accepts: {accepted})",
             )
-    return problems
+            for output in binding.outputs
+            if output.command not in accepts
+        ]
+    return [
+        ConfigError(
+            f"bindings.{binding.name}.actions[{action.index}].command",
+            f"{device_id} does not accept {action.command!r} (it accepts: {accepted})",
+        )
+        for action in actions
+        if action.command and action.command not in accepts
+    ]
 
 
 def check_bindings(
@@ -769,16 +770,22 @@ def check_bindings(
             streams = getattr(adapter, "streams", None) if adapter is not None else None
             if streams:
                 problems += check_source_paths(binding, device_id, streams)
-        command_places = [(binding.target, False)] if binding.target else []
-        command_places += [(action.device or binding.target, True) for action in binding.actions if action.command]
-        for pattern, for_actions in dict.fromkeys(command_places):
-            if for_actions and pattern != binding.target and not _is_glob(pattern) and pattern not in devices:
+        for device_id in matching_devices(binding.target, devices) if binding.target else ():
+            adapter = _adapter_class(kinds, devices[device_id].kind)
+            if adapter is not None:
+                problems += check_target_commands(binding, device_id, tuple(adapter.accepts))
+        for action in binding.actions:
+            pattern = action.device or binding.target
+            if not action.command or not pattern:
+                continue
+            if action.device and not _is_glob(pattern) and pattern not in devices:
                 known = ", ".join(devices) or "none"
-                problems.append(ConfigError(f"{path}.actions", f"unknown device {pattern!r} (devices: {known})"))
+                key = f"{path}.actions[{action.index}].device"
+                problems.append(ConfigError(key, f"unknown device {pattern!r} (devices: {known})"))
             for device_id in matching_devices(pattern, devices):
                 adapter = _adapter_class(kinds, devices[device_id].kind)
                 if adapter is not None:
-                    problems += check_target_commands(binding, device_id, tuple(adapter.accepts), for_actions)
+                    problems += check_target_commands(binding, device_id, tuple(adapter.accepts), (action,))
     problems += find_loops(specs, list(devices))
     return _unique(problems)
 
