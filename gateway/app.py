@@ -30,6 +30,7 @@ from aiohttp import web
 from devices.registry import KINDS
 from devices.remote.adapter import RemoteDevice
 from gateway import __version__
+from gateway.bindings.manager import Bindings
 from gateway.bus import Bus
 from gateway.commands import CommandRouter
 from gateway.core.adapter import DeviceKinds
@@ -146,6 +147,9 @@ class Gateway:
         self.bus = Bus()
         self.supervisor = Supervisor(self.bus, config.supervisor, config.devices, kinds)
         self.router = CommandRouter(self.supervisor, self._observe_command)
+        #: The `[bindings.<name>]` of the config, each a supervised device (docs/bindings.md).
+        self.bindings = Bindings(self.supervisor, self.router, self.bus)
+        self.bindings.start(config.bindings)
         self.hub = Hub(self.bus, self.supervisor, self.router, config.server, config.auth.all_credentials())
         self.monitor = LoopMonitor()
         self.metrics = Metrics(self.hub, lambda: self.monitor.lag)

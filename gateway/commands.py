@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.core.adapter import Command
+from gateway.core.arbitration import Arbiter
 from gateway.errors import (
     DeviceError,
     DeviceUnavailable,
@@ -72,6 +73,8 @@ class CommandRouter:
     """Validates and delivers commands; reports each one's latency (s) by device and outcome code.
 
     `watchers` see every command of every face and its answer (the daemon's recorder is one).
+    `arbiter` decides, for every command of every face and binding, who may drive a device's
+    channel (`gateway.core.arbitration`: priorities, claims, the STOP ALL latch of the bindings).
     """
 
     def __init__(self, supervisor: Supervisor, observe: Callable[[str, str, float], None]) -> None:
@@ -80,6 +83,7 @@ class CommandRouter:
         self.watchers: list[CommandWatcher] = []
         self._numbers = itertools.count(1)
         self._large_validations: asyncio.Semaphore | None = None
+        self.arbiter = Arbiter()
 
     def _tell(self, event: CommandSeen | CommandAnswered) -> None:
         for watcher in self.watchers:
@@ -107,12 +111,19 @@ class CommandRouter:
             raise UnknownDevice(f"no device {device_id!r} (devices: {known})")
         return handle
 
+    def status_of(self, device_id: str) -> str | None:
+        """The availability of `device_id` ("connected", ...), None when there is no such device."""
+        handle = self._supervisor.devices.get(device_id)
+        return None if handle is None else handle.status
+
     async def execute(
-        self, device_id: str, type_name: str, data: object, client_id: str, timeout_s: float
+        self, device_id: str, type_name: str, data: object, client_id: str, timeout_s: float, safe: bool = False
     ) -> dict[str, Any]:
         """Run one command within `timeout_s` seconds and return its result data; raise a `GatewayError` on any failure.
 
         `timeout_s` must lie in [`MIN_COMMAND_TIMEOUT_S`, `MAX_COMMAND_TIMEOUT_S`] (else `InvalidArgument`).
+        `safe` marks a binding's safe output, which never takes a channel another holder drives
+        (`Arbiter.admit`).
         """
         started = time.monotonic()
         outcome = "ok"
@@ -121,7 +132,7 @@ class CommandRouter:
         failure: GatewayError | None = None
         try:
             check_timeout(timeout_s)
-            result = await self._execute(device_id, type_name, data, client_id, started + timeout_s)
+            result = await self._execute(device_id, type_name, data, client_id, started + timeout_s, safe)
             return result
         except GatewayError as error:
             outcome = error.code.value
@@ -135,7 +146,7 @@ class CommandRouter:
                 self._answered(seen, device_id, type_name, client_id, started, result, failure)
 
     async def _execute(
-        self, device_id: str, type_name: str, data: object, client_id: str, deadline: float
+        self, device_id: str, type_name: str, data: object, client_id: str, deadline: float, safe: bool
     ) -> dict[str, Any]:
         handle = self.device(device_id)
         adapter = handle.adapter
@@ -156,6 +167,8 @@ class CommandRouter:
             raise DeviceUnavailable(f"device {device_id!r} is stopping: the gateway is shutting down")
         if handle.status != "connected":
             raise DeviceUnavailable(f"device {device_id!r} is {handle.status}: {handle.detail}".rstrip(": "))
+        # No await between the arbiter's decision and the adapter's start: no other command can slip between.
+        self.arbiter.admit(device_id, type_name, client_id, safe)
         command = Command(type_name, message, client_id, deadline)
         try:
             async with asyncio.timeout(deadline - time.monotonic()):
@@ -191,7 +204,12 @@ class CommandRouter:
                 await asyncio.sleep(0)
 
     async def estop(self, client_id: str = "") -> list[dict[str, Any]]:
-        """Stop every device's actuators at once; report each device's outcome (`client_id`: who asked)."""
+        """Stop every device's actuators at once; report each device's outcome (`client_id`: who asked).
+
+        The bindings are halted first, synchronously (`Arbiter.stop_all`): none of their commands
+        can follow the stop, and the stop waits behind none of them.
+        """
+        self.arbiter.stop_all()
         handles = list(self._supervisor.devices.values())
         started = time.monotonic()
         seen = self._seen("*", "estop", None, client_id) if self.watchers else 0
@@ -211,7 +229,8 @@ class CommandRouter:
         return outcomes
 
     def release(self, client_id: str) -> None:
-        """End every lease that `client_id` holds (the client disconnected)."""
+        """End every lease and claim that `client_id` holds (the client disconnected)."""
+        self.arbiter.release(client_id)
         for handle in self._supervisor.devices.values():
             try:
                 handle.adapter.release(client_id)

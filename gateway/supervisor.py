@@ -115,6 +115,18 @@ class Supervisor:
             handle.task = asyncio.create_task(self._supervise(handle), name=f"device:{handle.id}")
         return handle
 
+    async def remove(self, device_id: str) -> None:
+        """Remove a device added at run time (a binding removed or reloaded): cancel its task, close it.
+
+        Bounded like the shutdown: a task that ignores its cancellation does not keep the device from
+        being closed. `KeyError` when there is no such device.
+        """
+        handle = self.devices.pop(device_id)
+        if handle.task is not None:
+            handle.task.cancel()
+            await asyncio.wait([handle.task], timeout=TASKS_END_AT_STOP_S)
+        await self._close(handle, "removed")
+
     def tasks_alive(self) -> bool:
         """True while every device task is running (it never ends on its own)."""
         return all(h.task is not None and not h.task.done() for h in self.devices.values())
@@ -149,7 +161,7 @@ class Supervisor:
         except Exception as error:
             log.warning("device %s: e-stop at shutdown failed: %s: %s", handle.id, type(error).__name__, error)
 
-    async def _close(self, handle: DeviceHandle) -> None:
+    async def _close(self, handle: DeviceHandle, why: str = "gateway stopped") -> None:
         try:
             async with asyncio.timeout(min(self._config.stop_timeout_s, CLOSE_AT_STOP_S)):
                 await handle.adapter.close()
@@ -174,7 +186,7 @@ class Supervisor:
                 "" if outcome == "ok" else " as far as it could be put",
                 extra=extra,
             )
-        handle.set_status("stopped", "gateway stopped")
+        handle.set_status("stopped", why)
 
     async def _supervise(self, handle: DeviceHandle) -> None:
         delay = self._config.backoff_initial_s

@@ -30,8 +30,9 @@ import websockets
 from gateway.config import load
 
 TransportName = Literal["ws", "tcp", "unix"]
-#: The ids of `hwgateway demo`'s devices, in config order.
-DEMO_IDS = [device.id for device in load(Path(__file__).resolve().parent.parent / "gateway" / "demo.toml").devices]
+_DEMO = load(Path(__file__).resolve().parent.parent / "gateway" / "demo.toml")
+#: The ids of `hwgateway demo`'s devices, in config order, then its bindings (each a device of kind `binding`).
+DEMO_IDS = [device.id for device in _DEMO.devices] + [b.name for b in _DEMO.bindings.bindings if b.enabled]
 DEMO_DEVICES = len(DEMO_IDS)
 TRANSPORTS: tuple[TransportName, ...] = ("ws", "tcp", "unix")
 #: Seconds a daemon process may take to log `listening`: the demo imports every device family, and with

@@ -112,6 +112,7 @@ def test_the_device_examples_in_the_shipped_config_are_valid() -> None:
         ("microbit", "microbit"),
         ("hub", "lego_hub"),
     ]
+    assert [(b.name, b.source, b.target) for b in config.bindings.bindings] == [("drive", "pad-1", "thymio")]
 
 
 def test_the_shipped_config_documents_every_key_of_every_section_with_its_default() -> None:
@@ -119,7 +120,7 @@ def test_the_shipped_config_documents_every_key_of_every_section_with_its_defaul
     document = tomllib.loads(text)
     defaults = Config()
     for section in dataclasses.fields(Config):
-        if section.name == "devices":  # one table per device, documented by the examples below
+        if section.name in ("devices", "bindings"):  # one table each, documented by the examples below
             continue
         assert section.name in document, f"[{section.name}] is missing"
         for key in dataclasses.fields(getattr(defaults, section.name)):

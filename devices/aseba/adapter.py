@@ -128,6 +128,17 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         "creos_messages/ControllerState",
         "hwgateway/ThymioState",
     )
+    #: The specific node streams first: `node/*` alone would match them all.
+    streams: ClassVar[Mapping[str, str]] = {
+        "node/*/buttons": "creos_messages/ControllerState",
+        "node/*/state": "hwgateway/ThymioState",
+        "node/*/comm": "thymio_msgs/Comm",
+        "node/*/events/*": "asebaros_msgs/Event",
+        "node/*/description": "asebaros_msgs/NodeDescription",
+        "node/*": "asebaros_msgs/Node",
+        "nodes": "asebaros_msgs/NodeList",
+        "anonymous_events": ANONYMOUS_EVENT,
+    }
 
     def __init__(self, ctx: DeviceContext, options: AsebaOptions) -> None:
         super().__init__(ctx, options)

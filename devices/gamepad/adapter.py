@@ -181,6 +181,11 @@ class GamepadAdapter(Adapter[GamepadOptions]):
     kind = "gamepad"
     options_class = GamepadOptions
     publishes = ("creos_messages/ControllerState", "hwgateway/GamepadInfo", "hwgateway/GamepadVirtualOutputs")
+    streams: ClassVar[Mapping[str, str]] = {
+        "state": "creos_messages/ControllerState",
+        "info": "hwgateway/GamepadInfo",
+        "virtual_outputs": "hwgateway/GamepadVirtualOutputs",
+    }
 
     def __init__(self, ctx: DeviceContext, options: GamepadOptions) -> None:
         super().__init__(ctx, options)

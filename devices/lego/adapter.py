@@ -206,6 +206,12 @@ class LegoHubAdapter(Adapter[LegoHubOptions]):
         "hwgateway/LegoTilt",
         "hwgateway/LegoColorDistance",
     )
+    #: A port's stream carries its attached device's type (motor, tilt, colour): known only at run time ("").
+    streams: ClassVar[Mapping[str, str]] = {
+        "hub": "hwgateway/LegoHubState",
+        "button": "creos_messages/ControllerState",
+        "port/*": "",
+    }
 
     def __init__(self, ctx: DeviceContext, options: LegoHubOptions) -> None:
         super().__init__(ctx, options)

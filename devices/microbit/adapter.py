@@ -141,6 +141,13 @@ class MicrobitAdapter(Adapter[MicrobitOptions]):
         "hwgateway/MicrobitUart",
         "hwgateway/MicrobitEvent",
     )
+    streams: ClassVar[Mapping[str, str]] = {
+        "state": "hwgateway/MicrobitState",
+        "buttons": "creos_messages/ControllerState",
+        "pins": "hwgateway/MicrobitPins",
+        "uart": "hwgateway/MicrobitUart",
+        "events": "hwgateway/MicrobitEvent",
+    }
 
     def __init__(self, ctx: DeviceContext, options: MicrobitOptions) -> None:
         super().__init__(ctx, options)

@@ -85,6 +85,11 @@ class SimController(Adapter[SimOptions]):
     kind = "sim"
     options_class = SimOptions
     publishes = ("creos_messages/ControllerState", "hwgateway/SimOutputs")
+    streams: ClassVar[Mapping[str, str]] = {
+        "state": "creos_messages/ControllerState",
+        "state/*": "creos_messages/ControllerState",
+        "outputs": "hwgateway/SimOutputs",
+    }
 
     def __init__(self, ctx: Any, options: SimOptions) -> None:
         super().__init__(ctx, options)

@@ -77,6 +77,11 @@ class WiimoteAdapter(Adapter[WiimoteOptions]):
     kind = "wiimote"
     options_class = WiimoteOptions
     publishes = ("wiimote/State", "creos_messages/ControllerState", "hwgateway/WiimoteClassic")
+    streams: ClassVar[Mapping[str, str]] = {
+        "state": "wiimote/State",
+        "controller": "creos_messages/ControllerState",
+        "classic": "hwgateway/WiimoteClassic",
+    }
     #: How long a `calibrate` command waits for its run (200 samples at 100 Hz take 2 s).
     calibrate_timeout_s: ClassVar[float] = 10.0
 

@@ -90,6 +90,10 @@ class Adapter(abc.ABC, Generic[OptionsT]):
     publishes: tuple[str, ...] = ()
     #: The message types (and generic commands) this device carries out; the router refuses others.
     accepts: tuple[str, ...] = ()
+    #: Stream name (or a glob of them, `node/*/state`) -> the message type published on it, declared by
+    #: kinds whose streams are known before they run, so `[bindings]` input paths are checked at load
+    #: (`gateway.bindings.spec.check_bindings`); empty: known only at run time (a replay, an import).
+    streams: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, ctx: DeviceContext, options: OptionsT) -> None:
         self.ctx = ctx

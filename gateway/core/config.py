@@ -16,6 +16,7 @@ Layout::
     [foxglove]    the Foxglove WebSocket listener (off unless enabled)
     [record]      the daemon records its bus to MCAP files in a folder (off while `folder` is empty)
     [devices.<id>]  kind = "...", enabled = true, ros_namespace = "", then the kind's own options
+    [bindings.<name>]  a controller drives a device (docs/bindings.md), checked against the devices
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from gateway.bindings.spec import BindingsConfig, check_bindings, parse_bindings_section
 from gateway.core.adapter import NO_KINDS, DeviceKinds
 from gateway.credentials import Credential, Role, parse_digest
 from gateway.errors import ConfigError
@@ -299,6 +301,7 @@ class Config:
     foxglove: FoxgloveConfig = FoxgloveConfig()
     record: RecordConfig = RecordConfig()
     devices: tuple[DeviceConfig, ...] = ()
+    bindings: BindingsConfig = field(default_factory=BindingsConfig)
 
 
 #: A check a face makes of the config once every section is read: it gets the sections read (by
@@ -411,6 +414,15 @@ def build_partial(
     ]
     if missing:
         return None, problems + missing
+    required_but_bad = any(
+        name not in values
+        and name not in skip
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+        for name, f in fields.items()
+    )
+    if required_but_bad:  # already reported above; there is no default to build the object with
+        return None, problems
     try:
         return cls(**values), problems
     except ValueError as error:
@@ -718,6 +730,7 @@ def parse(document: dict[str, Any], extensions: Extensions) -> Config:
         "foxglove": lambda table: build_partial(FoxgloveConfig, table, "foxglove"),
         "record": _build_record,
         "devices": lambda table: _build_devices(table, extensions.kinds),
+        "bindings": parse_bindings_section,
     }
     built: dict[str, Any] = {}
     for name, builder in builders.items():
@@ -728,6 +741,9 @@ def parse(document: dict[str, Any], extensions: Extensions) -> Config:
     # Keys already reported are left out of the checks across sections (their values are defaults here).
     reported = {problem.path for problem in problems}
     problems += config_checks.across_sections(built, reported)
+    if "bindings" in built:  # every input path and output field against the devices' schemas
+        devices = {device.id: device for device in built.get("devices", ())}
+        problems += check_bindings(built["bindings"].bindings, devices, extensions.kinds)
     for check in extensions.checks:
         problems += check(built, reported, extensions.kinds)
     if problems:

@@ -6,6 +6,7 @@ Importing this package registers them all in `REGISTRY`.
 from gateway.messages import (
     aseba_gateway,
     asebaros,
+    binding,
     common,
     creos,
     gamepad,
@@ -26,6 +27,7 @@ __all__ = [
     "MessageInfo",
     "aseba_gateway",
     "asebaros",
+    "binding",
     "common",
     "creos",
     "from_plain",
