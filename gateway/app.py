@@ -42,7 +42,6 @@ from gateway.faces.mqtt.bridge import MqttBridge
 from gateway.faces.mqtt.face import MqttFace
 from gateway.faces.native.msgpack_server import MsgpackServer
 from gateway.faces.native.websocket import handler as native_websocket
-from gateway.faces.rosbridge import names as ros_names
 from gateway.faces.rosbridge.server import RosbridgeServer
 from gateway.faces.rosbridge.server import handler as rosbridge_handler
 from gateway.faces.tdm.server import TdmServer
@@ -50,6 +49,7 @@ from gateway.memory import freeze_startup_objects, tune_allocator
 from gateway.metrics import Metrics
 from gateway.realtime import keep_off_cpus
 from gateway.record.daemon import BusRecorder, config_digest
+from gateway.ros import names as ros_names
 from gateway.sdnotify import Notifier
 from gateway.servers.http import build_app
 from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded
