@@ -9,12 +9,19 @@ BIN := $(VENV)/bin
 # (roslibjs) client tests of the rosbridge face, the npm Foxglove client for the Foxglove face (npm only where no npm is installed: NodeSource's nodejs
 # ships its own and conflicts with Debian's), mosquitto (the broker) and mosquitto-clients
 # (mosquitto_sub/pub) for the MQTT bridge tests; the npm @mcap/core reader for the record tests; Thymio Suite's
-# npm client (thymio-api, bundled by esbuild) for the TDM face.
-DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales nodejs mosquitto mosquitto-clients
+# npm client (thymio-api, bundled by esbuild) for the TDM face; cmake and g++ for rosidl, which builds the
+# ROS 2 test peer's classes of the gateway's message packages.
+DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales nodejs mosquitto mosquitto-clients cmake g++
 # Node test clients, each with a committed package-lock.json that `npm ci` installs as it is.
 NODE_TEST_DIRS := tests/node/rosbridge tests/node/foxglove tests/node/mcap tests/node/thymio
 
-.PHONY: demo test lint typecheck pytest fuzz deb-deps node-deps bench install check-install clean
+# The ROS 2 test peer (tests/test_ros2_face.py): rclpy from PyPI in its own venv, with rclpy's classes of
+# every gateway message package built by rosidl (scripts/build-ros2-peer.sh; wheels ~2 min once, messages ~N min).
+ROS2_PEER := .venv-ros2
+ROS2_PEER_INPUTS := scripts/build-ros2-peer.sh tests/ros2_peer/requirements.txt tests/ros2_peer/msg_packages.py \
+	$(wildcard gateway/ros/*.py) $(wildcard gateway/messages/*.py)
+
+.PHONY: demo test lint typecheck pytest fuzz deb-deps node-deps ros2-peer bench install check-install clean
 
 $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,13 +30,18 @@ $(VENV)/.runtime: pyproject.toml
 	touch $@
 
 $(VENV)/.test: pyproject.toml $(VENV)/.runtime
-	$(BIN)/pip install --quiet -e '.[test,dev,gamepad,ble,demo,zeroconf]'
+	$(BIN)/pip install --quiet -e '.[test,dev,gamepad,ble,demo,zeroconf,ros2]'
 	touch $@
+
+$(ROS2_PEER)/.stamp: $(VENV)/.test $(ROS2_PEER_INPUTS)
+	PYTHON=$(PYTHON) scripts/build-ros2-peer.sh $(ROS2_PEER)
+
+ros2-peer: deb-deps $(ROS2_PEER)/.stamp
 
 demo: $(VENV)/.runtime
 	$(BIN)/hwgateway demo $(DEMO_ARGS)
 
-test: deb-deps $(VENV)/.test node-deps lint typecheck pytest check-install
+test: deb-deps $(VENV)/.test node-deps ros2-peer lint typecheck pytest check-install
 
 deb-deps:
 	@scripts/install-deb-deps.sh $(DEB_PACKAGES)
@@ -75,4 +87,4 @@ bench: $(VENV)/.test
 	scripts/loopback-only.sh $(BIN)/python bench/fanout.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(ROS2_PEER) .mypy_cache .ruff_cache .pytest_cache .hypothesis

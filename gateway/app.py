@@ -43,7 +43,7 @@ from gateway.faces.mqtt.bridge import MqttBridge
 from gateway.faces.mqtt.face import MqttFace
 from gateway.faces.native.msgpack_server import MsgpackServer
 from gateway.faces.native.websocket import handler as native_websocket
-from gateway.faces.rosbridge import names as ros_names
+from gateway.faces.ros2.face import Ros2Face
 from gateway.faces.rosbridge.server import RosbridgeServer
 from gateway.faces.rosbridge.server import handler as rosbridge_handler
 from gateway.faces.tdm.server import TdmServer
@@ -51,6 +51,7 @@ from gateway.memory import freeze_startup_objects, tune_allocator
 from gateway.metrics import Metrics
 from gateway.realtime import keep_off_cpus
 from gateway.record.daemon import BusRecorder, config_digest
+from gateway.ros import names as ros_names
 from gateway.sdnotify import Notifier
 from gateway.servers.http import build_app
 from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded
@@ -159,11 +160,13 @@ class Gateway:
         self.limits = ConnectionLimits(config.server, raise_open_file_limit())
         self._msgpack = MsgpackServer(self.hub, self.limits)
         self._ros_names = (
-            ros_names.RosNames(ros_names.namings_of(config.devices, kinds)) if config.rosbridge.enabled else None
+            ros_names.RosNames(ros_names.namings_of(config.devices, kinds))
+            if config.rosbridge.enabled or config.ros2.enabled
+            else None
         )
         self._rosbridge = (
             RosbridgeServer(self.hub, self._ros_names, config.rosbridge.port, self.limits, self._guards)
-            if self._ros_names is not None
+            if config.rosbridge.enabled and self._ros_names is not None
             else None
         )
         self.mqtt = MqttBridge(config.mqtt, self.hub, RemoteDevice.imported) if config.mqtt.enabled else None
@@ -180,6 +183,13 @@ class Gateway:
         ]
         if self.mqtt is not None:
             self.faces.append(MqttFace(self.mqtt))
+        self.ros2 = (
+            Ros2Face(self.hub, config.ros2, self._ros_names, lambda: self.health()[1])
+            if config.ros2.enabled and self._ros_names is not None
+            else None
+        )
+        if self.ros2 is not None:
+            self.faces.append(self.ros2)
         self.config_digest = config_digest(config)
         self.recorder = BusRecorder(config, self.bus, self.supervisor, self.router) if config.record.enabled else None
         if self.recorder is not None:
@@ -219,7 +229,7 @@ class Gateway:
         self.supervisor.start()
         app = build_app(server, self.health, self.metrics.render, self._guards)
         app.router.add_get("/ws", native_websocket(self.hub, self._guards))
-        if self._ros_names is not None:
+        if self._rosbridge is not None and self._ros_names is not None:
             app.router.add_get("/rosbridge", rosbridge_handler(self.hub, self._ros_names))
         tls = server_context(server)
         self._runner, self._http_server = await listen_guarded(
@@ -353,6 +363,8 @@ class Gateway:
             body["record"] = self.recorder.health()  # a recording failure leaves the devices working: still healthy
         if self.mqtt is not None:
             body["mqtt"] = self.mqtt.health()  # a broker outage leaves local devices working: still healthy
+        if self.ros2 is not None:
+            body["ros2"] = self.ros2.health()  # without the extra the face is unavailable: the gateway is still healthy
         return (200 if healthy else 503), body
 
 

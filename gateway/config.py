@@ -13,10 +13,11 @@ from typing import Any
 from devices.registry import KINDS
 from gateway.core import config as core_config
 from gateway.core.config import Config, Extensions
-from gateway.faces.rosbridge import names as ros_names
+from gateway.faces.ros2 import config_check as ros2_config
+from gateway.faces.rosbridge import names as rosbridge_names
 
 #: The device kinds and the faces' config checks of this gateway.
-EXTENSIONS = Extensions(KINDS, checks=(ros_names.check_config,))
+EXTENSIONS = Extensions(KINDS, checks=(rosbridge_names.check_config, ros2_config.check_config))
 
 
 def parse(document: dict[str, Any]) -> Config:

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from devices.registry import KINDS
 from gateway.core.config import DeviceConfig
-from gateway.faces.rosbridge.names import RosNames, namings_of
 from gateway.faces.rosbridge.ops import RosbridgeSession
 from gateway.faces.rosbridge.server import _receive_binary
+from gateway.ros.names import RosNames, namings_of
 from gateway.servers.upgrade import receive_json_text
 from tests.fuzzing import FUZZ_MAX_REQUEST_BYTES, Capture, fuzz_hub, fuzz_settings
 

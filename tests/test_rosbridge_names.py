@@ -11,10 +11,10 @@ import pytest
 from devices.registry import KINDS
 from gateway.config import loads
 from gateway.errors import ConfigError
-from gateway.faces.rosbridge import names as ros
 from gateway.faces.rosbridge import ros1
 from gateway.faces.rosbridge.rosapi import typedefs
 from gateway.messages import REGISTRY
+from gateway.ros import names as ros
 
 ROSBRIDGE = "[rosbridge]\nenabled = true\n"
 

@@ -14,6 +14,7 @@ Layout::
     [mqtt]        the MQTT bridge: broker, export, federation, Home Assistant discovery (off unless set)
     [tdm]         the Thymio Device Manager face (Thymio Suite, tdmclient): off unless enabled
     [foxglove]    the Foxglove WebSocket listener (off unless enabled)
+    [ros2]        the gateway as ROS 2 nodes on a DDS domain (off unless enabled; the `ros2` extra)
     [record]      the daemon records its bus to MCAP files in a folder (off while `folder` is empty)
     [devices.<id>]  kind = "...", enabled = true, ros_namespace = "", then the kind's own options
     [bindings.<name>]  a controller drives a device (docs/bindings.md), checked against the devices
@@ -24,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import re
 import tomllib
 import types
 import typing
@@ -242,6 +244,37 @@ class FoxgloveConfig:
     port: int = field(default=8765, metadata=_range(0, 65535))
 
 
+_INTERFACE = re.compile(r"[A-Za-z0-9_.:-]{1,15}")
+_NODE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
+
+
+@dataclass(frozen=True, slots=True)
+class Ros2Config:
+    """`[ros2]`: the gateway as ROS 2 nodes on a DDS domain (docs/ros2.md), without ROS; off unless enabled.
+
+    `domain_id` is the DDS domain (ROS_DOMAIN_ID, 0-232). `interfaces` is the allow-list of network
+    interfaces DDS uses (names, as `ip link` shows them): DDS has no authentication, so anyone who
+    reaches the domain reads every topic and drives every command topic; the default keeps it on
+    loopback. `node_name` is the gateway's own node, which publishes its status.
+    """
+
+    enabled: bool = False
+    domain_id: int = field(default=0, metadata=_range(0, 232))
+    interfaces: tuple[str, ...] = ("lo",)
+    node_name: str = "hwgateway"
+
+    def __post_init__(self) -> None:
+        if not self.interfaces:
+            raise ValueError('interfaces: name at least one network interface ("lo": loopback only)')
+        for name in self.interfaces:
+            if not _INTERFACE.fullmatch(name):
+                raise ValueError(f"interfaces: {name!r} is no network interface name")
+        if not _NODE_NAME.fullmatch(self.node_name):
+            raise ValueError(
+                f"node_name: {self.node_name!r} is no ROS node name (letters, digits and _, not starting with a digit)"
+            )
+
+
 @dataclass(frozen=True, slots=True)
 class RecordConfig:
     """`[record]`: the daemon records its own bus to MCAP files (README "Record and replay"); off while `folder` is "".
@@ -299,6 +332,7 @@ class Config:
     mqtt: MqttConfig = MqttConfig()
     tdm: TdmConfig = TdmConfig()
     foxglove: FoxgloveConfig = FoxgloveConfig()
+    ros2: Ros2Config = Ros2Config()
     record: RecordConfig = RecordConfig()
     devices: tuple[DeviceConfig, ...] = ()
     bindings: BindingsConfig = field(default_factory=BindingsConfig)
@@ -728,6 +762,7 @@ def parse(document: dict[str, Any], extensions: Extensions) -> Config:
         "mqtt": _build_mqtt,
         "tdm": lambda table: build_partial(TdmConfig, table, "tdm"),
         "foxglove": lambda table: build_partial(FoxgloveConfig, table, "foxglove"),
+        "ros2": lambda table: build_partial(Ros2Config, table, "ros2"),
         "record": _build_record,
         "devices": lambda table: _build_devices(table, extensions.kinds),
         "bindings": parse_bindings_section,

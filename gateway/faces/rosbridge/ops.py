@@ -35,8 +35,8 @@ from gateway.errors import (
 )
 from gateway.faces.outbox import CLOSE_TIMEOUT_S, Outbox, Transport
 from gateway.faces.rosbridge import cbor, ros1, rosapi
-from gateway.faces.rosbridge import names as ros
 from gateway.messages import REGISTRY
+from gateway.ros import names as ros
 from gateway.servers.socket_transport import CLOSE_DRAIN_S
 from gateway.throttled_logs import CONNECTION_LINES
 from gateway.wire import websocket_binary_frame, websocket_text_frame

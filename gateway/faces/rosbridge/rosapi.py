@@ -15,9 +15,9 @@ import orjson
 from gateway import __version__
 from gateway.core.client import Client
 from gateway.errors import InvalidArgument
-from gateway.faces.rosbridge import names as ros
 from gateway.messages import REGISTRY, MessageInfo, info_of
 from gateway.messages.schema import Array, Bool, Float, Int, Nested, Spec, Str
+from gateway.ros import names as ros
 
 PREFIX = "/rosapi/"
 NODE = "/hwgateway"

@@ -18,8 +18,8 @@ from gateway.core.client import Hub
 from gateway.core.origins import HOSTED_VIEWERS
 from gateway.errors import Unauthorized
 from gateway.faces.rosbridge import cbor
-from gateway.faces.rosbridge.names import RosNames
 from gateway.faces.rosbridge.ops import RosbridgeSession
+from gateway.ros.names import RosNames
 from gateway.servers.hosts import HostPolicy, host_guard
 from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded, serve_guarded
 from gateway.servers.limits import ConnectionLimits
