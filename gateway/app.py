@@ -23,6 +23,7 @@ import signal
 import time
 from collections import deque
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -33,10 +34,11 @@ from gateway import __version__
 from gateway.bindings.manager import Bindings
 from gateway.bus import Bus
 from gateway.commands import CommandRouter
+from gateway.config import load as load_config
 from gateway.core.adapter import DeviceKinds
 from gateway.core.client import Hub
-from gateway.core.config import Config
-from gateway.errors import ErrorCode
+from gateway.core.config import Config, DeviceConfig
+from gateway.errors import ConfigError, ErrorCode
 from gateway.faces.contract import Face
 from gateway.faces.foxglove.server import FoxgloveServer
 from gateway.faces.mqtt.bridge import MqttBridge
@@ -51,6 +53,7 @@ from gateway.memory import freeze_startup_objects, tune_allocator
 from gateway.metrics import Metrics
 from gateway.realtime import keep_off_cpus
 from gateway.record.daemon import BusRecorder, config_digest
+from gateway.reload import Reloader
 from gateway.ros import names as ros_names
 from gateway.sdnotify import Notifier
 from gateway.servers.http import build_app
@@ -73,7 +76,8 @@ FACE_STOP_S = 1.0
 RECORDER_STOP_S = 3.0
 #: Signals that stop the daemon in order (every device to its safe state first), as SIGTERM does.
 #: Every catchable signal whose default action would end the process at once is here: SIGHUP
-#: (the terminal closed; there is no reload yet), SIGQUIT, the user and timer signals, SIGXCPU.
+#: (the terminal closed; a daemon run with a config file reloads it instead, `RELOAD_SIGNAL`), SIGQUIT,
+#: the user and timer signals, SIGXCPU.
 #: SIGPIPE and SIGXFSZ are ignored by Python already; SIGKILL and SIGSTOP cannot be caught.
 STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
     getattr(signal, name)
@@ -93,6 +97,8 @@ STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
     )
     if hasattr(signal, name)
 )
+#: The signal that reloads the configuration file with `run --sighup reload` (systemd's `ExecReload`).
+RELOAD_SIGNAL = signal.SIGHUP
 #: Event-loop lag (s) beyond which /healthz answers 503.
 UNHEALTHY_LAG_S = 0.5
 _LAG_PERIOD_S = 0.25
@@ -143,8 +149,9 @@ class LoopMonitor:
 class Gateway:
     """One running gateway."""
 
-    def __init__(self, config: Config, kinds: DeviceKinds = KINDS) -> None:
+    def __init__(self, config: Config, kinds: DeviceKinds = KINDS, config_path: str | Path | None = None) -> None:
         self.config = config
+        self._kinds = kinds
         self.bus = Bus()
         self.supervisor = Supervisor(self.bus, config.supervisor, config.devices, kinds)
         self.router = CommandRouter(self.supervisor, self._observe_command)
@@ -152,6 +159,9 @@ class Gateway:
         self.bindings = Bindings(self.supervisor, self.router, self.bus)
         self.bindings.start(config.bindings)
         self.hub = Hub(self.bus, self.supervisor, self.router, config.server, config.auth.all_credentials())
+        #: Applies the configuration file again (SIGHUP, the admin `reload` op); `config_path` None: the demo's.
+        self.reloader = Reloader(self, config_path, load_config)
+        self.hub.admin = GatewayAdmin(self)
         self.monitor = LoopMonitor()
         self.metrics = Metrics(self.hub, lambda: self.monitor.lag)
         self._runner: web.AppRunner | None = None
@@ -196,6 +206,11 @@ class Gateway:
             self.metrics.registry.register(self.recorder.collector())
         self.http_port: int | None = None
         self.started = time.time()
+
+    def devices_changed(self, devices: tuple[DeviceConfig, ...]) -> None:
+        """A reload started or stopped devices (`devices`: the config's now); faces naming devices up front follow."""
+        if self._ros_names is not None:
+            self._ros_names.rebuild(ros_names.namings_of(devices, self._kinds))
 
     def _observe_command(self, device: str, outcome: str, seconds: float) -> None:
         self.metrics.observe_command(device, outcome, seconds)
@@ -368,30 +383,69 @@ class Gateway:
         return (200 if healthy else 503), body
 
 
-async def serve(config: Config, on_listening: Callable[[Gateway], None] | None = None) -> int:
-    """Run the gateway until SIGTERM, SIGINT, SIGHUP or another of `STOP_SIGNALS`; return the exit code.
+class GatewayAdmin:
+    """The admin operations of a running gateway (`gateway.core.client.AdminOps`): reload and scan."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self._gateway = gateway
+
+    async def reload_op(self) -> dict[str, Any]:
+        """Apply the configuration file again (`gateway.reload`)."""
+        return await self._gateway.reloader.reload_op()
+
+    async def scan_op(
+        self,
+        families: tuple[str, ...] | None,
+        timeout_s: float | None,
+        serial: tuple[str, ...],
+        kortex: tuple[str, ...],
+    ) -> dict[str, Any]:
+        """Look for attached devices (`gateway.scan`), leaving the serial ports of configured devices alone."""
+        from gateway import scan
+
+        return await scan.scan_op(self._gateway.config.devices, families, timeout_s, serial, kortex)
+
+
+async def serve(
+    config: Config,
+    on_listening: Callable[[Gateway], None] | None = None,
+    config_path: str | Path | None = None,
+    reload_on_sighup: bool = False,
+) -> int:
+    """Run the gateway until SIGTERM, SIGINT or another of `STOP_SIGNALS`; return the exit code.
 
     `on_listening` is called once every listener accepts connections (the demo prints its URLs then).
+    `config_path` is the file `config` was read from, which a reload reads again (None: the demo's,
+    which has none). With `reload_on_sighup` (`run --sighup reload`, the systemd unit's), SIGHUP
+    reloads it (`gateway.reload`) instead of stopping; otherwise SIGHUP is a closed terminal and
+    stops in order, as the other signals do.
 
     Under systemd (`Type=notify`) it reports READY=1 once every server listens, pings the watchdog
-    while healthy, and reports STOPPING=1 when it starts to shut down.
+    while healthy, RELOADING=1 then READY=1 around a reload, and STOPPING=1 when it starts to shut down.
     """
     tune_allocator()
     # Before any thread starts: the daemon leaves the CPUs its 1 kHz loops are pinned to.
     keep_off_cpus(frozenset(cpu for d in config.devices if d.enabled for cpu in getattr(d.options, "cyclic_cpus", ())))
-    gateway = Gateway(config)
+    gateway = Gateway(config, config_path=config_path)
     notifier = Notifier()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(_quiet_resource_exhaustion())
     received: list[signal.Signals] = []
+    reloads: set[asyncio.Task[None]] = set()
 
     def stop_on(signum: signal.Signals) -> None:
         received.append(signum)
         stop.set()
 
+    def reload_on(signum: signal.Signals) -> None:
+        task = loop.create_task(_reload_on_signal(gateway, notifier), name="reload")
+        reloads.add(task)
+        task.add_done_callback(reloads.discard)
+
     for signum in STOP_SIGNALS:
-        loop.add_signal_handler(signum, stop_on, signum)
+        reloads_here = signum == RELOAD_SIGNAL and reload_on_sighup and config_path is not None
+        loop.add_signal_handler(signum, reload_on if reloads_here else stop_on, signum)
     try:
         try:
             await gateway.start()
@@ -417,6 +471,29 @@ async def serve(config: Config, on_listening: Callable[[Gateway], None] | None =
                 loop.remove_signal_handler(signum)
             # A repeated signal while the process winds down must not turn a clean exit into a kill.
             signal.signal(signum, signal.SIG_IGN)
+
+
+async def _reload_on_signal(gateway: Gateway, notifier: Notifier) -> None:
+    """SIGHUP: reload the configuration file; log every error (then nothing changed) or what was done."""
+    log.info(
+        "%s received: reloading %s", RELOAD_SIGNAL.name, gateway.reloader.path, extra={"signal": RELOAD_SIGNAL.name}
+    )
+    notifier.notify("RELOADING=1", f"MONOTONIC_USEC={time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000}")
+    try:
+        await gateway.reloader.reload()
+    except ConfigError as error:
+        log.error(
+            "reload refused, nothing changed: %d configuration error%s",
+            len(error.errors),
+            "" if len(error.errors) == 1 else "s",
+            extra={"errors": [str(problem) for problem in error.errors]},
+        )
+        for problem in error.errors:
+            log.error("config: %s", problem)
+    except Exception:
+        log.exception("reload failed")
+    finally:
+        notifier.notify("READY=1", f"STATUS={gateway.summary()}")
 
 
 #: errno values that mean the process or the system ran out of something (descriptors, memory).

@@ -48,6 +48,13 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run the gateway with a configuration file")
     config_file(run)
+    run.add_argument(
+        "--sighup",
+        choices=["stop", "reload"],
+        default="stop",
+        help="what SIGHUP does: stop in order, as for a closed terminal (default), or reload the configuration "
+        "file, as the systemd unit's ExecReload asks",
+    )
     logging_options(run)
 
     demo = commands.add_parser(
@@ -80,6 +87,27 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check-config", help="validate a configuration file, report every error, exit")
     config_file(check)
+
+    scan = commands.add_parser(
+        "scan",
+        help="find attached devices and print their config (--write FILE merges it in)",
+        description="Find Thymio robots and dongles on serial ports, gamepads (SDL), micro:bits and LEGO hubs "
+        "(Bluetooth LE), Wii Remotes (BlueZ) and Kinova arms at given addresses; print ready-to-paste "
+        "[devices.<id>] tables. Nothing is written unless --write is given. Stop the gateway first, or use "
+        "its admin `scan` op: a port it holds cannot be asked twice.",
+    )
+    scan.add_argument("--serial", action="append", default=[], metavar="PATH", help="also ask this serial port")
+    scan.add_argument(
+        "--kortex", action="append", default=[], metavar="HOST[:PORT]", help="ask for a Kinova arm at this address"
+    )
+    scan.add_argument("--kortex-user", default="admin", metavar="NAME", help="the arm's user (default admin)")
+    scan.add_argument("--kortex-password", default="admin", metavar="PASSWORD", help="its password (default admin)")
+    scan.add_argument(
+        "--only", metavar="FAMILY[,...]", help="only these of serial, gamepad, ble, wiimote (kortex: with --kortex)"
+    )
+    scan.add_argument("--timeout", type=float, default=4.0, metavar="S", help="seconds each search takes (default 4)")
+    scan.add_argument("--write", metavar="FILE", help="merge the new devices into FILE, keeping its comments and ids")
+    scan.add_argument("--json", action="store_true", help="print the findings as JSON")
 
     hash_token = commands.add_parser(
         "hash-token", help="print the [auth.tokens.<name>] hash of a token read from standard input"
@@ -220,6 +248,61 @@ def _hash_token(generate: bool) -> int:
     return 0
 
 
+def _scan(args: argparse.Namespace) -> int:
+    """`hwgateway scan`: print what was found (and merge it into --write FILE); 0 even when nothing was."""
+    import json
+
+    from gateway import scan
+    from gateway.config import loads
+
+    families = scan.FAMILIES
+    if args.only:
+        families = tuple(name.strip() for name in args.only.split(",") if name.strip())
+        unknown = sorted(set(families) - set(scan.FAMILIES))
+        if unknown:
+            print(
+                f"hwgateway: --only: unknown {', '.join(unknown)} (known: {', '.join(scan.FAMILIES)})", file=sys.stderr
+            )
+            return EXIT_USAGE
+    if not scan.MIN_TIMEOUT_S <= args.timeout <= scan.MAX_TIMEOUT_S:
+        print(f"hwgateway: --timeout must be in [{scan.MIN_TIMEOUT_S:g}, {scan.MAX_TIMEOUT_S:g}] s", file=sys.stderr)
+        return EXIT_USAGE
+    request = scan.ScanRequest(
+        families=families,
+        ports=tuple(args.serial),
+        arms=tuple(args.kortex),
+        kortex_username=args.kortex_user,
+        kortex_password=args.kortex_password,
+        timeout_s=args.timeout,
+    )
+    print(f"hwgateway: scanning for {args.timeout:g} s ({', '.join(families)}) ...", file=sys.stderr, flush=True)
+    report = asyncio.run(scan.scan(request))
+    for skipped in report.skipped:
+        print(f"hwgateway: {skipped.family}: not scanned: {skipped.reason}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.as_dict(), ensure_ascii=False, indent=2))
+    elif report.findings:
+        print(scan.render(report.findings), end="")
+    else:
+        print("hwgateway: nothing found", file=sys.stderr)
+    if args.write:
+        try:
+            merged = scan.merge_into(Path(args.write), report.findings, loads)
+        except ConfigError as error:
+            print(f"hwgateway: {args.write} not written:", file=sys.stderr)
+            _print_config_error(error)
+            return EXIT_CONFIG_ERROR
+        for found, configured in merged.already.items():
+            print(f"hwgateway: {found}: already in {args.write} as devices.{configured}", file=sys.stderr)
+        added = ", ".join(merged.added) or "nothing new"
+        print(f"hwgateway: {args.write}: added {added}", file=sys.stderr)
+    return 0
+
+
+#: Bad command-line arguments (as argparse's own).
+EXIT_USAGE = 2
+
+
 def _config_path(args: argparse.Namespace) -> str:
     """The file of `run`/`check-config`, given as FILE or as --config FILE (not two different ones)."""
     if args.file and args.config_option and args.file != args.config_option:
@@ -256,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
         return record_cli.run_record(args) if args.command == "record" else record_cli.run_replay(args)
     if args.command == "hash-token":
         return _hash_token(args.generate)
+    if args.command == "scan":
+        return _scan(args)
     # The daemon's modules are imported once a command needs them: a client command, or --help,
     # should not wait for them (about 1 s here, several on a Raspberry Pi).
     from gateway import logs, waits
@@ -285,7 +370,9 @@ def main(argv: list[str] | None = None) -> int:
     from gateway.app import serve  # after logging is configured
 
     # waits.run, not asyncio.run: a task that ignores its cancellation cannot hold the exit.
-    return waits.run(serve(config, _print_demo_banner if args.command == "demo" else None))
+    if args.command == "demo":
+        return waits.run(serve(config, _print_demo_banner))
+    return waits.run(serve(config, config_path=_config_path(args), reload_on_sighup=args.sighup == "reload"))
 
 
 if __name__ == "__main__":

@@ -165,6 +165,8 @@ class CommandRouter:
         message = await self._validate(info.cls, data)
         if self._supervisor.stopping:  # after the e-stop of the shutdown, no command may move anything again
             raise DeviceUnavailable(f"device {device_id!r} is stopping: the gateway is shutting down")
+        if handle.retiring:  # a reload takes it away: its safe state must hold
+            raise DeviceUnavailable(f"device {device_id!r} is stopping: a reload removes or restarts it")
         if handle.status != "connected":
             raise DeviceUnavailable(f"device {device_id!r} is {handle.status}: {handle.detail}".rstrip(": "))
         # No await between the arbiter's decision and the adapter's start: no other command can slip between.

@@ -45,6 +45,9 @@ class DeviceHandle:
         self.connected_since: float | None = None
         #: The session id of the client holding the exclusive control lock (None: unlocked).
         self.locked_by: str | None = None
+        #: True once a reload began taking the device away: the router refuses its commands (none may
+        #: undo the e-stop of its safe state).
+        self.retiring = False
         self._bus = bus
         context = DeviceContext(config.id, bus, self.set_status)
         self.adapter: Adapter[Any] = factory(context, config.options)
@@ -88,6 +91,7 @@ class Supervisor:
     ) -> None:
         self._config = config
         self._bus = bus
+        self._kinds = kinds
         self._started = False
         #: True once `stop` began: the router refuses new commands (none may undo the e-stop).
         self.stopping = False
@@ -115,21 +119,43 @@ class Supervisor:
             handle.task = asyncio.create_task(self._supervise(handle), name=f"device:{handle.id}")
         return handle
 
-    async def remove(self, device_id: str) -> None:
-        """Remove a device added at run time (a binding removed or reloaded): cancel its task, close it.
+    def start_configured(self, config: DeviceConfig, locked_by: str | None = None) -> DeviceHandle:
+        """Add and start a device of the config (a reload's added or changed one), with the adapter of its kind.
 
-        Bounded like the shutdown: a task that ignores its cancellation does not keep the device from
-        being closed. `KeyError` when there is no such device.
+        `locked_by` carries a client's exclusive control lock over to a changed device's new adapter.
         """
-        handle = self.devices.pop(device_id)
+        handle = self.add(config, self._kinds.adapter_class(config.kind))
+        handle.locked_by = locked_by
+        return handle
+
+    def set_config(self, config: SupervisorConfig) -> None:
+        """Use a new restart policy from the next failure on (a reload's `[supervisor]`)."""
+        self._config = config
+
+    async def retire(self, device_id: str, reason: str) -> str:
+        """Take one device away through its safe state (e-stop, cancel, close) and forget it.
+
+        Returns the safe-state outcome that is logged: "ok", "unconfirmed" or "failed". From the
+        first step the router refuses the device's commands. Every step is bounded as at shutdown.
+        """
+        handle = self.devices[device_id]
+        handle.retiring = True
+        await self._estop(handle)
+        await asyncio.sleep(SAFE_STATE_SETTLE_S)
         if handle.task is not None:
             handle.task.cancel()
-            await asyncio.wait([handle.task], timeout=TASKS_END_AT_STOP_S)
-        await self._close(handle, "removed")
+            # asyncio.wait, not gather: it returns at the deadline even if the task never ends.
+            _, running = await asyncio.wait([handle.task], timeout=TASKS_END_AT_STOP_S)
+            if running:
+                log.error("device:%s did not end when cancelled; closing its device anyway", device_id)
+        outcome = await self._close(handle, reason)
+        if self.devices.get(device_id) is handle:
+            del self.devices[device_id]
+        return outcome
 
     def tasks_alive(self) -> bool:
-        """True while every device task is running (it never ends on its own)."""
-        return all(h.task is not None and not h.task.done() for h in self.devices.values())
+        """True while every device task is running (it never ends on its own); a device being retired counts."""
+        return all(h.retiring or (h.task is not None and not h.task.done()) for h in self.devices.values())
 
     async def stop(self) -> None:
         """Put every device in its safe state, all at once: e-stop, cancel, close; log each outcome.
@@ -161,7 +187,7 @@ class Supervisor:
         except Exception as error:
             log.warning("device %s: e-stop at shutdown failed: %s: %s", handle.id, type(error).__name__, error)
 
-    async def _close(self, handle: DeviceHandle, why: str = "gateway stopped") -> None:
+    async def _close(self, handle: DeviceHandle, reason: str = "gateway stopped") -> str:
         try:
             async with asyncio.timeout(min(self._config.stop_timeout_s, CLOSE_AT_STOP_S)):
                 await handle.adapter.close()
@@ -186,7 +212,8 @@ class Supervisor:
                 "" if outcome == "ok" else " as far as it could be put",
                 extra=extra,
             )
-        handle.set_status("stopped", why)
+        handle.set_status("stopped", reason)
+        return str(extra["safe_state"])
 
     async def _supervise(self, handle: DeviceHandle) -> None:
         delay = self._config.backoff_initial_s

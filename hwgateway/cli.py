@@ -52,7 +52,7 @@ EXIT_NO_TOPICS = 5
 #: Seconds `sub` waits for a first matching topic while some device is still connecting.
 NO_TOPIC_GRACE_S = 5.0
 
-COMMANDS = ("devices", "sub", "cmd", "describe", "estop")
+COMMANDS = ("devices", "sub", "cmd", "describe", "estop", "reload")
 _TABLE_REFRESH_S = 0.2
 
 
@@ -97,6 +97,15 @@ def add_commands(commands: Any) -> None:
     describe = common(commands.add_parser("describe", help="print a type's schema, or every type"))
     describe.add_argument("type", nargs="?")
     common(commands.add_parser("estop", help="stop every device's actuators"))
+    common(
+        commands.add_parser(
+            "reload",
+            help="have the running gateway apply its configuration file again (admin token)",
+            description="The gateway reads its configuration file again, with the check of check-config: an "
+            "invalid file changes nothing and every error is printed. Otherwise only the devices that changed "
+            "stop through their safe state and start again; listener and auth changes need a restart.",
+        )
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,6 +129,7 @@ async def _run(args: argparse.Namespace) -> int:
         "cmd": _cmd,
         "describe": _describe,
         "estop": _estop,
+        "reload": _reload,
     }
     if args.command == "cmd":
         try:
@@ -231,6 +241,35 @@ async def _estop(gw: Gateway, args: argparse.Namespace) -> int:
     else:
         _table([["DEVICE", "STOPPED"], *([o.device, "ok" if o.ok else o.error] for o in outcomes)], sys.stdout)
     return 0 if all(outcome.ok for outcome in outcomes) else EXIT_ESTOP_INCOMPLETE
+
+
+async def _reload(gw: Gateway, args: argparse.Namespace) -> int:
+    from hwgateway.client import InvalidArgument
+
+    try:
+        report = await gw.reload()
+    except InvalidArgument as error:  # the file is invalid: one problem per line
+        problems = error.message.splitlines()
+        print(f"hwgateway: reload refused, nothing changed ({len(problems)} problem(s)):", file=sys.stderr)
+        for problem in problems:
+            print(f"  {problem}", file=sys.stderr)
+        return EXIT_CODES[ErrorCode.INVALID_ARGUMENT]
+    if args.json:
+        _print_json(report)
+        return 0
+    for label, key in (("started", "added"), ("stopped", "removed"), ("restarted", "restarted")):
+        for device in report.get(key, ()):
+            safe = report.get("safe_states", {}).get(device)
+            print(f"{label:<10} {device}" + (f" (safe state: {safe})" if safe else ""))
+    for key in report.get("applied", ()):
+        print(f"applied    {key}")
+    for key in report.get("restart_needed", ()):
+        print(f"restart    {key}: needs a restart of the gateway (kept as running)")
+    if not any(report.get(key) for key in ("added", "removed", "restarted", "applied", "restart_needed")):
+        print("nothing changed")
+    for warning in report.get("warnings", ()):
+        print(f"hwgateway: warning: {warning}", file=sys.stderr)
+    return 0
 
 
 def _sample_line(sample: Sample, as_json: bool) -> str:

@@ -108,7 +108,8 @@ async def start_in_process(tmp_path: Path, config_text: str) -> InProcessGateway
 
     Raises `OSError` when an address cannot be bound, and the config's `ConfigError` when it is invalid.
     """
-    config = load(write_config(tmp_path, config_text))
+    path = write_config(tmp_path, config_text)
+    config = load(path)
     lines: list[dict[str, Any]] = []
     handler = JsonLines(lines)
     level = logging.getLevelNamesMapping()[config.logging.level.upper()]
@@ -118,7 +119,7 @@ async def start_in_process(tmp_path: Path, config_text: str) -> InProcessGateway
     try:
         for warning in config_warnings(config):
             log.warning("config: %s", warning)
-        gateway = Gateway(config)
+        gateway = Gateway(config, config_path=path)
         try:
             await gateway.start()
         except BaseException:

@@ -34,6 +34,8 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "gateway.app": "root",
     "gateway.config": "root",
     "gateway.record_cli": "root",
+    "gateway.reload": "root",
+    "gateway.scan": "root",
 }
 
 #: Layer -> the layers its modules may import (docs/architecture.md, "What may import what").

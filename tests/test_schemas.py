@@ -190,7 +190,7 @@ def test_every_schema_file_is_a_strict_draft_2020_12_schema() -> None:
     names = {path.name for path in SCHEMA_DIR.glob("*.json")}
     expected = {f"request.{op}.json" for op in request_ops()} | {f"server.{op}.json" for op in SERVER_OPS}
     assert names == expected | {"frame.multi_state.json"}
-    assert len(request_ops()) == 11
+    assert len(request_ops()) == 13
     multi = schema("frame.multi_state")
     Draft202012Validator.check_schema(multi)
     assert multi["type"] == "array"
@@ -293,6 +293,10 @@ async def test_every_op_live(gateway: GatewayUnderTest, transport: TransportName
     assert await client.ok("unlock", device="sim-1") == {"device": "sim-1", "locked_by": None}
     await client.wait_for(lambda m: m["op"] == "device" and m["locked_by"] is None)
     assert await client.ok("configure", max_frame_bytes=4096) == {"multi_state": False, "max_frame_bytes": 4096}
+    reloaded = await client.ok("reload")  # the file as it was: nothing changes
+    scanned = await client.ok("scan", families=["serial"], timeout_s=0.5)  # no Thymio port here
+    assert (scanned["findings"], scanned["skipped"], scanned["config"]) == ([], [], "")
+    assert (reloaded["unchanged"], reloaded["added"], reloaded["restart_needed"]) == (["sim-1"], [], [])
 
     # The data of every state push received matches the schema `describe` gives for its type.
     all_states = [*states, outputs, *(m for m in client.pushed if m["op"] == "state")]

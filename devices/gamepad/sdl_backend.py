@@ -132,6 +132,21 @@ class OpenPad:
         return RawPad(axes, buttons)
 
 
+@dataclass(frozen=True, slots=True)
+class PresentPad:
+    """A joystick SDL sees, not opened (`hwgateway scan`).
+
+    `guid`: 32 hex digits; `path` may be empty; `mapped`: SDL knows a game controller mapping for
+    it; `virtual`: an SDL virtual joystick.
+    """
+
+    name: str
+    guid: str
+    path: str
+    mapped: bool
+    virtual: bool
+
+
 @dataclass(eq=False)
 class _Request:
     work: Callable[[], Any]
@@ -256,6 +271,10 @@ class SdlBackend:
     def stop_rumble(self, claim: Claim, motors: bool = True, triggers: bool = True) -> None:
         """Stop the rumble (`motors`) and trigger rumble (`triggers`) on the claim's pad at once; no waiting."""
         self.submit(lambda: self._stop_rumble(claim, motors, triggers))
+
+    async def present(self) -> list[PresentPad]:
+        """Every joystick SDL sees now, opened or not (`hwgateway scan`)."""
+        return await self.call(self._present)
 
     async def attach_virtual(
         self, spec: VirtualSpec, on_output: Callable[[Any], None] | None = None, motion: bool = False
@@ -435,6 +454,18 @@ class SdlBackend:
         if detail != claim.waiting:
             claim.waiting = detail
             self._deliver(claim, PadWaiting(detail))
+
+    def _present(self) -> list[PresentPad]:
+        return [
+            PresentPad(
+                name=_text(sdl2.SDL_JoystickNameForIndex(index)),
+                guid=self._guid(index),
+                path=_text(sdl2.SDL_JoystickPathForIndex(index)),
+                mapped=bool(sdl2.SDL_IsGameController(index)),
+                virtual=bool(sdl2.SDL_JoystickIsVirtual(index)),
+            )
+            for index in range(int(sdl2.SDL_NumJoysticks()))
+        ]
 
     def _guid(self, index: int) -> str:
         buffer = ctypes.create_string_buffer(33)

@@ -73,7 +73,7 @@ class Bindings:
     async def remove(self, name: str) -> None:
         """End binding `name` through its safe output, then forget it; `KeyError` when there is none."""
         device = self.devices.pop(name)
-        await self._supervisor.remove(name)  # cancels its task, then `close`: the safe output, confirmed
+        await self._supervisor.retire(name, "removed")  # estop, cancel, then `close`: the safe output, confirmed
         log.info("binding %s removed (%s)", name, device.runtime.reason, extra={"binding": name})
 
     async def reload(self, specs: Sequence[BindingSpec]) -> None:

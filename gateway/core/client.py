@@ -23,6 +23,7 @@ from gateway.core.auth_guard import MAX_FAILURES_PER_CONNECTION, AuthGuard, Thro
 from gateway.core.config import DeviceConfig, ServerConfig
 from gateway.credentials import OPEN_ACCESS, Credential, find
 from gateway.errors import (
+    DeviceUnavailable,
     ErrorCode,
     GatewayError,
     InternalError,
@@ -63,6 +64,22 @@ class FaceSession(Protocol):
         """Drop the connection at once and forget the client (when `close` did not finish in time)."""
 
 
+class AdminOps(Protocol):
+    """What only an admin token may ask of the gateway; the composition root hands it to the hub."""
+
+    async def reload_op(self) -> dict[str, Any]:
+        """Apply the configuration file as it is now; its report, or `InvalidArgument` naming every problem."""
+
+    async def scan_op(
+        self,
+        families: tuple[str, ...] | None,
+        timeout_s: float | None,
+        serial: tuple[str, ...],
+        kortex: tuple[str, ...],
+    ) -> dict[str, Any]:
+        """Look for attached devices (`hwgateway scan`); the findings, the families skipped, the config text."""
+
+
 @dataclass
 class Hub:
     """What every client shares: the bus, the devices and the server's limits."""
@@ -74,6 +91,8 @@ class Hub:
     credentials: tuple[Credential, ...]
     sessions: set[FaceSession] = field(default_factory=set)
     auth_guard: AuthGuard = field(default_factory=AuthGuard)
+    #: The admin operations (reload); None where the gateway offers none (then they are `unavailable`).
+    admin: AdminOps | None = None
 
     def devices(self) -> list[DeviceHandle]:
         """Every device's handle, for faces that read devices with no client of their own (MQTT's export).
@@ -383,6 +402,42 @@ class Client:
         for handle in self.hub.supervisor.devices.values():
             if handle.locked_by == self.id:
                 handle.set_lock(None)
+
+    def _require_admin(self, what: str) -> AdminOps:
+        """The hub's admin operations, for an admin token only (`Unauthorized` otherwise)."""
+        credential = self.credential
+        if credential is None:
+            raise Unauthorized(f"{what}: authenticate first")
+        if not credential.admin:
+            raise Unauthorized(f"{what}: only an admin token may ask it (this token's role: {credential.role})")
+        if self.hub.admin is None:
+            raise DeviceUnavailable(f"{what}: this gateway offers no admin operations")
+        return self.hub.admin
+
+    async def reload(self) -> dict[str, Any]:
+        """Apply the gateway's configuration file again (admin only); what it did (`gateway.reload.ReloadReport`).
+
+        An invalid file changes nothing and is `InvalidArgument`, with every problem on a line of its own.
+        """
+        admin = self._require_admin("reload")
+        log.warning("client %s asked for a reload of the configuration", self.id)
+        return await admin.reload_op()
+
+    async def scan(
+        self,
+        families: tuple[str, ...] | None,
+        timeout_s: float | None,
+        serial: tuple[str, ...],
+        kortex: tuple[str, ...],
+    ) -> dict[str, Any]:
+        """Look for attached devices (admin only), as `hwgateway scan`; what was found and its config.
+
+        `families` (None: all) each look for `timeout_s` s; `serial` are more ports, `kortex` arm
+        addresses. The devices the gateway drives already are not disturbed.
+        """
+        admin = self._require_admin("scan")
+        log.info("client %s asked for a scan", self.id)
+        return await admin.scan_op(families, timeout_s, serial, kortex)
 
     async def estop(self) -> list[dict[str, Any]]:
         """Stop every device's actuators at once (never rate-limited); each device's outcome."""

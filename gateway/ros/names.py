@@ -203,6 +203,16 @@ class RosNames:
             for accepted in device.accepts:
                 self._add_endpoint(device, namespace, accepted)
 
+    def rebuild(self, devices: Iterable[DeviceNaming]) -> None:
+        """Take the names of another set of devices in place (a reload): every session holds this object.
+
+        Raises `NameCollision` and changes nothing on a clash (the config check refuses one first).
+        """
+        fresh = RosNames(devices)
+        self.namespaces, self.kinds = fresh.namespaces, fresh.kinds
+        self.command_topics, self.services = fresh.command_topics, fresh.services
+        self._topics, self._owners = fresh._topics, fresh._owners
+
     def _add_endpoint(self, device: DeviceNaming, namespace: str, accepted: str) -> None:
         relative = ACCEPT_NAMES.get(device.kind, {}).get(accepted) or "cmd/" + ros_path(accepted.split("/"))
         name = join(namespace, relative)

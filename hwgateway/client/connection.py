@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 
 #: Extra seconds a command waits for its result past its own `timeout_s` (the gateway answers `timeout` itself).
 COMMAND_GRACE_S = 2.0
+#: Seconds a reload may take: devices that stop go through their safe state, each bounded to a few seconds.
+RELOAD_WAIT_S = 30.0
 
 
 class Subscription:
@@ -434,6 +436,38 @@ class Gateway:
             EstopOutcome(str(entry.get("device", "")), bool(entry.get("ok")), str(entry.get("error", "")))
             for entry in data.get("devices", ())
         ]
+
+    async def reload(self) -> dict[str, Any]:
+        """Have the gateway apply its configuration file again (admin tokens only); return what it did.
+
+        The result lists the devices `added`, `removed`, `restarted` (each through its safe state, whose
+        outcome is in `safe_states`) and `unchanged`, the keys `applied` and those whose change needs a
+        restart (`restart_needed`), and the file's `warnings`. An invalid file changes nothing: the
+        error (`InvalidArgument`) names every problem, one per line.
+        """
+        return await self._call("reload", {}, timeout_s=max(self.request_timeout_s, RELOAD_WAIT_S))
+
+    async def scan(
+        self,
+        *,
+        families: Sequence[str] | None = None,
+        timeout_s: float | None = None,
+        serial: Sequence[str] = (),
+        kortex: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """Have the gateway look for attached devices (admin tokens only), as `hwgateway scan` does.
+
+        `families` of serial, gamepad, ble, wiimote (None: all); `timeout_s` (0.5-60 s) each looks;
+        `serial` more ports, `kortex` arm addresses (HOST[:PORT]). The result has `findings` (kind, id,
+        address, summary, options, notes), `skipped` families with why, and `config`: the TOML text.
+        """
+        fields: dict[str, Any] = {"serial": list(serial), "kortex": list(kortex)}
+        if families is not None:
+            fields["families"] = list(families)
+        if timeout_s is not None:
+            fields["timeout_s"] = timeout_s
+        wait = (timeout_s or 4.0) + RELOAD_WAIT_S
+        return await self._call("scan", fields, timeout_s=wait)
 
     def device_events(self, queue_size: int = 1024) -> DeviceEvents:
         """Availability changes, starting with every device's latest known state."""

@@ -81,6 +81,24 @@ def _string(request: Mapping[str, Any], op: str, key: str) -> str:
     return value
 
 
+#: The seconds a `scan` may ask each family to look for.
+MIN_SCAN_TIMEOUT_S = 0.5
+MAX_SCAN_TIMEOUT_S = 60.0
+#: Entries of a `scan` list (families, serial ports, Kortex addresses).
+MAX_SCAN_ENTRIES = 16
+
+
+def _strings(request: Mapping[str, Any], op: str, key: str) -> tuple[str, ...]:
+    value = request.get(key, [])
+    if (
+        not isinstance(value, list)
+        or len(value) > MAX_SCAN_ENTRIES
+        or not all(isinstance(item, str) and 0 < len(item) <= 256 for item in value)
+    ):
+        raise BadRequest(f"{op}.{key}: expected an array of at most {MAX_SCAN_ENTRIES} non-empty strings")
+    return tuple(value)
+
+
 def _number(request: Mapping[str, Any], op: str, key: str, low: float, high: float) -> float | None:
     value = request.get(key)
     if value is None:
@@ -331,6 +349,20 @@ class Session:
         self._outbox.set_combine(self._pack if multi_state else None, (self.transport.encoding, frame_bytes))
         return {"multi_state": multi_state, "max_frame_bytes": frame_bytes}
 
+    async def _reload(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        _check_fields(request, "reload", frozenset({"op", "id"}))
+        return await self.client.reload()
+
+    async def _scan(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        _check_fields(request, "scan", frozenset({"op", "id", "families", "timeout_s", "serial", "kortex"}))
+        families = _strings(request, "scan", "families") if "families" in request else None
+        timeout = _number(request, "scan", "timeout_s", MIN_SCAN_TIMEOUT_S, MAX_SCAN_TIMEOUT_S)
+        serial = _strings(request, "scan", "serial")
+        if not all(path.startswith("/dev/") for path in serial):
+            raise InvalidArgument("scan.serial: expected device paths under /dev/")
+        kortex = _strings(request, "scan", "kortex")
+        return await self.client.scan(families, timeout, serial, kortex)
+
     def _pack(self, frames: list[bytes]) -> list[bytes]:
         return pack_messages(frames, self.transport.encoding, self._multi_frame_bytes)
 
@@ -377,4 +409,6 @@ OPS: dict[str, Callable[[Session, Mapping[str, Any]], Awaitable[dict[str, Any]]]
     "lock": Session._lock,
     "unlock": Session._unlock,
     "configure": Session._configure,
+    "reload": Session._reload,
+    "scan": Session._scan,
 }
