@@ -10,18 +10,23 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from bench.bindings import BenchSource, BenchTarget, NoOptions, Rig
+from bench.bindings import L1, BenchSource, BenchTarget, NoOptions, Rig
 from gateway.bindings.device import BindingDevice
 from gateway.core.adapter import Command, DeviceContext
 from gateway.errors import DeviceUnavailable
+from gateway.messages.common import Time
+from gateway.messages.creos import ControllerState
 
 pytestmark = pytest.mark.timeout(60)
 
 WAIT_S = 15.0
+#: The buttons of a controller state with L1 (the bench binding's deadman) held.
+DEADMAN_HELD = tuple(1 if index == L1 else 0 for index in range(17))
 
 
 class Target(BenchTarget):
@@ -140,6 +145,39 @@ async def test_a_silent_source_reaches_the_safe_output_within_timeout_and_a_peri
     assert device.runtime.reason.startswith("source silent")
     assert stopped_at - last >= settings.timeout_s
     assert device.runtime.ticks > 0
+
+
+async def test_repeats_of_the_same_sample_are_not_fresh_input(rig: RefusingRig) -> None:
+    """A source republishing its state: fresh while each copy carries a new timestamp, stale when it repeats one."""
+    source, target, device = parts(rig)
+    settings = device.runtime.settings
+    periods_past_timeout = int(settings.timeout_s / settings.period_s) + 5
+    state = ControllerState(Time.from_seconds(time.time()), (0.0, 0.5, 0.0, 0.0, 0.0, 0.0), DEADMAN_HELD)
+
+    async def republish(fresh: bool) -> None:
+        message = state
+        while True:
+            if fresh:  # the same state, read anew: a new timestamp
+                message = replace(message, timestamp=Time.from_seconds(time.time()))
+            source.ctx.publish("state", message)
+            await asyncio.sleep(settings.period_s / 2)
+
+    sending = asyncio.create_task(republish(fresh=True))
+    try:
+        await until(lambda: target.received and target.received[-1][1] == 250, "driving")
+        await ticks(device, periods_past_timeout)  # longer than the timeout, on the same state read anew
+        assert target.received[-1][1:] == (250, 250)
+        assert device.runtime.state == "active"
+        sending.cancel()
+        state = replace(state, timestamp=Time.from_seconds(time.time()))
+        repeats = device.runtime.source.repeats
+        sending = asyncio.create_task(republish(fresh=False))  # the same timestamp over and over
+        await until(lambda: target.received[-1][1:] == (0, 0), "repeats only: the safe output")
+        assert device.runtime.reason.startswith("source silent")
+        assert device.runtime.source.repeats > repeats
+        assert not sending.done()  # the repeats kept coming all along
+    finally:
+        sending.cancel()
 
 
 async def test_binding_sets_switch_which_bindings_drive() -> None:
