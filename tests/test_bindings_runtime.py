@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from bench.bindings import L1, BenchSource, BenchTarget, NoOptions, Rig
+from bench.bindings import L1, MOTORS, BenchSource, BenchTarget, NoOptions, Rig, binding_table
 from gateway.bindings.device import BindingDevice
+from gateway.bindings.spec import parse_bindings_section
 from gateway.core.adapter import Command, DeviceContext
 from gateway.errors import DeviceUnavailable
 from gateway.messages.common import Time
@@ -178,6 +179,29 @@ async def test_repeats_of_the_same_sample_are_not_fresh_input(rig: RefusingRig) 
         assert not sending.done()  # the repeats kept coming all along
     finally:
         sending.cancel()
+
+
+async def test_a_priority_per_target_replaces_the_bindings_own_on_that_device() -> None:
+    """At 100 the binding keeps a client (50) off; at its `target_priority` of 10 on dst-0 the client takes over."""
+    rig = RefusingRig(1, 50.0, with_bindings=False)
+    table = binding_table("b-0", "src-0", "dst-0", 50.0) | {"priority": 100, "target_priority": {"dst-0": 10}}
+    section, problems = parse_bindings_section({"b-0": table})
+    assert not problems
+    rig.bindings.start(section)
+    source, target, device = parts(rig)
+    await rig.start()
+    try:
+        assert rig.router.arbiter.priority_of("binding:b-0", "dst-0") == 10
+        assert rig.router.arbiter.priority_of("binding:b-0", "dst-1") == 100
+        source.send(0.5, True)
+        await until(lambda: target.received and target.received[-1][1] == 250, "the binding drives")
+        await rig.router.execute("dst-0", MOTORS, {"left": 7, "right": 8}, "c1", 5.0)
+        await until(lambda: device.runtime.state == "yielded", "the binding yields to the client")
+        await ticks(device, 3)
+        assert target.received[-1][1:] == (7, 8)
+        assert device.capabilities()["binding"]["target_priority"] == {"dst-0": 10}
+    finally:
+        await rig.stop()
 
 
 async def test_binding_sets_switch_which_bindings_drive() -> None:
