@@ -193,6 +193,17 @@ class Observer:
             await asyncio.sleep(0.02)
         raise AssertionError(f"{what}: the VM's motor targets are {seen}, expected {want}")
 
+    async def until_driving(self, what: str) -> tuple[int, int]:
+        """Wait until both targets are the same and not 0 (a binding driving both wheels alike)."""
+        seen: tuple[int, int] | None = None
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            seen = await self.targets()
+            if seen[0] == seen[1] != 0:
+                return seen
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"{what}: the VM's motor targets are {seen}, expected both alike and not 0")
+
 
 def _signed(word: int) -> int:
     return word - 0x10000 if word >= 0x8000 else word
