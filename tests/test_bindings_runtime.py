@@ -123,6 +123,7 @@ async def test_pause_and_resume_by_command_and_status(rig: RefusingRig) -> None:
     assert answer["paused"] is True
     await until(lambda: target.received[-1][1:] == (0, 0), "paused: the safe output")
     assert device.runtime.reason == "paused"
+    await until(lambda: device.capabilities()["status"]["state"] == "paused", "paused: the status says so")
     await rig.router.execute("b-0", "hwgateway/BindingResume", {}, "c1", 5.0)
     await ticks(device, 3)
     assert target.received[-1][1:] == (0, 0)  # the deadman must be released and pressed anew
