@@ -148,10 +148,30 @@ def ros2_type(bus_type: str) -> str:
 
 _FIELD_NAME = re.compile(r"(?!.*__)(?!.*_$)[a-z][a-z0-9_]*")
 
+#: Words the languages ROS 2 generates message classes for (C, C++, Python) reserve: a field named
+#: one of them passes ROS 2's name rule but breaks the generated code (`GamepadInfo.virtual` did).
+RESERVED_WORDS = frozenset(
+    """alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
+    char32_t class compl concept const consteval constexpr constinit const_cast continue co_await
+    co_return co_yield decltype default delete do double dynamic_cast else enum explicit export extern
+    false float for friend goto if inline int long mutable namespace new noexcept not not_eq nullptr
+    operator or or_eq private protected public register reinterpret_cast requires restrict return short
+    signed sizeof static static_assert static_cast struct switch template this thread_local throw true
+    try typedef typeid typename union unsigned using virtual void volatile wchar_t while xor xor_eq as
+    assert async await def del elif except finally from global import in is lambda nonlocal pass raise
+    with yield none""".split()  # noqa: SIM905 (a word list reads better as text)
+)
 
-def field_name(name: str) -> str:
-    """A field's name as ROS 2 requires it (lower case): `LEDs` -> `leds`; TypeError when lowering is not enough."""
+
+def field_name(name: str, boolean: bool = False) -> str:
+    """A field's name as ROS 2 requires it (lower case): `LEDs` -> `leds`; TypeError when lowering is not enough.
+
+    A reserved word (`RESERVED_WORDS`) is renamed: a `boolean` field's `virtual` is `is_virtual`,
+    another's `class` is `class_value`.
+    """
     lowered = name.lower()
+    if lowered in RESERVED_WORDS:
+        lowered = f"is_{lowered}" if boolean else f"{lowered}_value"
     if not _FIELD_NAME.fullmatch(lowered):
         raise TypeError(f"field {name!r} has no valid ROS 2 name")
     return lowered
@@ -183,12 +203,17 @@ def msg_type(cls: type[Any]) -> MsgType:
     if known is not None:
         return known
     info = info_of(cls)
-    fields = tuple(MsgField(field_name(name), field_type(spec), name) for name, spec in info.fields)
+    fields = tuple(_field(name, spec) for name, spec in info.fields)
     constants = tuple(
         Constant(constant_type(value), constant_name(name), value) for name, value in info.constants.items()
     )
     described = _TYPES[cls] = MsgType(ros2_type_name(cls), cls, fields, constants, not fields)
     return described
+
+
+def _field(name: str, spec: Spec) -> MsgField:
+    kind = field_type(spec)
+    return MsgField(field_name(name, boolean=kind.base == "bool" and not kind.array), kind, name)
 
 
 def field_type(spec: Spec) -> FieldType:
