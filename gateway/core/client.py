@@ -271,7 +271,10 @@ class Client:
         return known
 
     def describe(self, type_name: str | None) -> dict[str, Any]:
-        """A message type's schema, constants and doc; every type's name and kind when `type_name` is None."""
+        """A message type's schema, constants, doc and whether a read-only token may send it (`read_only`).
+
+        Every type's name and kind when `type_name` is None.
+        """
         if type_name is None:
             return {"types": [{"type": name, "kind": info.kind} for name, info in sorted(REGISTRY.items())]}
         info = REGISTRY.get(type_name)
@@ -283,6 +286,7 @@ class Client:
             "doc": info.doc,
             "schema": schema_of(info.cls),
             "constants": dict(info.constants),
+            "read_only": info.read_only,
         }
         if info.response is not None:
             described["response_schema"] = schema_of(info.response)

@@ -1,9 +1,13 @@
 // The hwgateway dashboard: every device live, and its commands. A client like any other: it uses only
 // the public WebSocket protocol (hello, auth, list_devices, describe, subscribe, command, estop).
 
+import { OPEN, describeWho, refusalFor } from "./access.js";
+import { activityPanel, logActivity, maybeLogEvent } from "./activity.js";
 import { Connection } from "./connection.js";
-import { createControl } from "./controls.js";
+import { allowControl, createControl, sentence } from "./controls.js";
 import { h, shortType } from "./dom.js";
+import { layoutCards, relayout } from "./layout.js";
+import { createPicker } from "./picker.js";
 import { createWidget, eventLayout } from "./widgets.js";
 
 /** Enough for smooth plots; the gateway coalesces faster topics to this rate per topic. */
@@ -24,7 +28,10 @@ const ui = {
   collapseAll: document.getElementById("collapse-all"),
   expandAll: document.getElementById("expand-all"),
   shown: document.getElementById("shown"),
+  who: document.getElementById("who"),
+  estopWhy: document.getElementById("estop-why"),
 };
+ui.devices.before(activityPanel());
 const COLLAPSED_KEY = "hwgateway.collapsed";
 
 /** Described types by name (filled by `describe`), kept across reconnections. */
@@ -34,6 +41,8 @@ const describing = new Map();
 let devices = new Map();
 let subscription = null;
 let refreshTimer = null;
+/** Who the page is signed in as (the `auth` answer), or null before signing in. */
+let who = null;
 
 const connection = new Connection(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`, {
   onHello,
@@ -47,13 +56,32 @@ function setConnection(state, text) {
   document.body.dataset.connection = state;
   ui.connection.dataset.state = state;
   ui.connection.textContent = text;
+  setEstopAvailable(state);
+}
+
+/** STOP ALL needs an open, signed-in session: otherwise it is shown unavailable, saying why. */
+function setEstopAvailable(state) {
+  const why = {
+    connecting: "STOP ALL is unavailable: the page is still connecting to the gateway.",
+    closed: "STOP ALL is unavailable: the page has no connection to the gateway. Stop devices at the robot.",
+    auth: "STOP ALL is unavailable until you sign in with a token (any valid token may stop everything).",
+    error: "",
+  }[state];
+  const unavailable = Boolean(why) || (state === "error" && !who);
+  ui.estop.disabled = unavailable;
+  ui.estop.setAttribute("aria-disabled", String(unavailable));
+  ui.estopWhy.hidden = !unavailable;
+  ui.estopWhy.textContent = unavailable ? why || "STOP ALL is unavailable: the gateway refused this page." : "";
+  ui.estop.title = unavailable ? ui.estopWhy.textContent : "Emergency stop: every device stops its actuators now";
 }
 
 function onStatus(status, detail) {
   if (status === "connecting") setConnection("connecting", "connecting…");
   if (status === "waiting") {
     setConnection("closed", `disconnected: ${detail}`);
+    logActivity("status", "", `disconnected from the gateway: ${detail}`);
     subscription = null; // subscriptions end with the session
+    who = null; // a new session signs in again
     // Without the gateway nobody knows how a device is doing: say so instead of showing the last status.
     for (const device of devices.values()) {
       device.card.classList.add("stale");
@@ -64,10 +92,28 @@ function onStatus(status, detail) {
 
 async function onHello(hello) {
   ui.server.textContent = `${hello.server} ${hello.version} · session ${hello.session}`;
-  if (!hello.auth_required) return ready();
+  if (!hello.auth_required) {
+    who = OPEN;
+    showWho();
+    return ready();
+  }
   const token = sessionStorage.getItem(TOKEN_KEY);
   if (token) return authenticate(token);
   askForToken("");
+}
+
+function showWho() {
+  ui.who.textContent = describeWho(who);
+  ui.who.dataset.role = who?.role || "";
+  ui.who.hidden = !who;
+}
+
+/** Grey out each control the signed-in token may not send, saying why. */
+function applyAccess(device) {
+  for (const control of device.fieldset.querySelectorAll("fieldset.control")) {
+    const type = control.dataset.command;
+    allowControl(control, refusalFor(who, device.info.id, known.get(type)));
+  }
 }
 
 function askForToken(message) {
@@ -84,6 +130,9 @@ async function authenticate(token) {
     sessionStorage.removeItem(TOKEN_KEY);
     return askForToken(`${result.error.code}: ${result.error.message}`);
   }
+  who = { name: result.data.name ?? "token", role: result.data.role ?? "admin", devices: result.data.devices ?? ["*"] };
+  showWho();
+  logActivity("status", "", describeWho(who));
   sessionStorage.setItem(TOKEN_KEY, token);
   ui.auth.hidden = true;
   ui.token.value = "";
@@ -133,9 +182,12 @@ async function describe(type) {
 async function renderDevices(list) {
   await Promise.all([...new Set(list.flatMap((d) => [...d.publishes, ...d.accepts]))].map(describe));
   devices = new Map(list.map((info) => [info.id, buildDevice(info)]));
-  ui.devices.replaceChildren(...[...devices.values()].map((device) => device.card));
   ui.empty.hidden = list.length > 0;
-  applyFilter();
+  applyFilter(false);
+  layoutCards(
+    ui.devices,
+    [...devices.values()].map((device) => device.card),
+  );
 }
 
 function buildDevice(info) {
@@ -143,6 +195,7 @@ function buildDevice(info) {
   const lock = h("span", { class: "lock", hidden: true });
   const detail = h("p", { class: "detail" });
   const streamsEl = h("div", { class: "streams" });
+  const picker = createPicker(info.id);
   const readback = info.accepts.includes("thymio_msgs/Led") ? thymioReadback(info.id) : null;
   const controls = info.accepts.map((type) =>
     createControl({
@@ -151,6 +204,7 @@ function buildDevice(info) {
       described: known.get(type),
       send: async (t, data, timeout_s) => {
         const result = await command(info.id, t, data, timeout_s);
+        logResult(info.id, t, data, result, timeout_s);
         // What the robot now holds, read from it: the command's own result only says it was sent.
         if (readback && t !== GET_VARIABLE) readback.refresh();
         return result;
@@ -170,15 +224,17 @@ function buildDevice(info) {
       { class: "body" },
       capabilities(info.capabilities),
       streamsEl,
+      picker.el,
       readback?.el,
       controls.length ? h("div", { class: "controls" }, h("h3", {}, "Commands"), reason, fieldset) : null,
     ),
   );
-  const device = { info, card, status, lock, detail, streamsEl, streams: new Map(), toggle, reason, fieldset };
+  const device = { info, card, status, lock, detail, streamsEl, streams: new Map(), toggle, reason, fieldset, picker };
   toggle.addEventListener("click", () => setCollapsed(device, !card.classList.contains("collapsed"), true));
   setCollapsed(device, collapsedIds().has(info.id), false);
   setStatus(device, info.status, info.detail);
   setLock(device, info.locked_by);
+  applyAccess(device);
   if (readback && info.status === "connected") readback.refresh();
   return device;
 }
@@ -267,7 +323,7 @@ function setCollapsed(device, collapsed, remember) {
   localStorage.setItem(COLLAPSED_KEY, JSON.stringify([...ids]));
 }
 
-function applyFilter() {
+function applyFilter(deal = true) {
   const words = ui.filter.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
   let shown = 0;
   for (const device of devices.values()) {
@@ -277,14 +333,17 @@ function applyFilter() {
     shown += visible ? 1 : 0;
   }
   ui.shown.textContent = words.length ? `${shown} of ${devices.size} devices` : `${devices.size} devices`;
+  if (deal) relayout();
 }
 
-ui.filter.addEventListener("input", applyFilter);
+ui.filter.addEventListener("input", () => applyFilter());
 ui.collapseAll.addEventListener("click", () => {
   for (const device of devices.values()) if (!device.card.hidden) setCollapsed(device, true, true);
+  relayout();
 });
 ui.expandAll.addEventListener("click", () => {
   for (const device of devices.values()) if (!device.card.hidden) setCollapsed(device, false, true);
+  relayout();
 });
 
 function capabilities(caps) {
@@ -317,9 +376,23 @@ function showStatus(device, status, detail, disabledBecause) {
 
 /** Who holds the device's exclusive control lock: others' commands are answered `locked` meanwhile. */
 function setLock(device, holder) {
+  device.lockedBy = holder || null;
   device.lock.hidden = !holder;
   device.lock.textContent = holder ? `locked by ${holder}` : "";
   device.lock.title = holder ? `client ${holder} has exclusive control; other clients' commands are refused` : "";
+}
+
+/** Commands and their results in the activity panel; a held drive logs its first send and its release only. */
+const holding = new Map();
+function logResult(device, type, data, result, timeout_s) {
+  const key = `${device} ${type}`;
+  if (timeout_s && holding.has(key) && result.ok) return;
+  if (timeout_s) holding.set(key, true);
+  setTimeout(() => holding.delete(key), 1000);
+  const sent = `${type} ${JSON.stringify(data)}`;
+  const text = sent.length > 160 ? `${sent.slice(0, 157)}…` : sent;
+  if (result.ok) logActivity("command", device, `${text} → ok`);
+  else logActivity("error", device, `${text} → ${result.error.code}: ${sentence(result.error.message)}`);
 }
 
 function command(device, type, data, timeout_s) {
@@ -358,6 +431,10 @@ function onPush(message) {
   if (message.op === "device") {
     const device = devices.get(message.device);
     if (device) {
+      if (device.card.dataset.status !== message.status)
+        logActivity("status", message.device, `${message.status}${message.detail ? `: ${message.detail}` : ""}`);
+      if ((device.lockedBy || null) !== (message.locked_by || null))
+        logActivity("status", message.device, message.locked_by ? `locked by ${message.locked_by}` : "unlocked");
       setStatus(device, message.status, message.detail);
       setLock(device, message.locked_by);
     } else refreshSoon();
@@ -370,6 +447,7 @@ function onState(message) {
   const id = message.topic.slice(0, message.topic.indexOf("/"));
   const device = devices.get(id);
   if (!device) return refreshSoon();
+  maybeLogEvent(message);
   if (message.type === ASEBA_EVENT && !eventLayout(device.info, message.topic)) relistSoon(device);
   let stream = device.streams.get(message.topic);
   if (!stream || stream.type !== message.type) {
@@ -378,6 +456,7 @@ function onState(message) {
     device.streams.set(message.topic, stream);
   }
   stream.receive(message);
+  device.picker.offer(message.topic, message.data);
 }
 
 function createStream(device, message) {
@@ -424,6 +503,7 @@ ui.estop.addEventListener("click", async () => {
   ui.estopResult.dataset.state = "pending";
   ui.estopResult.textContent = "stopping…";
   const result = await connection.request("estop");
+  logActivity("estop", "", result.ok ? `STOP ALL: ${result.data.devices.length} devices answered` : `STOP ALL refused: ${result.error.message}`);
   if (!result.ok) {
     ui.estopResult.dataset.state = "error";
     ui.estopResult.textContent = `✗ estop: ${result.error.code}: ${result.error.message}`;

@@ -3,10 +3,10 @@
 // TimedSwitch, a simulated device's buttons (hwgateway/SimButton) and a binding's pause and resume get
 // friendlier widgets. Every command shows its result or its error code and message.
 
-import { COLOUR_NAME, constantsWithPrefix, h, isTimeSchema, rgbScale, shortType } from "./dom.js";
+import { constantsWithPrefix, h, shortType } from "./dom.js";
+import { effectOf, holdsMeaning } from "./effects.js";
+import { commandForm, hexToRgb } from "./fields.js";
 
-/** Types that move something: sent repeatedly only while "hold to drive" is held (see holdToDrive). */
-const DRIVE_TYPE = /motor|veloc|speed|twist|drive/i;
 const HOLD_PERIOD_MS = 100;
 /** Each held command expires quickly, so a stalled page cannot leave a motor running. */
 const HOLD_TIMEOUT_S = 1;
@@ -25,13 +25,27 @@ export function createControl({ device, type, described, send }) {
   const output = h("output", { class: "result", dataset: { state: "idle" } }, "–");
   const run = (data, timeout_s) => runCommand(send, type, data, output, timeout_s);
   const make = FRIENDLY[type] || genericControl;
+  const effect = effectOf(type, device);
+  const reason = h("p", { class: "not-allowed", hidden: true });
+  // A fieldset, so what this token may not command is disabled in one place (see app.js).
   return h(
-    "div",
+    "fieldset",
     { class: "control", dataset: { command: type } },
     h("h4", {}, TITLES[type] || shortType(type), h("small", {}, type)),
+    described?.doc ? h("p", { class: "help" }, described.doc.split("\n\n")[0]) : null,
+    effect ? h("p", { class: "effect" }, effect) : null,
+    reason,
     make({ device, type, described, run, output }),
     output,
   );
+}
+
+/** Disable or enable one control, saying why (`because` "" enables it). */
+export function allowControl(control, because) {
+  control.disabled = Boolean(because);
+  const reason = control.querySelector(".not-allowed");
+  reason.hidden = !because;
+  reason.textContent = because;
 }
 
 async function runCommand(send, type, data, output, timeout_s) {
@@ -43,9 +57,16 @@ async function runCommand(send, type, data, output, timeout_s) {
     const detail = Object.keys(result.data || {}).length ? ` · ${JSON.stringify(result.data)}` : "";
     show(output, "ok", `✓ ok in ${ms} ms${detail}`);
   } else {
-    show(output, "error", `✗ ${result.error.code}: ${result.error.message}`);
+    show(output, "error", `✗ ${result.error.code}: ${sentence(result.error.message)}`);
   }
   return result;
+}
+
+/** An error message as a sentence, ending with a full stop (the gateway's messages are clauses). */
+export function sentence(text) {
+  const trimmed = String(text || "").trim();
+  if (!trimmed) return "no reason given.";
+  return /[.!?]$/.test(trimmed) ? trimmed : `${trimmed}.`;
 }
 
 function show(output, state, text) {
@@ -78,10 +99,6 @@ function numberInput(attrs) {
   return h("input", { type: "number", class: "number", ...attrs, value: String(attrs.value ?? 0) });
 }
 
-function hexToRgb(hex) {
-  const value = parseInt(hex.slice(1), 16);
-  return [(value >> 16) & 255, (value >> 8) & 255, value & 255].map((c) => Math.round((c / 255) * 1000) / 1000);
-}
 
 // -- friendly controls ---------------------------------------------------------------------------
 
@@ -300,7 +317,20 @@ function bindingControl(label, action) {
   return ({ run }) => h("div", { class: "row" }, button(label, () => run({}), { dataset: { action } }));
 }
 
+/** hwgateway/AsebaVMControl: one button per VM command its doc names (`run`, `stop`, ...). */
+function vmControl(args) {
+  const { described, run } = args;
+  const words = [...(described?.doc || "").matchAll(/`([a-z]+)`/g)].map((m) => m[1]).filter((w) => w !== "command");
+  if (!words.length) return genericControl(args);
+  return h(
+    "div",
+    { class: "row" },
+    words.map((word) => button(word, () => run({ command: word }), { dataset: { vm: word }, class: word === "stop" ? "stop" : null })),
+  );
+}
+
 const FRIENDLY = {
+  "hwgateway/AsebaVMControl": vmControl,
   "hwgateway/BindingPause": bindingControl("Pause", "pause"),
   "hwgateway/BindingResume": bindingControl("Resume", "resume"),
   "hwgateway/SimButton": simButtonControl,
@@ -315,9 +345,8 @@ const FRIENDLY = {
 
 // -- the generic form ------------------------------------------------------------------------------
 
-function genericControl({ type, described, run, output }) {
-  const schema = described?.schema || { type: "object", properties: {} };
-  const form = formFor(schema, "");
+function genericControl({ device, type, described, run, output }) {
+  const form = commandForm({ device, described });
   const read = () => {
     try {
       return form.get();
@@ -326,14 +355,10 @@ function genericControl({ type, described, run, output }) {
       return null;
     }
   };
-  const constants = Object.entries(described?.constants || {});
   return h(
     "div",
     {},
     form.el,
-    constants.length
-      ? h("p", { class: "hint" }, "constants: ", constants.map(([n, v]) => `${n}=${v}`).join(", "))
-      : null,
     h(
       "div",
       { class: "row" },
@@ -341,147 +366,9 @@ function genericControl({ type, described, run, output }) {
         const data = read();
         if (data) run(data);
       }),
-      DRIVE_TYPE.test(type) ? holdToDrive(read, run, output) : null,
+      holdsMeaning(type) ? holdToDrive(read, run, output) : null,
     ),
   );
-}
-
-/** Form inputs for `schema`: `{el, get()}`; `get` throws on input that cannot be read. */
-function formFor(schema, key) {
-  if (isTimeSchema(schema)) return secondsInput(key);
-  const scale = COLOUR_NAME.test(key) ? rgbScale(schema) : 0;
-  if (scale) return colourInput(key, (hex) => hexToRgb(hex).map((c) => (scale === 1 ? c : Math.round(c * scale))));
-  switch (schema.type) {
-    case "object":
-      return objectForm(schema, key);
-    case "array":
-      return arrayInput(schema, key);
-    case "boolean":
-      return checkbox(key);
-    case "integer":
-      if (schema.enum) return enumInput(schema, key);
-      // A 0xRRGGBB integer (the Kortex LED ring) is a colour.
-      if (COLOUR_NAME.test(key) && schema.maximum === 0xffffff)
-        return colourInput(key, (hex) => parseInt(hex.slice(1), 16));
-      return numericInput(schema, key, 1);
-    case "number":
-      if (schema.minimum === 0 && schema.maximum === 1) {
-        const s = slider(key, { value: 0 });
-        return { el: s.el, get: s.get };
-      }
-      return numericInput(schema, key, "any");
-    default:
-      return textInput(key);
-  }
-}
-
-function objectForm(schema, key) {
-  const children = Object.entries(schema.properties || {}).map(([name, sub]) => [name, formFor(sub, name)]);
-  const inner = children.map(([, child]) => child.el);
-  const el = key ? h("fieldset", {}, h("legend", {}, key), inner) : h("div", { class: "form" }, inner);
-  return { el, get: () => Object.fromEntries(children.map(([name, child]) => [name, child.get()])) };
-}
-
-function startValue(schema) {
-  if (schema.minimum !== undefined && schema.minimum > 0) return schema.minimum;
-  if (schema.maximum !== undefined && schema.maximum < 0) return schema.maximum;
-  return 0;
-}
-
-function numericInput(schema, key, step) {
-  const input = numberInput({ step, min: schema.minimum, max: schema.maximum, value: startValue(schema) });
-  return {
-    el: labelled(key, input),
-    get() {
-      const value = Number(input.value);
-      if (input.value.trim() === "" || !Number.isFinite(value)) throw new Error(`${key}: not a number`);
-      return value;
-    },
-  };
-}
-
-function enumInput(schema, key) {
-  const select = h(
-    "select",
-    {},
-    schema.enum.map((v) => h("option", { value: String(v), selected: v === 0 }, String(v))),
-  );
-  return { el: labelled(key, select), get: () => Number(select.value) };
-}
-
-function checkbox(key) {
-  const input = h("input", { type: "checkbox" });
-  return { el: labelled(key, input), get: () => input.checked };
-}
-
-function textInput(key) {
-  const input = h("input", { type: "text" });
-  return { el: labelled(key, input), get: () => input.value };
-}
-
-function colourInput(key, convert) {
-  const input = h("input", { type: "color", value: "#000000" });
-  return { el: labelled(key, input), get: () => convert(input.value) };
-}
-
-/** ROS Time/Duration as seconds. */
-function secondsInput(key) {
-  const input = numberInput({ min: 0, step: "any", value: 0 });
-  return {
-    el: labelled(`${key} (s)`, input),
-    get() {
-      const seconds = Math.max(Number(input.value) || 0, 0);
-      const sec = Math.floor(seconds);
-      return { sec, nanosec: Math.min(Math.round((seconds - sec) * 1e9), 999999999) };
-    },
-  };
-}
-
-function arrayInput(schema, key) {
-  const item = schema.items || {};
-  const scalar = ["number", "integer", "boolean"].includes(item.type);
-  if (scalar && schema.minItems === schema.maxItems && schema.maxItems <= 16) {
-    const inputs = [...Array(schema.maxItems).keys()].map((i) => formFor(item, `${key}[${i}]`));
-    return {
-      el: h(
-        "div",
-        { class: "array" },
-        inputs.map((i) => i.el),
-      ),
-      get: () => inputs.map((i) => i.get()),
-    };
-  }
-  if (scalar || item.type === "string") {
-    const input = h("input", { type: "text", placeholder: "comma-separated" });
-    const parse = (text) => {
-      if (item.type === "string") return text;
-      if (item.type === "boolean") return text === "true" || text === "1";
-      const value = Number(text);
-      if (!Number.isFinite(value)) throw new Error(`${key}: ${JSON.stringify(text)} is not a number`);
-      return value;
-    };
-    return {
-      el: labelled(key, input),
-      get: () =>
-        input.value
-          .split(",")
-          .map((s) => s.trim())
-          .filter((s) => s !== "")
-          .map(parse),
-    };
-  }
-  // Arrays of structures are typed as JSON.
-  const area = h("textarea", { rows: 2, placeholder: "JSON array", value: "[]" });
-  return {
-    el: labelled(key, area),
-    get() {
-      try {
-        return JSON.parse(area.value || "[]");
-      } catch (error) {
-        throw new Error(`${key}: ${error.message}`);
-      }
-    },
-  };
 }
 
 // -- hold to drive -----------------------------------------------------------------------------------

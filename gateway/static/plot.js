@@ -22,8 +22,13 @@ function requestDraw(plot) {
 
 /** A few series over the last `windowS` seconds; fixed `range` [low, high] or auto-scaled. */
 export class TimePlot {
-  constructor({ title = "", labels, unit = "", range = null, windowS = 10, height = 84 }) {
+  constructor({ title = "", labels, unit = "", range = null, windowS = 10, height = 84, keepS = 0, timeAxis = false }) {
     this.labels = labels;
+    /** Samples are kept this long (a zoomed-out window shows them); drawing shows the last `windowS`. */
+    this.keepS = Math.max(keepS, windowS);
+    this.timeAxis = timeAxis;
+    /** While paused, samples are still kept but the picture stands still at `pausedAt`. */
+    this.pausedAt = null;
     this.unit = unit;
     this.range = range;
     this.windowS = windowS;
@@ -54,13 +59,25 @@ export class TimePlot {
     const now = performance.now() / 1000;
     this.times.push(now);
     this.values.push(values.slice(0, this.labels.length));
-    while (this.times.length && this.times[0] < now - this.windowS) {
+    while (this.times.length && this.times[0] < now - this.keepS) {
       this.times.shift();
       this.values.shift();
     }
     values.slice(0, this.labels.length).forEach((value, index) => {
-      this.readouts[index].lastChild.textContent = formatNumber(value);
+      if (value !== undefined) this.readouts[index].lastChild.textContent = formatNumber(value);
     });
+    requestDraw(this);
+  }
+
+  /** Show the last `seconds` (at most what is kept). */
+  setWindow(seconds) {
+    this.windowS = Math.min(seconds, this.keepS);
+    requestDraw(this);
+  }
+
+  /** Freeze (true) or follow (false) the picture; samples keep arriving either way. */
+  setPaused(paused) {
+    this.pausedAt = paused ? performance.now() / 1000 : null;
     requestDraw(this);
   }
 
@@ -68,7 +85,9 @@ export class TimePlot {
     if (this.range) return this.range;
     let low = Infinity;
     let high = -Infinity;
-    for (const row of this.values) {
+    const now = this.pausedAt ?? performance.now() / 1000;
+    for (const [index, row] of this.values.entries()) {
+      if (this.times[index] < now - this.windowS || this.times[index] > now) continue;
       for (const value of row) {
         if (value < low) low = value;
         if (value > high) high = value;
@@ -93,8 +112,9 @@ export class TimePlot {
     ctx.clearRect(0, 0, width, this.height);
     const [low, high] = this._bounds();
     const y = (value) => this.height - 4 - ((value - low) / (high - low)) * (this.height - 8);
-    const now = performance.now() / 1000;
+    const now = this.pausedAt ?? performance.now() / 1000;
     const x = (time) => width - ((now - time) / this.windowS) * width;
+    if (this.timeAxis) this._drawTimeAxis(ctx, width);
 
     ctx.strokeStyle = "#d4d4d8";
     ctx.lineWidth = 1;
@@ -110,6 +130,10 @@ export class TimePlot {
     ctx.fillText(formatNumber(low), 2, this.height - 2);
 
     ctx.lineWidth = 1.5;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(0, 0, width, this.height);
+    ctx.clip();
     this.labels.forEach((_, series) => {
       ctx.strokeStyle = SERIES_COLOURS[series % SERIES_COLOURS.length];
       ctx.beginPath();
@@ -124,5 +148,24 @@ export class TimePlot {
       });
       ctx.stroke();
     });
+    ctx.restore();
+  }
+
+  /** Vertical lines and labels every few seconds back from now ("-5 s"), for a time axis. */
+  _drawTimeAxis(ctx, width) {
+    const steps = [1, 2, 5, 10, 15, 30, 60];
+    const step = steps.find((s) => this.windowS / s <= 6) ?? 60;
+    ctx.strokeStyle = "#f0f0f2";
+    ctx.fillStyle = "#71717a";
+    ctx.font = "10px system-ui, sans-serif";
+    for (let back = step; back < this.windowS; back += step) {
+      const px = width - (back / this.windowS) * width;
+      ctx.beginPath();
+      ctx.moveTo(px, 0);
+      ctx.lineTo(px, this.height);
+      ctx.stroke();
+      ctx.fillText(`-${back} s`, px + 2, this.height - 12);
+    }
+    ctx.fillText(this.pausedAt === null ? "now" : "paused", width - 34, this.height - 12);
   }
 }

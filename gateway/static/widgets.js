@@ -3,6 +3,7 @@
 // get a purpose-built widget with plots, and keep the generic view under "all fields".
 
 import { COLOUR_NAME, constantsWithPrefix, cssRgb, formatNumber, h, isTimeSchema, rgbScale } from "./dom.js";
+import { KIND_BUTTONS, armStateWidget, cyclicStatsWidget, microbitStateWidget } from "./names.js";
 import { TimePlot } from "./plot.js";
 
 /** Arrays longer than this are summarised instead of drawn element by element. */
@@ -288,7 +289,9 @@ function controllerWidget(described, device) {
             ? names.buttons
             : buttons.length === GAMEPAD_BUTTONS.length
               ? GAMEPAD_BUTTONS
-              : buttons.map((_, i) => `b${i}`);
+              : KIND_BUTTONS[device?.kind]?.length === buttons.length
+                ? KIND_BUTTONS[device.kind]
+                : buttons.map((_, i) => `b${i}`);
         pills = labels.map((name) => h("span", { class: "pill" }, name));
         buttonsSlot.replaceChildren(...pills);
       }
@@ -726,6 +729,9 @@ function bindingStatusWidget(described) {
 }
 
 const SPECIAL = {
+  "hwgateway/MicrobitState": microbitStateWidget,
+  "kortex/Base/ArmStateNotification": armStateWidget,
+  "hwgateway/KortexCyclicStats": cyclicStatsWidget,
   "hwgateway/BindingStatus": bindingStatusWidget,
   "hwgateway/ThymioState": thymioStateWidget,
   "kortex/WristCyclicC61/Command": kortexWristCommandWidget,
