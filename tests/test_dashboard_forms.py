@@ -188,6 +188,8 @@ async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[InP
     # The demo's fastest streams slowed down: the page stays light on a loaded machine.
     config = demo_config(tmp_path, extra=AUTH).replace("rate_hz = 100.0", "rate_hz = 10.0")
     config = config.replace("publish_rate_hz = 30.0", "publish_rate_hz = 5.0")
+    config = config.replace("accelerometer_period_ms = 80", "accelerometer_period_ms = 640")
+    config = config.replace("magnetometer_period_ms = 160", "magnetometer_period_ms = 640")
     async with running_gateway(tmp_path, config) as running:
         yield running
 
