@@ -5,7 +5,9 @@ the robot to someone else); it ends when the student unlocks or leaves.
 
 asebaplayground's Thymio (the real Aseba VM) reached through a TCP relay the test can cut, as a USB
 cable is pulled; Thymio Suite's JavaScript client (npm thymio-api 0.11.1, unchanged) for a student
-and for the teacher, through the daemon's TDM face.
+and for the teacher, through the daemon's TDM face. The same for a robot behind a wireless dongle
+whose other robot stays (asebaswitch in front of both, as a dongle carries several robots on one
+link): the device of the robot that left is no longer connected, its neighbour's is.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ class Relay:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def playground(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Playground]:
     require_peer("asebaplayground")
-    running = Playground(tmp_path_factory.mktemp("playground"), [free_port()])
+    running = Playground(tmp_path_factory.mktemp("playground"), [free_port(), free_port()])
     await running.start()
     yield running
     await running.stop()
@@ -114,4 +116,47 @@ async def test_a_robot_that_leaves_is_removed_from_every_list_and_comes_back(
             await api.call("waitStatus", client="teacher", node=ROBOT, status="available")
     finally:
         assert await running.stop() == 0
+        await relay.cut()
+
+
+async def test_a_robot_that_leaves_a_dongle_is_removed_while_its_neighbour_stays(
+    playground: Playground, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    switch = require_peer("asebaswitch")
+    first, second = playground.robots
+    relay = Relay(free_port(), second.port)
+    await relay.start()
+    switch_port = free_port()
+    dongle = await asyncio.create_subprocess_exec(
+        switch, "-p", str(switch_port), f"tcp:127.0.0.1;{first.port}", f"tcp:127.0.0.1;{relay.port}",
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    tmp_path = tmp_path_factory.mktemp("dongle")
+    ws = free_port()
+    devices = "".join(
+        f'[devices.{name}]\nkind = "aseba"\ntarget = "tcp:127.0.0.1;{switch_port}"\nnode_id = {robot.node_id}\n'
+        for name, robot in (("near", first), ("far", second))
+    )
+    tdm = f'[tdm]\nenabled = true\nhost = "127.0.0.1"\ntcp_port = {free_port()}\nws_port = {ws}\n'
+    running = None
+    try:
+        await asyncio.sleep(1.0)  # the switch connects to both robots before it accepts clients
+        running = await start_in_process(tmp_path, gateway_config(tmp_path, devices, extra=tdm))
+        async with thymio_api() as api:
+            await api.call("connect", url=f"ws://127.0.0.1:{ws}")
+            await api.call("waitNodes", timeout_s=30, count=2, status="available")
+            await relay.cut()  # the far robot is switched off; the near one stays on the dongle
+            await api.call("waitGone", timeout_s=30, node="far")
+            assert [n["name"] for n in await api.call("nodes")] == ["near"]
+            native = await connect(running, "ws")
+            statuses = {d["id"]: d["status"] for d in (await native.ok("list_devices"))["devices"]}
+            await native.close()
+            assert statuses["near"] == "connected"
+            assert statuses["far"] != "connected"
+            await api.call("lock", node="near")  # the neighbour still works
+    finally:
+        if running is not None:
+            assert await running.stop() == 0
+        dongle.terminate()
+        await dongle.wait()
         await relay.cut()
