@@ -1,0 +1,121 @@
+"""The demo's Home Assistant discovery documents, as mosquitto holds them, validated by Home Assistant's code.
+
+`hwgateway demo --mqtt URL` (as the README has users type it: every device kind the demo simulates,
+Home Assistant discovery on) runs against Debian's mosquitto; every retained discovery document and
+the retained states they read are handed to tests/ha/validate_discovery.py, which runs under
+`.venv-ha` (homeassistant 2024.1.6, `make ha-venv`): its MQTT platforms' discovery schemas, its
+sensor unit and state class tables, and its template engine rendering each entity's templates
+against what the gateway really published.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.harness import devices_connected, free_port, start_demo
+from tests.mosquitto_broker import Broker, mosquitto
+from tests.test_mqtt_discovery import retained
+
+__all__ = ["mosquitto"]
+
+ROOT = Path(__file__).resolve().parent.parent
+HA_PYTHON = ROOT / ".venv-ha" / "bin" / "python"
+VALIDATOR = ROOT / "tests" / "ha" / "validate_discovery.py"
+#: Every device of the demo, each announced with at least one entity.
+DEVICES = (
+    "sim-pad",
+    "sim-lamp",
+    "gamepad-demo",
+    "arm-demo",
+    "thymio-demo",
+    "wiimote-demo",
+    "microbit-demo",
+    "lego-demo",
+)
+#: The streams whose first sample announces entities (buttons, sensors), retained once published.
+STREAMS = (
+    "wiimote-demo/state",
+    "wiimote-demo/controller",
+    "microbit-demo/buttons",
+    "lego-demo/button",
+    "gamepad-demo/state",
+    "thymio-demo/node/1/events/state",
+    "thymio-demo/node/1/buttons",
+    "arm-demo/base",
+    "arm-demo/wrist/feedback",
+)
+
+
+async def validated(documents: dict[str, bytes], states: dict[str, bytes]) -> dict[str, Any]:
+    """Home Assistant's verdict on `documents` (under `homeassistant/`) with the retained `states`."""
+    if not HA_PYTHON.exists():
+        pytest.fail("Home Assistant's venv is missing: `make ha-venv` (run by `make test`) builds .venv-ha")
+    given = {
+        "documents": {topic: payload.decode() for topic, payload in documents.items()},
+        "states": {topic: payload.decode() for topic, payload in states.items()},
+    }
+    proc = await asyncio.create_subprocess_exec(
+        str(HA_PYTHON),
+        str(VALIDATOR),
+        "homeassistant",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(json.dumps(given).encode()), 120)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+async def test_every_demo_discovery_document_passes_home_assistants_own_schemas(
+    tmp_path: Path, mosquitto: Broker
+) -> None:
+    demo = await start_demo(tmp_path, free_port(), free_port(), "--mqtt", mosquitto.url)
+    try:
+        await devices_connected(demo, DEVICES, timeout=60)
+        async with asyncio.timeout(60):
+            while True:  # the gateway is named after the host: hwgw/<host>/status
+                states = await retained(mosquitto, "hwgw/#")
+                base = next(
+                    (t.removesuffix("/status") for t in states if t.count("/") == 2 and t.endswith("/status")), None
+                )
+                if base is not None and all(f"{base}/{stream}" in states for stream in STREAMS):
+                    break
+        documents = await retained(mosquitto, "homeassistant/#")
+        states = await retained(mosquitto, "hwgw/#")
+    finally:
+        assert await demo.stop() == 0
+
+    verdict = await validated(documents, states)
+    assert verdict["errors"] == []
+    checked = verdict["checked"]
+    assert set(checked) == set(documents)
+    announced = {json.loads(payload)["device"]["name"].split(" (")[0] for payload in documents.values()}
+    assert announced == set(DEVICES)
+    components = {report["component"] for report in checked.values()}
+    assert components == {"sensor", "binary_sensor", "light"}
+
+    def entity(device: str, component: str, name: str) -> dict[str, Any]:
+        (topic,) = [
+            topic
+            for topic, payload in documents.items()
+            if topic.split("/")[1] == component
+            and json.loads(payload)["name"] == name
+            and json.loads(payload)["device"]["name"].startswith(f"{device} (")
+        ]
+        report: dict[str, Any] = checked[topic]
+        return report
+
+    # What Home Assistant shows, rendered by its templates from what the gateway published.
+    battery = float(entity("wiimote-demo", "sensor", "Battery")["value_template"])
+    assert 0 <= battery <= 100
+    assert entity("microbit-demo", "binary_sensor", "Button A")["value_template"] in ("ON", "OFF")
+    lamp = entity("sim-lamp", "light", "LED")
+    assert lamp["optimistic"] is False
+    assert lamp["state_template"] in ("on", "off")
