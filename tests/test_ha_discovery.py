@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from devices.gamepad.normalize import BUTTON_NAMES as PAD_BUTTON_NAMES
 from tests.harness import devices_connected, free_port, start_demo
 from tests.mosquitto_broker import Broker, mosquitto
 from tests.test_mqtt_discovery import retained
@@ -116,6 +117,13 @@ async def test_every_demo_discovery_document_passes_home_assistants_own_schemas(
     battery = float(entity("wiimote-demo", "sensor", "Battery")["value_template"])
     assert 0 <= battery <= 100
     assert entity("microbit-demo", "binary_sensor", "Button A")["value_template"] in ("ON", "OFF")
-    lamp = entity("sim-lamp", "light", "LED")
-    assert lamp["optimistic"] is False
-    assert lamp["state_template"] in ("on", "off")
+    # Lights show what the device reports where it reports its LEDs; the others stay optimistic.
+    for device in ("sim-lamp", "sim-pad", "wiimote-demo", "arm-demo"):
+        light = entity(device, "light", "LED")
+        assert light["optimistic"] is False, device
+        assert light["state_template"] in ("on", "off"), device
+    for device in ("microbit-demo", "lego-demo", "thymio-demo", "gamepad-demo"):
+        assert entity(device, "light", "LED")["optimistic"] is True, device
+    # A pad's buttons by their names (✕, L1, D-pad up, ...), each once.
+    pad = sorted(json.loads(p)["name"] for t, p in documents.items() if "/binary_sensor/" in t and "gamepad-demo" in t)
+    assert pad == sorted(f"Button {name}" for name in PAD_BUTTON_NAMES)
