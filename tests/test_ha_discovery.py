@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from devices.gamepad.normalize import BUTTON_NAMES as PAD_BUTTON_NAMES
+from gateway.config import loads
 from tests.harness import devices_connected, free_port, start_demo
 from tests.mosquitto_broker import Broker, mosquitto
 from tests.test_mqtt_discovery import retained
@@ -127,3 +129,12 @@ async def test_every_demo_discovery_document_passes_home_assistants_own_schemas(
     # A pad's buttons by their names (✕, L1, D-pad up, ...), each once.
     pad = sorted(json.loads(p)["name"] for t, p in documents.items() if "/binary_sensor/" in t and "gamepad-demo" in t)
     assert pad == sorted(f"Button {name}" for name in PAD_BUTTON_NAMES)
+
+
+def test_the_readme_says_what_to_type_and_its_config_lines_load() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Home Assistant\n") : text.index("## Several hosts\n")]
+    assert 'make demo DEMO_ARGS="--mqtt mqtt://127.0.0.1:1883"' in section  # what the test above runs
+    (block,) = re.findall(r"```toml\n(.*?)```", section, re.DOTALL)
+    mqtt = loads(block).mqtt
+    assert (mqtt.url, mqtt.ha_discovery) == ("mqtt://127.0.0.1:1883", True)
