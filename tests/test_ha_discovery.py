@@ -13,15 +13,18 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import aiomqtt
 import pytest
 
 from devices.gamepad.normalize import BUTTON_NAMES as PAD_BUTTON_NAMES
 from gateway.config import loads
 from tests.harness import devices_connected, free_port, start_demo
 from tests.mosquitto_broker import Broker, mosquitto
+from tests.test_mqtt import mqtt_client
 from tests.test_mqtt_discovery import retained
 
 __all__ = ["mosquitto"]
@@ -54,13 +57,19 @@ STREAMS = (
 )
 
 
-async def validated(documents: dict[str, bytes], states: dict[str, bytes]) -> dict[str, Any]:
-    """Home Assistant's verdict on `documents` (under `homeassistant/`) with the retained `states`."""
+async def validated(
+    documents: dict[str, bytes], states: dict[str, bytes], snapshots: list[dict[str, bytes]]
+) -> dict[str, Any]:
+    """Home Assistant's verdict on `documents` (under `homeassistant/`) with the retained `states`.
+
+    Each light's state is also rendered from each of the later `snapshots` of the states.
+    """
     if not HA_PYTHON.exists():
         pytest.fail("Home Assistant's venv is missing: `make ha-venv` (run by `make test`) builds .venv-ha")
     given = {
         "documents": {topic: payload.decode() for topic, payload in documents.items()},
         "states": {topic: payload.decode() for topic, payload in states.items()},
+        "snapshots": [{topic: payload.decode() for topic, payload in later.items()} for later in snapshots],
     }
     proc = await asyncio.create_subprocess_exec(
         str(HA_PYTHON),
@@ -74,6 +83,32 @@ async def validated(documents: dict[str, bytes], states: dict[str, bytes]) -> di
     assert proc.returncode == 0, err.decode()[-3000:]
     result: dict[str, Any] = json.loads(out)
     return result
+
+
+#: Whether a device's reported LEDs are lit, per message type: only to know when a switch has landed
+#: (what Home Assistant makes of the same message is its own template's answer, checked after).
+LIT: dict[str, Callable[[dict[str, Any]], bool]] = {
+    "hwgateway/SimOutputs": lambda data: any(channel > 0 for led in data["leds"] for channel in led),
+    "wiimote/State": lambda data: any(data["LEDs"]),
+    "kortex/WristCyclicC61/Command": lambda data: data["led_ring_rgb"] > 0,
+}
+
+
+async def switched(broker: Broker, documents: dict[str, bytes], state: str) -> dict[str, bytes]:
+    """The retained states once every light with a state topic took its `command_<state>_template`.
+
+    The command goes to the light's `command_topic` as Home Assistant publishes it (QoS 1, no token).
+    """
+    lights = [json.loads(p) for t, p in documents.items() if "/light/" in t and "state_topic" in json.loads(p)]
+    async with mqtt_client(broker, aiomqtt.ProtocolVersion.V311) as client:
+        for light in lights:
+            await client.publish(light["command_topic"], light[f"command_{state}_template"], qos=light["qos"])
+    async with asyncio.timeout(30):
+        while True:
+            states = await retained(broker, "hwgw/#")
+            messages = [json.loads(states[light["state_topic"]]) for light in lights]
+            if all(LIT[message["type"]](message["data"]) == (state == "on") for message in messages):
+                return states
 
 
 async def test_every_demo_discovery_document_passes_home_assistants_own_schemas(
@@ -92,10 +127,12 @@ async def test_every_demo_discovery_document_passes_home_assistants_own_schemas(
                     break
         documents = await retained(mosquitto, "homeassistant/#")
         states = await retained(mosquitto, "hwgw/#")
+        # Each light that reads its state back, switched off then on as Home Assistant does it.
+        snapshots = [await switched(mosquitto, documents, "off"), await switched(mosquitto, documents, "on")]
     finally:
         assert await demo.stop() == 0
 
-    verdict = await validated(documents, states)
+    verdict = await validated(documents, states, snapshots)
     assert verdict["errors"] == []
     checked = verdict["checked"]
     assert set(checked) == set(documents)
@@ -124,6 +161,7 @@ async def test_every_demo_discovery_document_passes_home_assistants_own_schemas(
         light = entity(device, "light", "LED")
         assert light["optimistic"] is False, device
         assert light["state_template"] in ("on", "off"), device
+        assert light["after"] == ["off", "on"], device  # switched off, then on, by its own command templates
     for device in ("microbit-demo", "lego-demo", "thymio-demo", "gamepad-demo"):
         assert entity(device, "light", "LED")["optimistic"] is True, device
     # A pad's buttons by their names (✕, L1, D-pad up, ...), each once.

@@ -1,8 +1,9 @@
 """Home Assistant's own MQTT discovery checks, run under the Home Assistant venv (`make ha-venv`).
 
 Run as `.venv-ha/bin/python tests/ha/validate_discovery.py PREFIX < input.json`, never with the
-gateway's venv. The input is `{"documents": {topic: payload}, "states": {topic: payload}}`: the
-retained discovery documents under PREFIX and the retained state messages, as the broker holds them.
+gateway's venv. The input is `{"documents": {topic: payload}, "states": {topic: payload}, "snapshots": [...]}`:
+the retained discovery documents under PREFIX and the retained state messages, as the broker holds
+them, and later snapshots of the states (after commands) that each light's state is rendered from too.
 Each document goes through what Home Assistant 2024.1's MQTT integration does with it: the discovery
 topic matched by its TOPIC_MATCHER and its component among SUPPORTED_COMPONENTS, the payload parsed
 by its json_loads_object and validated by the component's DISCOVERY_SCHEMA (keys that schema drops
@@ -45,7 +46,13 @@ def rendered(hass: HomeAssistant, config: dict[str, Any], key: str, payload: str
 
 
 def check(
-    hass: HomeAssistant, prefix: str, topic: str, payload: str, states: dict[str, str], errors: list[str]
+    hass: HomeAssistant,
+    prefix: str,
+    topic: str,
+    payload: str,
+    states: dict[str, str],
+    snapshots: list[dict[str, str]],
+    errors: list[str],
 ) -> dict[str, Any]:
     """One document's checks; its problems go to `errors`, what it rendered is returned."""
     report: dict[str, Any] = {}
@@ -94,6 +101,11 @@ def check(
         elif component == "light" and value not in (STATE_ON, STATE_OFF):
             errors.append(f"{topic}: {key} gave {value!r}, neither {STATE_ON} nor {STATE_OFF}")
     report["optimistic"] = config.get("optimistic")
+    if component == "light" and "state_template" in config:  # the light after each of the later commands
+        report["after"] = [
+            rendered(hass, config, "state_template", later[state_topic]) if state_topic in later else None
+            for later in snapshots
+        ]
     return report
 
 
@@ -105,7 +117,8 @@ async def main(prefix: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as config_dir:
         hass = HomeAssistant(config_dir)
         for topic, payload in sorted(given["documents"].items()):
-            checked[topic] = check(hass, prefix, topic, payload, given["states"], errors)
+            snapshots = given.get("snapshots", [])
+            checked[topic] = check(hass, prefix, topic, payload, given["states"], snapshots, errors)
     return {"checked": checked, "errors": errors}
 
 
