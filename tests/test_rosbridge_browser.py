@@ -12,7 +12,11 @@ from Node are tests/test_rosbridge_rosapi.py's.
 
 from __future__ import annotations
 
+import asyncio
+import re
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +25,13 @@ from aiohttp import web
 from playwright.async_api import Browser
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from tests.harness import GatewayUnderTest, free_port
+from tests.harness import GatewayUnderTest, devices_connected, free_port, gateway_config
+from tests.inprocess import running_gateway
 from tests.rosbridge_rig import rosbridge_url
 from tests.test_dashboard import browser, open_page
-from tests.test_rosbridge_clients import ROSLIB_DIR, demo, node, run_program
+from tests.test_rosbridge_clients import ROSLIB_DIR, node, run_program
 
-__all__ = ["browser", "demo"]  # the fixtures, shared
+__all__ = ["browser"]  # the fixture, shared
 
 TOPIC = "/wiimote/state"
 TYPE = "wiimote/State"
@@ -41,21 +46,30 @@ PAGE = """<!doctype html><meta charset="utf-8"><title>roslib</title><link rel="i
 <script type="module" src="/bundle.js"></script>"""
 
 
+@dataclass(frozen=True)
+class PageServer:
+    """The page's server: its `origin` (`http://127.0.0.1:<port>`) and esbuild's run of its bundle."""
+
+    origin: str
+    bundled: asyncio.Task[tuple[int, str, str]]
+
+
 @pytest.fixture
-async def page_origin(tmp_path: Path) -> AsyncIterator[str]:
-    """`http://127.0.0.1:<port>`: a server of the page, its bundle and Lichtblick's roslibjs build."""
+async def page_server(tmp_path: Path) -> AsyncIterator[PageServer]:
+    """A server of the page, its bundle and Lichtblick's roslibjs build; esbuild runs while the rest starts."""
     node()  # node_modules installed (or the test fails under HWGW_REQUIRE_PEERS)
     bundle = tmp_path / "bundle.js"
-    code, out, err = await run_program(
-        str(ESBUILD),
-        str(ROSLIB_DIR / "browser_calls.mjs"),
-        "--bundle",
-        "--format=esm",
-        "--platform=browser",
-        "--log-level=warning",
-        f"--outfile={bundle}",
+    bundled = asyncio.create_task(
+        run_program(
+            str(ESBUILD),
+            str(ROSLIB_DIR / "browser_calls.mjs"),
+            "--bundle",
+            "--format=esm",
+            "--platform=browser",
+            "--log-level=warning",
+            f"--outfile={bundle}",
+        )
     )
-    assert code == 0, f"{out}\n{err}"
     files = {"/bundle.js": bundle, "/roslibjs.js": ROSLIB_DIR / "node_modules/@lichtblick/roslibjs/build/roslib.js"}
 
     async def index(request: web.Request) -> web.Response:
@@ -73,9 +87,22 @@ async def page_origin(tmp_path: Path) -> AsyncIterator[str]:
     port = free_port()
     await web.TCPSite(runner, "127.0.0.1", port).start()
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield PageServer(f"http://127.0.0.1:{port}", bundled)
     finally:
+        await bundled
         await runner.cleanup()
+
+
+@pytest.fixture
+async def viewers_demo(tmp_path: Path) -> AsyncIterator[GatewayUnderTest]:
+    """The demo's Wii Remote and Thymio (the topic and the service the page uses) behind rosbridge, defaults else."""
+    text = resources.files("gateway").joinpath("demo.toml").read_text(encoding="utf-8")
+    tables = re.split(r"(?m)^(?=\[)", text)
+    devices = "".join(t for t in tables if t.startswith(("[devices.wiimote-demo]", "[devices.thymio-demo]")))
+    config = gateway_config(tmp_path, devices=devices, extra="[rosbridge]\nenabled = true\nport = 0\n")
+    async with running_gateway(tmp_path, config) as running:
+        await devices_connected(running, ("wiimote-demo", "thymio-demo"))
+        yield running
 
 
 def check_endpoint(endpoint: dict[str, Any]) -> None:
@@ -124,10 +151,12 @@ def check_endpoint(endpoint: dict[str, Any]) -> None:
 
 
 async def test_a_page_of_another_origin_makes_every_rosapi_call_and_subscribes(
-    demo: GatewayUnderTest, browser: Browser, page_origin: str
+    page_server: PageServer, viewers_demo: GatewayUnderTest, browser: Browser
 ) -> None:
-    urls = [rosbridge_url(demo), f"ws://127.0.0.1:{demo.http_port}/rosbridge"]
-    page, errors = await open_page(browser, page_origin + "/")
+    code, out, err = await page_server.bundled
+    assert code == 0, f"{out}\n{err}"
+    urls = [rosbridge_url(viewers_demo), f"ws://127.0.0.1:{viewers_demo.http_port}/rosbridge"]
+    page, errors = await open_page(browser, page_server.origin + "/")
     try:
         await page.wait_for_function("window.run !== undefined && window.roslib !== undefined", timeout=20000)
     except PlaywrightTimeout:
