@@ -11,9 +11,10 @@ against what the gateway really published.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,20 +58,11 @@ STREAMS = (
 )
 
 
-async def validated(
-    documents: dict[str, bytes], states: dict[str, bytes], snapshots: list[dict[str, bytes]]
-) -> dict[str, Any]:
-    """Home Assistant's verdict on `documents` (under `homeassistant/`) with the retained `states`.
-
-    Each light's state is also rendered from each of the later `snapshots` of the states.
-    """
+@contextlib.asynccontextmanager
+async def validator() -> AsyncIterator[asyncio.subprocess.Process]:
+    """tests/ha/validate_discovery.py started under `.venv-ha`: it imports Home Assistant while the demo starts."""
     if not HA_PYTHON.exists():
         pytest.fail("Home Assistant's venv is missing: `make ha-venv` (run by `make test`) builds .venv-ha")
-    given = {
-        "documents": {topic: payload.decode() for topic, payload in documents.items()},
-        "states": {topic: payload.decode() for topic, payload in states.items()},
-        "snapshots": [{topic: payload.decode() for topic, payload in later.items()} for later in snapshots],
-    }
     proc = await asyncio.create_subprocess_exec(
         str(HA_PYTHON),
         str(VALIDATOR),
@@ -79,6 +71,29 @@ async def validated(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
+    try:
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def validated(
+    proc: asyncio.subprocess.Process,
+    documents: dict[str, bytes],
+    states: dict[str, bytes],
+    snapshots: list[dict[str, bytes]],
+) -> dict[str, Any]:
+    """Home Assistant's verdict (from `validator()`'s `proc`) on `documents` with the retained `states`.
+
+    Each light's state is also rendered from each of the later `snapshots` of the states.
+    """
+    given = {
+        "documents": {topic: payload.decode() for topic, payload in documents.items()},
+        "states": {topic: payload.decode() for topic, payload in states.items()},
+        "snapshots": [{topic: payload.decode() for topic, payload in later.items()} for later in snapshots],
+    }
     out, err = await asyncio.wait_for(proc.communicate(json.dumps(given).encode()), 120)
     assert proc.returncode == 0, err.decode()[-3000:]
     result: dict[str, Any] = json.loads(out)
@@ -111,28 +126,36 @@ async def switched(broker: Broker, documents: dict[str, bytes], state: str) -> d
                 return states
 
 
-async def test_every_demo_discovery_document_passes_home_assistants_own_schemas(
-    tmp_path: Path, mosquitto: Broker
-) -> None:
-    demo = await start_demo(tmp_path, free_port(), free_port(), "--mqtt", mosquitto.url)
+async def run_demo(tmp_path: Path, broker: Broker) -> tuple[dict[str, bytes], dict[str, bytes], list[dict[str, bytes]]]:
+    """`hwgateway demo --mqtt URL`'s retained discovery documents and states, and the states after off, then on.
+
+    Only the lights that read their state back are switched (as Home Assistant switches them).
+    """
+    demo = await start_demo(tmp_path, free_port(), free_port(), "--mqtt", broker.url)
     try:
         await devices_connected(demo, DEVICES, timeout=60)
         async with asyncio.timeout(60):
             while True:  # the gateway is named after the host: hwgw/<host>/status
-                states = await retained(mosquitto, "hwgw/#")
+                states = await retained(broker, "hwgw/#")
                 base = next(
                     (t.removesuffix("/status") for t in states if t.count("/") == 2 and t.endswith("/status")), None
                 )
                 if base is not None and all(f"{base}/{stream}" in states for stream in STREAMS):
                     break
-        documents = await retained(mosquitto, "homeassistant/#")
-        states = await retained(mosquitto, "hwgw/#")
-        # Each light that reads its state back, switched off then on as Home Assistant does it.
-        snapshots = [await switched(mosquitto, documents, "off"), await switched(mosquitto, documents, "on")]
+        documents = await retained(broker, "homeassistant/#")
+        states = await retained(broker, "hwgw/#")
+        snapshots = [await switched(broker, documents, "off"), await switched(broker, documents, "on")]
     finally:
         assert await demo.stop() == 0
+    return documents, states, snapshots
 
-    verdict = await validated(documents, states, snapshots)
+
+async def test_every_demo_discovery_document_passes_home_assistants_own_schemas(
+    tmp_path: Path, mosquitto: Broker
+) -> None:
+    async with validator() as home_assistant:
+        documents, states, snapshots = await run_demo(tmp_path, mosquitto)
+        verdict = await validated(home_assistant, documents, states, snapshots)
     assert verdict["errors"] == []
     checked = verdict["checked"]
     assert set(checked) == set(documents)
