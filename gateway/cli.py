@@ -328,6 +328,7 @@ def _pair(args: argparse.Namespace) -> int:
 
     from devices.bluez.dbus import BluezUnavailable
     from devices.bluez.pairing import BLE, PAIRED, WIIMOTE, PairRequest, pair
+    from gateway.pair import config_of
 
     request = PairRequest(BLE if args.ble else WIIMOTE, args.address, args.timeout, args.passkey)
 
@@ -344,14 +345,15 @@ def _pair(args: argparse.Namespace) -> int:
         print(f"hwgateway: cannot pair: {error}", file=sys.stderr)
         return EXIT_BLUEZ_UNAVAILABLE
     if args.json:
-        print(json.dumps(outcome.as_dict(), ensure_ascii=False, indent=2))
+        print(
+            json.dumps({**outcome.as_dict(), "config": config_of(outcome, request.kind)}, ensure_ascii=False, indent=2)
+        )
     if outcome.outcome != PAIRED:
         print(f"hwgateway: {outcome.outcome.replace('_', ' ')}: {outcome.message}", file=sys.stderr)
         return EXIT_NOT_PAIRED
     print(f"hwgateway: {outcome.message}", file=sys.stderr)
-    if not args.json and args.ble is False:
-        print(f"# {outcome.name} at {outcome.address}\n[devices.wiimote-{outcome.address.replace(':', '-')}]")
-        print(f'kind = "wiimote"\naddress = "{outcome.address}"')
+    if not args.json:
+        print(config_of(outcome, request.kind), end="")
     return 0
 
 

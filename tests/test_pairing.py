@@ -22,6 +22,10 @@ from dbusmock.testcase import BusType, PrivateDBus, SpawnedMock
 
 from devices.bluez.dbus import BluezUnavailable
 from devices.bluez.pairing import BLE, PAIRED, REFUSED, TIMED_OUT, WIIMOTE, PairRequest, pair
+from gateway.credentials import hash_token
+from hwgateway.client import DeviceUnavailable, InvalidArgument, Unauthorized, connect
+from tests.inprocess import start_in_process
+from tests.test_schemas import result_data_validator, violations
 
 TEMPLATE = str(Path(__file__).with_name("dbusmock_bluez_pairing.py"))
 MOCK = "org.bluez.Mock"
@@ -178,3 +182,54 @@ def test_hwgateway_pair_prints_progress_and_exits_by_outcome(bluez: Bluez) -> No
     missing = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert missing.returncode == 3, missing.stderr
     assert "no Bluetooth adapter: plug one in" in missing.stderr
+
+
+ADMIN_TOKEN = "admin-token-for-pairing-tests"
+READ_TOKEN = "read-token-for-pairing-tests"
+
+
+async def test_the_pair_op_is_for_admin_tokens_and_answers_the_outcome_and_config(bluez: Bluez, tmp_path: Path) -> None:
+    config = f"""
+[server]
+host = "127.0.0.1"
+http_port = 0
+msgpack_port = -1
+unix_socket = ""
+
+[auth.tokens.admin]
+hash = "{hash_token(ADMIN_TOKEN)}"
+role = "admin"
+
+[auth.tokens.viewer]
+hash = "{hash_token(READ_TOKEN)}"
+role = "read"
+"""
+    running = await start_in_process(tmp_path, config)
+    url = f"ws://127.0.0.1:{running.http_port}/ws"
+    try:
+        async with connect(url, token=READ_TOKEN) as viewer:
+            with pytest.raises(Unauthorized, match="only an admin token"):
+                await viewer.pair()
+        async with connect(url, token=ADMIN_TOKEN) as admin:
+            with pytest.raises(DeviceUnavailable, match=r"pair: no Bluetooth adapter: plug one in"):
+                await admin.pair(timeout_s=1.0)
+            with pytest.raises(InvalidArgument, match=r"pair.address: a BLE device is paired by its address"):
+                await admin.pair(kind="ble")
+            bluez.mock("AddAdapter", ADAPTER_NAME, "gateway")
+            bluez.mock("AddPairable", ADAPTER_NAME, REMOTE, REMOTE_NAME, "pin")
+            paired = await admin.pair(REMOTE, timeout_s=5.0)
+            assert not violations(result_data_validator("pair"), paired), paired
+            assert (paired["outcome"], paired["paired"], paired["trusted"], paired["connected"]) == (
+                PAIRED,
+                True,
+                True,
+                True,
+            )
+            assert paired["config"].splitlines()[1:] == [
+                "[devices.wiimote-00-1f-32-aa-bb-cc]",
+                'kind = "wiimote"',
+                'address = "00:1f:32:aa:bb:cc"',
+            ]
+            assert any("answered the Wii Remote's PIN" in step for step in paired["steps"])
+    finally:
+        await running.stop()
