@@ -223,11 +223,13 @@ async def test_a_reload_adds_changes_and_removes_bindings_through_their_safe_out
         await until(lambda: any(low > 0.0 for low in rumble()), "the restarted binding driving")
         assert bindings["feel"] is not old_feel
         assert bindings["feel"].options.evaluator.spec.inputs[0].shape.scale == 0.25  # type: ignore[attr-defined]
-        # Removed: its safe output, and nothing more from it.
+        # Removed (here by `hwgateway reload`): its safe output, and nothing more from it.
         rewrite(running, header() + devices + feel(name="steady", target="keep"))
         watcher.seen.clear()
-        report = await admin.reload()
-        assert (report["bindings_removed"], report["safe_states"]) == (["feel"], {"feel": "ok"})
+        command = [sys.executable, "-m", "gateway", "reload", "--url", url(running), "--token", ADMIN_TOKEN]
+        cli = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
+        out, _ = await cli.communicate()
+        assert (cli.returncode, out.decode().splitlines()) == (0, ["ended      binding feel (safe state: ok)"])
         assert rumble()[-1] == 0.0
         assert "feel" not in running.gateway.supervisor.devices
         assert running.gateway.supervisor.devices["buzz"].adapter.outputs()["rumble_low"] == 0.0
