@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from gateway.ros.joy import joy_of_controller_state
 from gateway.ros.names import DeviceNaming
 from gateway.ros.types import MsgType
 from gateway.ros.typesupport import JOY
+from tests.conftest import require_peer
 from tests.harness import WsClient, gateway_config
 from tests.inprocess import running_gateway
 from tests.ros2_values import example
@@ -235,6 +237,46 @@ def test_npm_rosmsg2_serialization_decodes_every_message(bag: tuple[Path, Any]) 
         assert [_from_dict(msg, item) for item in node["messages"]] == values, topic
     (event,) = summary["topics"]["/_gateway/device"]["messages"]
     assert _own_value("/_gateway/device", event) == DEVICE_EVENT
+
+
+ROOT = Path(__file__).parents[1]
+#: rclpy's side: each (type, hex CDR) of stdin deserialized by rclpy with its rosidl-built class.
+RCLPY_READER = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from rclpy.serialization import deserialize_message
+from peer import message_class, plain
+items = json.load(sys.stdin)
+print(json.dumps([plain(deserialize_message(bytes.fromhex(data), message_class(type_))) for type_, data in items]))
+"""
+
+
+def _without_project() -> dict[str, str]:
+    """The environment without PYTHONPATH: the project's `hwgateway` package is not the peer's message package."""
+    return {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+
+
+def test_rclpy_deserializes_our_cdr_with_its_own_classes(bag: tuple[Path, Any]) -> None:
+    python = require_peer(str(ROOT / ".venv-ros2" / "bin" / "python"))  # make ros2-peer builds it
+    path, sent = bag
+    items: list[tuple[str, str]] = []
+    topics: list[str] = []
+    with (path / "every_type_0.mcap").open("rb") as file:
+        for schema, channel, message in make_reader(file).iter_messages(log_time_order=True):
+            if channel.topic in sent:
+                assert schema is not None
+                items.append((schema.name, message.data.hex()))
+                topics.append(channel.topic)
+    done = subprocess.run(
+        [python, "-c", RCLPY_READER, str(ROOT / "tests" / "ros2_peer")], input=json.dumps(items).encode(),
+        capture_output=True, timeout=60, cwd=path, env=_without_project(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    got: dict[str, list[Any]] = {}
+    for topic, value in zip(topics, json.loads(done.stdout), strict=True):
+        got.setdefault(topic, []).append(value)
+    for topic, (msg, values) in sent.items():
+        assert [_from_dict(msg, item) for item in got[topic]] == values, topic
 
 
 FAST_SIM = '[devices.sim-1]\nkind = "sim"\nrate_hz = 400.0\nleds = 3\n'
