@@ -349,3 +349,15 @@ def _as_cdr(msg: MsgType, plain: dict[str, Any]) -> dict[str, Any]:
         value = plain[field.key]
         out[field.key] = walk(value, len(field.type.inner) + (1 if field.type.array else 0))
     return out
+
+
+async def test_hwgateway_record_format_ros2_refuses_an_existing_bag_before_connecting(tmp_path: Path) -> None:
+    from gateway.record import EXIT_BAD_FILE
+    from hwgateway.recorder import RecordError, RecordOptions, record
+
+    (tmp_path / "taken").mkdir()
+    options = RecordOptions(output=str(tmp_path / "taken"), url="ws://127.0.0.1:9/ws", format="ros2")
+    with pytest.raises(RecordError) as refused:  # the port is never asked: the output is checked first
+        await record(options)
+    assert refused.value.exit_code == EXIT_BAD_FILE
+    assert "it exists already" in str(refused.value)
