@@ -80,6 +80,16 @@ def test_a_good_binding_loads_with_its_paths_and_fields_resolved() -> None:
     ]
 
 
+def test_a_priority_per_target_loads_for_the_devices_the_binding_drives() -> None:
+    text = _drive('mode = "arcade"', 'mode = "arcade"\npriority = 120\ntarget_priority = { thymio = 20, pad-2 = 200 }')
+    text += (
+        '\n[[bindings.drive.actions]]\ninput = "state.buttons.cross"\non = "press"\ndevice = "pad-2"\ncommand = "led"\n'
+    )
+    text += "args = { rgb = [0.0, 1.0, 0.0] }\n"
+    (drive,) = loads(DEVICES + text).bindings.bindings
+    assert (drive.priority, drive.target_priority) == (120, (("thymio", 20), ("pad-2", 200)))
+
+
 @pytest.mark.parametrize(
     ("text", "path", "fragment"),
     [
@@ -156,6 +166,26 @@ def test_a_good_binding_loads_with_its_paths_and_fields_resolved() -> None:
             _drive('target = "thymio"', 'target = "pad-2"'),
             "bindings.drive.outputs.left.command",
             "pad-2 does not accept 'hwgateway/ThymioMotors'",
+        ),
+        (
+            _drive('mode = "arcade"', 'mode = "arcade"\ntarget_priority = { thymo = 120 }'),
+            "bindings.drive.target_priority.thymo",
+            "not a device the binding drives ('thymio')",
+        ),
+        (
+            _drive('mode = "arcade"', 'mode = "arcade"\ntarget_priority = { thymio = 256 }'),
+            "bindings.drive.target_priority.thymio",
+            "outside [0, 255]",
+        ),
+        (
+            _drive('mode = "arcade"', 'mode = "arcade"\ntarget_priority = { thymio = "high" }'),
+            "bindings.drive.target_priority.thymio",
+            "expected an integer",
+        ),
+        (
+            _drive('mode = "arcade"', 'mode = "arcade"\ntarget_priority = 120'),
+            "bindings.drive.target_priority",
+            "expected a table",
         ),
     ],
 )

@@ -5,7 +5,8 @@ device binds the test's SDL virtual pad (real SDL, `name_contains`), the `drive`
 into `hwgateway/ThymioMotors` commands, and the test reads `motor.left.target` and
 `motor.right.target` back from the real Aseba VM (`asebaros_msgs/GetVariable`; after SIGTERM over a
 link of its own, as the playground serves one client per robot). Each way a
-binding ends brings the targets to 0: deadman release, a stalled source, the source detached, the
+binding ends brings the targets to 0: deadman release, a stalled source (one publishing on change
+only, and one whose adapter republishes a state SDL no longer reads), the source detached, the
 binding removed, a client gone, STOP ALL and SIGTERM; and the arbitration between bindings and
 clients by priority. The SIGTERM test stops the module's gateway: it runs last.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -191,6 +193,17 @@ class Observer:
             await asyncio.sleep(0.02)
         raise AssertionError(f"{what}: the VM's motor targets are {seen}, expected {want}")
 
+    async def until_driving(self, what: str) -> tuple[int, int]:
+        """Wait until both targets are the same and not 0 (a binding driving both wheels alike)."""
+        seen: tuple[int, int] | None = None
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            seen = await self.targets()
+            if seen[0] == seen[1] != 0:
+                return seen
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"{what}: the VM's motor targets are {seen}, expected both alike and not 0")
+
 
 def _signed(word: int) -> int:
     return word - 0x10000 if word >= 0x8000 else word
@@ -320,6 +333,29 @@ async def test_a_stalled_source_stops_the_robot(
     assert gateway.gateway.supervisor.devices["pad-still"].status == "connected"
     assert runtime.deadman_held  # the deadman is still held: only the silence stopped it
     await sdl.set_virtual(still, axes={LEFT_Y: 0}, buttons={L1: False})
+
+
+async def test_republished_states_count_only_while_the_pad_is_really_read(
+    gateway: InProcessGateway, sdl: SdlBackend, pad: list[VirtualPad], observer: Observer
+) -> None:
+    """The pad's adapter republishes its state 50 times a second; those count while SDL reads the pad, not after."""
+    device = binding(gateway, "drive")
+    periods = int(device.runtime.settings.timeout_s / device.runtime.settings.period_s)
+    await drive(sdl, pad, observer, "driving with the stick held still")
+    await ticks_pass(device, 2 * periods)  # held still for twice the timeout: the readings are fresh
+    assert await observer.targets() == (300, 300)
+    assert device.runtime.state == "active"
+    repeats = device.runtime.source.repeats
+    stalled = threading.Event()
+    sdl.submit(stalled.wait)  # the SDL thread stops reading the pad; the adapter still republishes
+    try:
+        await observer.until((0, 0), "the pad no longer read")
+        assert device.runtime.reason.startswith("source silent for")
+        assert device.runtime.source.repeats > repeats
+        assert gateway.gateway.supervisor.devices["pad"].status == "connected"
+    finally:
+        stalled.set()
+    await stick(sdl, pad)
 
 
 async def test_the_source_detached_stops_the_robot(

@@ -10,18 +10,24 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from bench.bindings import BenchSource, BenchTarget, NoOptions, Rig
+from bench.bindings import L1, MOTORS, BenchSource, BenchTarget, NoOptions, Rig, binding_table
 from gateway.bindings.device import BindingDevice
+from gateway.bindings.spec import parse_bindings_section
 from gateway.core.adapter import Command, DeviceContext
 from gateway.errors import DeviceUnavailable
+from gateway.messages.common import Time
+from gateway.messages.creos import ControllerState
 
 pytestmark = pytest.mark.timeout(60)
 
 WAIT_S = 15.0
+#: The buttons of a controller state with L1 (the bench binding's deadman) held.
+DEADMAN_HELD = tuple(1 if index == L1 else 0 for index in range(17))
 
 
 class Target(BenchTarget):
@@ -117,6 +123,7 @@ async def test_pause_and_resume_by_command_and_status(rig: RefusingRig) -> None:
     assert answer["paused"] is True
     await until(lambda: target.received[-1][1:] == (0, 0), "paused: the safe output")
     assert device.runtime.reason == "paused"
+    await until(lambda: device.capabilities()["status"]["state"] == "paused", "paused: the status says so")
     await rig.router.execute("b-0", "hwgateway/BindingResume", {}, "c1", 5.0)
     await ticks(device, 3)
     assert target.received[-1][1:] == (0, 0)  # the deadman must be released and pressed anew
@@ -140,6 +147,62 @@ async def test_a_silent_source_reaches_the_safe_output_within_timeout_and_a_peri
     assert device.runtime.reason.startswith("source silent")
     assert stopped_at - last >= settings.timeout_s
     assert device.runtime.ticks > 0
+
+
+async def test_repeats_of_the_same_sample_are_not_fresh_input(rig: RefusingRig) -> None:
+    """A source republishing its state: fresh while each copy carries a new timestamp, stale when it repeats one."""
+    source, target, device = parts(rig)
+    settings = device.runtime.settings
+    periods_past_timeout = int(settings.timeout_s / settings.period_s) + 5
+    state = ControllerState(Time.from_seconds(time.time()), (0.0, 0.5, 0.0, 0.0, 0.0, 0.0), DEADMAN_HELD)
+
+    async def republish(fresh: bool) -> None:
+        message = state
+        while True:
+            if fresh:  # the same state, read anew: a new timestamp
+                message = replace(message, timestamp=Time.from_seconds(time.time()))
+            source.ctx.publish("state", message)
+            await asyncio.sleep(settings.period_s / 2)
+
+    sending = asyncio.create_task(republish(fresh=True))
+    try:
+        await until(lambda: target.received and target.received[-1][1] == 250, "driving")
+        await ticks(device, periods_past_timeout)  # longer than the timeout, on the same state read anew
+        assert target.received[-1][1:] == (250, 250)
+        assert device.runtime.state == "active"
+        sending.cancel()
+        state = replace(state, timestamp=Time.from_seconds(time.time()))
+        repeats = device.runtime.source.repeats
+        sending = asyncio.create_task(republish(fresh=False))  # the same timestamp over and over
+        await until(lambda: target.received[-1][1:] == (0, 0), "repeats only: the safe output")
+        assert device.runtime.reason.startswith("source silent")
+        assert device.runtime.source.repeats > repeats
+        assert not sending.done()  # the repeats kept coming all along
+    finally:
+        sending.cancel()
+
+
+async def test_a_priority_per_target_replaces_the_bindings_own_on_that_device() -> None:
+    """At 100 the binding keeps a client (50) off; at its `target_priority` of 10 on dst-0 the client takes over."""
+    rig = RefusingRig(1, 50.0, with_bindings=False)
+    table = binding_table("b-0", "src-0", "dst-0", 50.0) | {"priority": 100, "target_priority": {"dst-0": 10}}
+    section, problems = parse_bindings_section({"b-0": table})
+    assert not problems
+    rig.bindings.start(section)
+    source, target, device = parts(rig)
+    await rig.start()
+    try:
+        assert rig.router.arbiter.priority_of("binding:b-0", "dst-0") == 10
+        assert rig.router.arbiter.priority_of("binding:b-0", "dst-1") == 100
+        source.send(0.5, True)
+        await until(lambda: target.received and target.received[-1][1] == 250, "the binding drives")
+        await rig.router.execute("dst-0", MOTORS, {"left": 7, "right": 8}, "c1", 5.0)
+        await until(lambda: device.runtime.state == "yielded", "the binding yields to the client")
+        await ticks(device, 3)
+        assert target.received[-1][1:] == (7, 8)
+        assert device.capabilities()["binding"]["target_priority"] == {"dst-0": 10}
+    finally:
+        await rig.stop()
 
 
 async def test_binding_sets_switch_which_bindings_drive() -> None:

@@ -928,14 +928,15 @@ async def test_a_device_pattern_token_commands_matching_devices_and_is_refused_o
 
     The matching side is shown by a lock the pattern token meets only once its devices let it through
     (the refusal names the lock, not the token). The TDM shows only the Thymio, so it is the matching
-    device for a `thymio-*` token there, and the refused one for `sim-*`.
+    device for a `thymio-*` token there, and the refused one for `sim-*`: a TDM client sees only the
+    nodes its token's devices match, so to a `sim-*` token the Thymio is no node at all (`unknown_node`).
     """
     running, ports = gateway
     tdm = face.name.startswith("tdm")
     refused = await face.open(ports, SIMS_ONLY)
     try:
         THYMIO_COMMANDS[face.name](refused)
-        await _refused_with(face, refused, b"its token's devices do not include it", ErrorType.UNKNOWN_ERROR)
+        await _refused_with(face, refused, b"its token's devices do not include it", ErrorType.UNKNOWN_NODE)
     finally:
         refused.close()
     holder = await connect(running, "ws")

@@ -20,7 +20,7 @@ from rosbags.typesys.store import Typestore
 from gateway.messages import REGISTRY, to_plain
 from gateway.ros import joy, typesupport
 from gateway.ros.cdr import CdrError
-from gateway.ros.types import ros2_type
+from gateway.ros.types import RESERVED_WORDS, msg_type, ros2_type
 from gateway.ros.typesupport import JOY, TypeSupport
 from tests.fuzzing import fuzz_settings
 from tests.ros2_values import example, from_rosbags, to_rosbags
@@ -173,3 +173,12 @@ def test_any_bytes_decode_or_raise_cdr_error(data: bytes, index: int) -> None:
     support = SUPPORTS[index]
     with contextlib.suppress(CdrError):
         support.decode(b"\x00\x01\x00\x00" + data)
+
+
+def test_no_field_is_named_a_reserved_word() -> None:
+    """rosidl accepts `virtual` as a field name, and the C++ it generates does not compile: renamed."""
+    for info in REGISTRY.values():
+        for field in msg_type(info.cls).fields:
+            assert field.name not in RESERVED_WORDS, (info.name, field.name)
+    gamepad = {field.key: field.name for field in msg_type(REGISTRY["hwgateway/GamepadInfo"].cls).fields}
+    assert gamepad["virtual"] == "is_virtual"

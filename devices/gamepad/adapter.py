@@ -3,7 +3,9 @@
 Publishes, under the config id:
 
 - `<id>/state` — `creos_messages/ControllerState` (see `devices.gamepad.normalize`), on every change
-  and `rate_hz` times a second;
+  and `rate_hz` times a second; its `timestamp` is the time of the newest reading of the pad by the
+  SDL thread, so a republished state whose reading did not happen (a stalled SDL thread) repeats the
+  previous timestamp, and a consumer judging freshness (a binding's timeout) sees it as a repeat;
 - `<id>/info` — `hwgateway/GamepadInfo`: the bound pad's identity and outputs, on attach and detach;
 - `<id>/virtual_outputs` — `hwgateway/GamepadVirtualOutputs` (virtual pads only): what the virtual
   device's rumble/LED/player-index callbacks received, so clients and tests see commands land.
@@ -197,6 +199,8 @@ class GamepadAdapter(Adapter[GamepadOptions]):
         self._pad: PadInfo | None = None
         self._raw: RawPad | None = None
         self._last: tuple[tuple[float, ...], tuple[int, ...]] | None = None
+        #: The time (s since the epoch) of the newest reading of the pad the published state stands on.
+        self._read_wall = 0.0
         self._timer: asyncio.TimerHandle | None = None
         #: Rumble leases by command type ("rumble", `TRIGGER_RUMBLE`); the value is (motor, motor, ms).
         self.leases: Leases[str, tuple[int, int, int]] = Leases(ctx.device_id, self._on_lease_end, is_safe=_still)
@@ -375,14 +379,23 @@ class GamepadAdapter(Adapter[GamepadOptions]):
             # After a stall, carry on from now instead of publishing a burst of identical states.
             next_tick = max(next_tick + period, time.monotonic() - period)
             if self._pad is not None and self._raw is not None:
-                self._evaluate(time.time(), time.monotonic(), force=True)
+                self._evaluate(self._newest_reading(), time.monotonic(), force=True)
+
+    def _newest_reading(self) -> float:
+        """When the SDL thread last read the pad (s since the epoch): what a republished state stands on."""
+        claim = self._claim
+        return max(self._read_wall, claim.read_wall if claim is not None else 0.0)
 
     def _evaluate(self, wall: float, monotonic: float, force: bool) -> None:
-        """Normalize the latest reading at `monotonic`; publish it if it changed (or `force`)."""
+        """Normalize the latest reading at `monotonic`; publish it if it changed (or `force`).
+
+        `wall`: the time of the reading the state stands on (never earlier than the last one published).
+        """
         assert self._raw is not None
         axes, buttons = self._normalizer.update(self._raw, monotonic)
         if force or (axes, buttons) != self._last:
             self._last = (axes, buttons)
+            self._read_wall = wall = max(wall, self._read_wall)
             self.ctx.publish("state", ControllerState(Time.from_seconds(wall), axes, buttons), wall)
         self._schedule_long_press(monotonic)
 
@@ -398,13 +411,14 @@ class GamepadAdapter(Adapter[GamepadOptions]):
     def _on_timer(self) -> None:
         self._timer = None
         if self._pad is not None and self._raw is not None:
-            self._evaluate(time.time(), time.monotonic(), force=False)
+            self._evaluate(self._newest_reading(), time.monotonic(), force=False)
 
     def _forget_pad(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self._pad = self._raw = self._last = None
+        self._read_wall = 0.0
         self._normalizer.reset()
         self.leases.end_all(LeaseEnd.DEVICE_LOST)
 

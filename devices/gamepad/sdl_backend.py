@@ -112,6 +112,9 @@ class Claim:
     waiting: str = ""
     #: Its pad was lost: the claim takes no other pad until its owner gives it up and claims again.
     lost: bool = False
+    #: When the SDL thread last read its pad (s since the epoch; 0: never). Written by the SDL thread,
+    #: read by the owner: a republished state is only as fresh as this (a stalled SDL thread ages it).
+    read_wall: float = 0.0
 
 
 @dataclass(eq=False)
@@ -401,6 +404,7 @@ class SdlBackend:
             if pad is None:
                 continue
             raw = pad.read()
+            claim.read_wall = wall
             if raw != pad.last:
                 pad.last = raw
                 self._deliver(claim, PadSample(raw, wall, now))

@@ -220,7 +220,8 @@ class BindingRuntime:
         if reason:
             self._stop_driving()
             self.delivery.pump()
-            self._stand("safing" if self.delivery.safe_pending else "idle", reason, now)
+            settled = "paused" if self.paused else "idle"
+            self._stand("safing" if self.delivery.safe_pending else settled, reason, now)
             return
         assert result is not None
         if not timed:

@@ -53,6 +53,7 @@ class Bindings:
             rate_hz=spec.rate_hz,
             timeout_s=spec.timeout_s,
             priority=spec.priority,
+            target_priorities=dict(spec.target_priority),
             deadman=spec.deadman is not None,
         )
         parts = BindingParts(settings, evaluator, self._router, self._bus, _shown(spec))
@@ -107,6 +108,7 @@ def _shown(spec: BindingSpec) -> dict[str, Any]:
     """The parts of a spec `list_devices` shows (plain data)."""
     plain = asdict(spec)
     shown = {key: plain[key] for key in ("source", "target", "rate_hz", "timeout_s", "priority", "set")}
+    shown["target_priority"] = dict(spec.target_priority)
     shown["mode"] = getattr(spec.mix, "mode", "")
     shown["deadman"] = spec.deadman.text if spec.deadman is not None else "none"
     return shown

@@ -4,6 +4,11 @@ The watch is a bus subscriber of its own (no face, no socket): the bus hands it 
 (`Subscriber.direct`), and it keeps only the newest one per stream with its arrival time, so the
 binding's output timer always reads the latest input and never a backlog. A source is a device id
 or a glob (`pad-*`): the device of the newest sample wins, and availability is that device's.
+
+A repeat is not a sample: a message carrying the same non-zero `timestamp` as the one before it on
+its stream (a gamepad republishing its state when no new reading of the pad was made, a bridge
+resending its last value) neither refreshes the arrival time nor fires actions, so a binding's
+timeout is judged on the age of the newest sample the source really sent, never on repeats.
 """
 
 from __future__ import annotations
@@ -60,6 +65,9 @@ class SourceWatch:
         self.device = ""
         self.arrived = 0.0
         self.samples = 0
+        #: Samples of the source that repeated the previous one's timestamp (not counted as fresh).
+        self.repeats = 0
+        self._stamps: dict[str, tuple[int, int]] = {}
         self._lost_device = ""
 
     def attach(self, bus: Bus) -> None:
@@ -79,6 +87,7 @@ class SourceWatch:
         """Drop the newest samples (after a lost source: only a sample from its return counts)."""
         self.latest = {}
         self.device = ""
+        self._stamps = {}
 
     def age(self, now: float) -> float | None:
         """Seconds since the newest sample arrived (None: no sample)."""
@@ -105,6 +114,13 @@ class SourceWatch:
             if stream in self.streams and self._matches(device):
                 if device != self.device:
                     self.latest = {}  # another device of the glob: its own streams only
+                    self._stamps = {}
+                stamp = _stamp_of(item.message)
+                if stamp is not None:
+                    if self._stamps.get(stream) == stamp and stream in self.latest:
+                        self.repeats += 1
+                        return True
+                    self._stamps[stream] = stamp
                 self.latest[stream], self.device, self.arrived = item.message, device, self._clock()
                 self.samples += 1
                 if device == self._lost_device:
@@ -122,3 +138,17 @@ class SourceWatch:
             if self._on_lost is not None:
                 self._on_lost()
         return True
+
+
+def _stamp_of(message: Any) -> tuple[int, int] | None:
+    """A message's own `timestamp` (a `Time`: seconds, nanoseconds), None when it has none or it is 0."""
+    stamp = getattr(message, "timestamp", None)
+    if stamp is None and isinstance(message, dict):
+        stamp = message.get("timestamp")
+    if isinstance(stamp, dict):
+        sec, nanosec = stamp.get("sec"), stamp.get("nanosec")
+    else:
+        sec, nanosec = getattr(stamp, "sec", None), getattr(stamp, "nanosec", None)
+    if not isinstance(sec, int) or not isinstance(nanosec, int) or (sec == 0 and nanosec == 0):
+        return None
+    return sec, nanosec

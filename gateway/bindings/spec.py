@@ -148,7 +148,8 @@ class BindingSpec:
     runtime's own timer. `timeout_s`: the newest source sample older than this -> the safe output.
     `deadman`: the input that must be held (>= 0.5) to drive; None only when the config says
     `deadman = "none"`. `turbo`: the input that selects each input's `turbo_scale`. `priority`:
-    0-255, higher wins a target. `set`: the binding set it belongs to ("" = always active).
+    0-255, higher wins a target; `target_priority`: (device id, priority) pairs that replace it on
+    those devices. `set`: the binding set it belongs to ("" = always active).
     """
 
     name: str
@@ -163,6 +164,7 @@ class BindingSpec:
     deadman: InputPath | None = None
     turbo: InputPath | None = None
     priority: int = 100
+    target_priority: tuple[tuple[str, int], ...] = ()
     enabled: bool = True
     set: str = ""
     actions: tuple[ActionSpec, ...] = ()
@@ -355,9 +357,11 @@ def _parse_binding(name: str, table: object) -> tuple[BindingSpec | None, list[C
         check_device_id(name)
     except ValueError as error:
         return None, [ConfigError(path, str(error))]
-    base, problems = _build(_BindingTable, table, path, skip=("inputs", "outputs", "slew", "actions"))
+    skipped = ("inputs", "outputs", "slew", "actions", "target_priority")
+    base, problems = _build(_BindingTable, table, path, skip=skipped)
     if base is None or not isinstance(table, Mapping):
         return None, problems
+    target_priority = _parse_target_priority(f"{path}.target_priority", table.get("target_priority", {}), problems)
     inputs = _parse_inputs(path, table.get("inputs", {}), problems)
     outputs = _parse_outputs(path, table.get("outputs", {}), problems)
     slew_table, slew_problems = _build(_SlewTable, table.get("slew", {}), f"{path}.slew")
@@ -414,12 +418,35 @@ def _parse_binding(name: str, table: object) -> tuple[BindingSpec | None, list[C
             deadman=deadman,
             turbo=turbo,
             priority=base.priority,
+            target_priority=target_priority,
             enabled=base.enabled,
             set=base.set,
             actions=tuple(actions),
         ),
         problems,
     )
+
+
+def _parse_target_priority(path: str, table: object, problems: list[ConfigError]) -> tuple[tuple[str, int], ...]:
+    """`target_priority = { <device id> = <0-255>, ... }`: the binding's priority on those devices."""
+    if not isinstance(table, Mapping):
+        problems.append(ConfigError(path, "expected a table of device ids to priorities (0 to 255)"))
+        return ()
+    pairs: list[tuple[str, int]] = []
+    for device_id, priority in table.items():
+        key = f"{path}.{device_id}"
+        try:
+            check_device_id(device_id)
+        except ValueError as error:
+            problems.append(ConfigError(key, f"not a device id: {error}"))
+            continue
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            problems.append(ConfigError(key, f"expected an integer from 0 to 255, got {priority!r}"))
+        elif not 0 <= priority <= 255:
+            problems.append(ConfigError(key, f"{priority} is outside [0, 255]"))
+        else:
+            pairs.append((device_id, priority))
+    return tuple(pairs)
 
 
 def _is_device_pattern(value: str) -> bool:
@@ -774,6 +801,12 @@ def check_bindings(
             adapter = _adapter_class(kinds, devices[device_id].kind)
             if adapter is not None:
                 problems += check_target_commands(binding, device_id, tuple(adapter.accepts))
+        driven = [pattern for pattern in (binding.target, *(a.device for a in binding.actions)) if pattern]
+        for device_id, _ in binding.target_priority:
+            if not any(fnmatch.fnmatchcase(device_id, pattern) for pattern in driven):
+                key = f"{path}.target_priority.{device_id}"
+                shown = ", ".join(repr(pattern) for pattern in driven) or "none"
+                problems.append(ConfigError(key, f"{device_id!r} is not a device the binding drives ({shown})"))
         for action in binding.actions:
             pattern = action.device or binding.target
             if not action.command or not pattern:

@@ -157,9 +157,9 @@ RESERVED_WORDS = frozenset(
     false float for friend goto if inline int long mutable namespace new noexcept not not_eq nullptr
     operator or or_eq private protected public register reinterpret_cast requires restrict return short
     signed sizeof static static_assert static_cast struct switch template this thread_local throw true
-    try typedef typeid typename union unsigned using virtual void volatile wchar_t while xor xor_eq
-    as assert async await def del elif except finally from global import in is lambda nonlocal pass
-    raise with yield none""".split()
+    try typedef typeid typename union unsigned using virtual void volatile wchar_t while xor xor_eq as
+    assert async await def del elif except finally from global import in is lambda nonlocal pass raise
+    with yield none""".split()  # noqa: SIM905 (a word list reads better as text)
 )
 
 

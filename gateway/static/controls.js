@@ -1,6 +1,7 @@
 // Controls for the command types a device accepts. Any type gets a form generated from its
 // `describe` schema; led, sound, rumble, Thymio LEDs and system sounds, the Wii Remote's
-// TimedSwitch and a simulated device's buttons (hwgateway/SimButton) get friendlier widgets. Every command shows its result or its error code and message.
+// TimedSwitch, a simulated device's buttons (hwgateway/SimButton) and a binding's pause and resume get
+// friendlier widgets. Every command shows its result or its error code and message.
 
 import { COLOUR_NAME, constantsWithPrefix, h, isTimeSchema, rgbScale, shortType } from "./dom.js";
 
@@ -10,7 +11,14 @@ const HOLD_PERIOD_MS = 100;
 /** Each held command expires quickly, so a stalled page cannot leave a motor running. */
 const HOLD_TIMEOUT_S = 1;
 
-const TITLES = { led: "LED", sound: "Sound", rumble: "Rumble", "hwgateway/SimButton": "Press a button" };
+const TITLES = {
+  led: "LED",
+  sound: "Sound",
+  rumble: "Rumble",
+  "hwgateway/SimButton": "Press a button",
+  "hwgateway/BindingPause": "Pause the binding",
+  "hwgateway/BindingResume": "Resume the binding",
+};
 
 /** The control for command `type` on `device`; `send(type, data, timeout_s)` resolves to a result. */
 export function createControl({ device, type, described, send }) {
@@ -287,7 +295,14 @@ function simButtonControl(args) {
   );
 }
 
+/** A binding's pause (its safe output, then nothing until resumed) and resume (after a pause or STOP ALL). */
+function bindingControl(label, action) {
+  return ({ run }) => h("div", { class: "row" }, button(label, () => run({}), { dataset: { action } }));
+}
+
 const FRIENDLY = {
+  "hwgateway/BindingPause": bindingControl("Pause", "pause"),
+  "hwgateway/BindingResume": bindingControl("Resume", "resume"),
   "hwgateway/SimButton": simButtonControl,
   "hwgateway/WiimoteLeds": wiimoteLedsControl,
   led: ledControl,

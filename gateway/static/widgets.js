@@ -691,7 +691,42 @@ function asebaEventWidget(described, device, topic) {
   };
 }
 
+/** hwgateway/BindingStatus: what a binding does now (state and why), its deadman, input age and last output. */
+function bindingStatusWidget(described) {
+  const state = h("span", { class: "binding-state", dataset: { state: "idle" } }, "–");
+  const reason = h("span", { class: "text binding-reason" }, "");
+  const deadman = lampView("deadman held");
+  const clamped = lampView("clamped");
+  const age = h("span", { class: "num binding-age" }, "–");
+  const output = h("span", { class: "text binding-output" }, "–");
+  const fields = allFields(described);
+  const el = h(
+    "div",
+    { class: "widget binding" },
+    h("div", { class: "row" }, state, reason),
+    h("div", { class: "lamps" }, deadman.el, clamped.el),
+    h("div", { class: "row" }, h("span", { class: "key" }, "input age"), age, h("small", {}, "s")),
+    h("div", { class: "row" }, h("span", { class: "key" }, "last output"), output),
+    fields.el,
+  );
+  return {
+    el,
+    update(data) {
+      state.textContent = data.state;
+      state.dataset.state = data.state;
+      reason.textContent = data.reason || "";
+      deadman.set(data.deadman_held);
+      clamped.set(data.clamped);
+      age.textContent = data.input_age_s < 0 ? "none yet" : formatNumber(data.input_age_s);
+      const values = (data.fields || []).map((name, index) => `${name} ${formatNumber(data.values?.[index])}`);
+      output.textContent = data.command ? `${data.target} ${data.command}: ${values.join(", ")}` : "–";
+      fields.set(data);
+    },
+  };
+}
+
 const SPECIAL = {
+  "hwgateway/BindingStatus": bindingStatusWidget,
   "hwgateway/ThymioState": thymioStateWidget,
   "kortex/WristCyclicC61/Command": kortexWristCommandWidget,
   "kortex/BaseCyclic/Actuators": kortexActuatorsWidget,
