@@ -14,7 +14,7 @@ def test_a_brief_run_measures_every_side_with_churn_under_a_quota_or_says_why_no
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     argv = ["--clients", "2", "--devices", "2", "--patterns", "3", "--churn", "4", "--rate", "50"]
-    argv += ["--seconds", "1", "--warmup", "0.5", "--cpu-quota", "90"]
+    argv += ["--seconds", "0.5", "--warmup", "0.3", "--cpu-quota", "90"]
     assert scale.main(argv) == 0
     out = capsys.readouterr().out
     # The quota is applied, or the run says plainly that it goes on without one.
