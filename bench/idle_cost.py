@@ -65,6 +65,10 @@ KINDS: dict[str, str] = {
     "sim-10hz": '[devices.sim-lamp]\nkind = "sim"\nrate_hz = 10.0\nleds = 8\n',
     "gamepad": '[devices.gamepad-demo]\nkind = "gamepad"\nvirtual = true\nvirtual_motion = "demo"\n',
     "kortex": ('[devices.arm-demo]\nkind = "kortex"\napi = "kortex3"\nsimulate = true\npublish_rate_hz = 30.0\n'),
+    "kortex-100hz": (
+        '[devices.arm-demo]\nkind = "kortex"\napi = "kortex3"\nsimulate = true\npublish_rate_hz = 30.0\n'
+        "cyclic_rate_hz = 100.0\n"
+    ),
     "aseba": '[devices.thymio-demo]\nkind = "aseba"\nsimulate = true\nsim_motion = "demo"\n',
     "wiimote": (
         '[devices.wiimote-demo]\nkind = "wiimote"\ntransport = "sim"\nsim_motionplus = true\n'

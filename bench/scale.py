@@ -350,6 +350,8 @@ class Run:
     changes: int = 0
     loop_lag_max_ms: float = math.nan
     coalesced_per_s: float = math.nan
+    #: CPU of this benchmark's own process (every client), % of one core: near 100 the clients are the limit.
+    client_cpu_pct: float = math.nan
 
 
 async def run_once(
@@ -384,6 +386,7 @@ async def run_once(
         us_per_msg=1e6 * usage.server_cpu_pct / 100.0 * wall / received if received else math.nan,
         throttled_s=throttled,
         changes=changes,
+        client_cpu_pct=usage.client_cpu_pct,
         loop_lag_max_ms=rates["loop_lag_max_ms"] if rates else math.nan,
         coalesced_per_s=rates["coalesced_per_s"] if rates else math.nan,
     )
@@ -520,7 +523,7 @@ async def run_all(args: argparse.Namespace) -> list[Run]:
                             f"delivered {run.delivered:.2f} ({run.delivered_per_s:,.0f}/s), "
                             f"cpu {run.server_cpu_pct:.0f} %, "
                             f"{run.us_per_msg:.1f} us/msg, p99 {run.p99_ms:.1f} ms, throttled {run.throttled_s:.2f} s, "
-                            f"{run.changes} subscription changes",
+                            f"{run.changes} subscription changes, clients' cpu {run.client_cpu_pct:.0f} %",
                             flush=True,
                         )
     finally:
