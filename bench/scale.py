@@ -295,6 +295,8 @@ class Fleet:
     connections: list[Connection] = field(default_factory=list)
     tallies: list[ChurnTally] = field(default_factory=list)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    #: Seconds from the first connection attempt until every client had subscribed.
+    connect_s: float = math.nan
 
 
 @contextlib.asynccontextmanager
@@ -313,12 +315,16 @@ async def fleet_of(transport: str, port: int, point: Point, window: Window) -> A
         fleet.connections.append(connection)
         fleet.tallies.append(tally)
         await connection.subscribe(patterns_for(point.patterns))
+        # Read from now on: a client waiting for the others to connect would let the server's
+        # samples pile up in its buffers, and the window would measure that backlog.
+        fleet.tasks.append(asyncio.create_task(connection.pump()))
 
     try:
+        started = time.monotonic()
         async with asyncio.timeout(CONNECT_TIMEOUT_S * 2), asyncio.TaskGroup() as group:
             for _ in range(point.clients):
                 group.create_task(open_one())
-        fleet.tasks = [asyncio.create_task(c.pump()) for c in fleet.connections]
+        fleet.connect_s = time.monotonic() - started
         if point.churn:
             fleet.tasks += [
                 asyncio.create_task(churn(c, t, n, point))
@@ -352,6 +358,8 @@ class Run:
     coalesced_per_s: float = math.nan
     #: CPU of this benchmark's own process (every client), % of one core: near 100 the clients are the limit.
     client_cpu_pct: float = math.nan
+    #: Seconds every client took to connect and subscribe.
+    connect_s: float = math.nan
 
 
 async def run_once(
@@ -369,6 +377,7 @@ async def run_once(
             after, span = await gateway_counters(server), time.monotonic() - scraped_at
             received = sum(t.received for t in fleet.tallies)
             changes = sum(t.changes for t in fleet.tallies)
+            connect_s = fleet.connect_s
             latencies = sorted(itertools.chain.from_iterable(t.latencies for t in fleet.tallies))
     finally:
         await server.stop()
@@ -387,6 +396,7 @@ async def run_once(
         throttled_s=throttled,
         changes=changes,
         client_cpu_pct=usage.client_cpu_pct,
+        connect_s=connect_s,
         loop_lag_max_ms=rates["loop_lag_max_ms"] if rates else math.nan,
         coalesced_per_s=rates["coalesced_per_s"] if rates else math.nan,
     )
@@ -523,7 +533,8 @@ async def run_all(args: argparse.Namespace) -> list[Run]:
                             f"delivered {run.delivered:.2f} ({run.delivered_per_s:,.0f}/s), "
                             f"cpu {run.server_cpu_pct:.0f} %, "
                             f"{run.us_per_msg:.1f} us/msg, p99 {run.p99_ms:.1f} ms, throttled {run.throttled_s:.2f} s, "
-                            f"{run.changes} subscription changes, clients' cpu {run.client_cpu_pct:.0f} %",
+                            f"{run.changes} subscription changes, clients' cpu {run.client_cpu_pct:.0f} %, "
+                            f"connected in {run.connect_s:.2f} s",
                             flush=True,
                         )
     finally:
