@@ -310,9 +310,10 @@ class Client:
             raise InvalidArgument(
                 f"subscribe.max_rate_hz: expected a number in [{MIN_RATE_HZ}, {MAX_RATE_HZ}], got {max_rate_hz}"
             )
-        bus = self.hub.bus
-        subscription = bus.subscribe(self.subscriber, patterns, max_rate_hz, newest)
-        matched = [t for t in bus.topics() if self.subscriber.subscriptions[subscription].matches(t)]
+        subscription = self.hub.bus.subscribe(self.subscriber, patterns, max_rate_hz, newest)
+        # The bus has just routed every published topic this subscription matches: asking each
+        # topic again would cost topics x patterns per subscribe.
+        matched = sorted(topic for topic, ids in self.subscriber.routed.items() if subscription in ids)
         return subscription, matched
 
     def unsubscribe(self, subscription: int) -> None:
