@@ -135,6 +135,7 @@ async def test_a_robot_that_leaves_a_dongle_is_removed_while_its_neighbour_stays
     ws = free_port()
     devices = "".join(
         f'[devices.{name}]\nkind = "aseba"\ntarget = "tcp:127.0.0.1;{switch_port}"\nnode_id = {robot.node_id}\n'
+        "list_nodes_period_ms = 200\nnode_timeout_ms = 1000\n"  # a silent robot is gone after 1 s, not 3
         for name, robot in (("near", first), ("far", second))
     )
     tdm = f'[tdm]\nenabled = true\nhost = "127.0.0.1"\ntcp_port = {free_port()}\nws_port = {ws}\n'
