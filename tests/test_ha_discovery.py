@@ -1,5 +1,8 @@
 """The demo's Home Assistant discovery documents, as mosquitto holds them, validated by Home Assistant's code.
 
+Each device is announced with what it really has (each button once and by name, the battery with
+the precision Home Assistant shows, lights reading their state back where the device reports it).
+
 `hwgateway demo --mqtt URL` (as the README has users type it: every device kind the demo simulates,
 Home Assistant discovery on) runs against Debian's mosquitto; every retained discovery document and
 the retained states they read are handed to tests/ha/validate_discovery.py, which runs under
@@ -14,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import re
+from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -239,9 +243,37 @@ async def test_every_demo_discovery_document_passes_home_assistants_own_schemas(
         assert light["after"] == ["off", "on"], device  # switched off, then on, by its own command templates
     for device in ("microbit-demo", "lego-demo", "thymio-demo", "gamepad-demo"):
         assert entity(device, "light", "LED")["optimistic"] is True, device
-    # A pad's buttons by their names (✕, L1, D-pad up, ...), each once.
-    pad = sorted(json.loads(p)["name"] for t, p in documents.items() if "/binary_sensor/" in t and "gamepad-demo" in t)
-    assert pad == sorted(f"Button {name}" for name in PAD_BUTTON_NAMES)
+    # What each device really has, each once: the Wii Remote's and the Thymio's buttons not again from
+    # their controller streams, the micro:bit's two and the LEGO hub's one, a pad's by their names.
+    entities: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    for topic, payload in documents.items():
+        document = json.loads(payload)
+        entities[document["device"]["name"].split(" (")[0]].append((topic.split("/")[1], document))
+    for device, announced_entities in entities.items():
+        names = Counter(document["name"] for _, document in announced_entities)
+        assert [name for name, count in names.items() if count > 1] == [], device
+
+    def buttons(device: str) -> list[str]:
+        return sorted(document["name"] for component, document in entities[device] if component == "binary_sensor")
+
+    assert buttons("wiimote-demo") == sorted(f"Button {b}" for b in ("A", "B", "1", "2", "+", "-", "Home"))
+    assert buttons("microbit-demo") == ["Button A", "Button B"]
+    assert buttons("lego-demo") == ["Button"]
+    assert buttons("thymio-demo") == sorted(f"Button {b}" for b in ("backward", "left", "center", "forward", "right"))
+    for pad in ("gamepad-demo", "sim-pad", "sim-lamp"):
+        assert buttons(pad) == sorted(f"Button {name}" for name in PAD_BUTTON_NAMES), pad
+    (battery_document,) = [document for _, document in entities["wiimote-demo"] if document["name"] == "Battery"]
+    assert (battery_document["device_class"], battery_document["unit_of_measurement"]) == ("battery", "%")
+    assert battery_document["suggested_display_precision"] == 0  # 92 %, not 92.3076923076923 %
+    lamp = entity("sim-lamp", "light", "LED")
+    (lamp_document,) = [document for component, document in entities["sim-lamp"] if component == "light"]
+    assert lamp_document["state_topic"].endswith("/sim-lamp/outputs")
+    assert "value_json.data.leds" in lamp_document["state_template"]
+    assert lamp["after"] == ["off", "on"]
+    for device in DEVICES:  # every light's commands are our `led` command
+        (light_document,) = [document for component, document in entities[device] if component == "light"]
+        for key in ("command_on_template", "command_off_template"):
+            assert json.loads(light_document[key])["type"] == "led", device
 
 
 def test_the_readme_says_what_to_type_and_its_config_lines_load() -> None:
