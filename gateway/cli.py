@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 import getpass
+import json
 import logging
 import os
 import secrets
@@ -83,6 +84,10 @@ def _parser() -> argparse.ArgumentParser:
         help="Thymio Device Manager WebSocket port (default 8597, the real TDM's); off: no TDM face",
     )  # fmt: skip
     demo.add_argument("--record", metavar="FILE", help="also record the whole bus to this MCAP file")
+    demo.add_argument(
+        "--mqtt", metavar="URL",
+        help="also bridge to this MQTT broker (mqtt://127.0.0.1:1883) with Home Assistant discovery on",
+    )  # fmt: skip
     logging_options(demo)
 
     check = commands.add_parser("check-config", help="validate a configuration file, report every error, exit")
@@ -172,6 +177,8 @@ def _demo_config(args: argparse.Namespace) -> Config:
     from gateway.config import loads
 
     text = resources.files("gateway").joinpath("demo.toml").read_text(encoding="utf-8")
+    if args.mqtt:  # checked as the file's own [mqtt] table is (a JSON string is a TOML basic string)
+        text += f"\n[mqtt]\nurl = {json.dumps(args.mqtt)}\nha_discovery = true\n"
     config = loads(text)
     unix = args.unix_socket or str(Path(tempfile.gettempdir()) / f"hwgateway-demo-{os.getuid()}.sock")
     server = dataclasses.replace(

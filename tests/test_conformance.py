@@ -936,7 +936,8 @@ async def test_a_device_pattern_token_commands_matching_devices_and_is_refused_o
     refused = await face.open(ports, SIMS_ONLY)
     try:
         THYMIO_COMMANDS[face.name](refused)
-        await _refused_with(face, refused, b"its token's devices do not include it", ErrorType.UNKNOWN_NODE)
+        not_theirs = b"not allowed for a token whose devices do not include it"
+        await _refused_with(face, refused, not_theirs, ErrorType.UNKNOWN_NODE)
     finally:
         refused.close()
     holder = await connect(running, "ws")

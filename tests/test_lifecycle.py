@@ -105,7 +105,12 @@ async def test_auth_gates_everything_but_hello_auth_and_ping(tmp_path: Path) -> 
             assert error["code"] == "unauthorized"
             assert (await client.error("auth", token="wrong"))["message"] == "token refused"
             assert not [m for m in client.pushed if m["op"] in ("state", "device")]
-            assert await client.ok("auth", token="s3cret-token-0123") == {"authenticated": True}
+            assert await client.ok("auth", token="s3cret-token-0123") == {
+                "authenticated": True,
+                "name": "tokens[0]",
+                "role": "admin",
+                "devices": ["*"],
+            }
             await client.ok("subscribe", topics=["sim-1/state"])
             await client.wait_for(lambda m: m["op"] == "state")
             await client.close()

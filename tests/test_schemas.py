@@ -246,7 +246,8 @@ async def test_every_op_live(gateway: GatewayUnderTest, transport: TransportName
 
     pong = await client.ok("ping")
     assert pong["pong"] is True
-    assert await client.ok("auth", token="any token works without [auth] tokens") == {"authenticated": True}
+    open_access = {"authenticated": True, "name": "open", "role": "admin", "devices": ["*"]}
+    assert await client.ok("auth", token="any token works without [auth] tokens") == open_access
 
     devices = (await client.ok("list_devices"))["devices"]
     assert [device["id"] for device in devices] == ["sim-1"]
@@ -452,7 +453,7 @@ async def test_auth_and_every_error_code_live(tmp_path: Path, transport: Transpo
         await client.error("command", ErrorCode.UNAUTHORIZED, device="slow", type="led")
         await client.error("estop", ErrorCode.UNAUTHORIZED)
         assert await client.error("auth", ErrorCode.UNAUTHORIZED, token="wrong") == "token refused"
-        assert await client.ok("auth", token=TOKEN) == {"authenticated": True}
+        assert (await client.ok("auth", token=TOKEN))["role"] == "admin"
         statuses = {device["id"]: device["status"] for device in (await client.ok("list_devices"))["devices"]}
         assert statuses == {"slow": "connected", "late": "connecting"}
 

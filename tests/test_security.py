@@ -181,7 +181,7 @@ async def test_wrong_tokens_are_slowed_then_the_connection_is_closed(tmp_path: P
         await client.close()
         # The next connection from the same address waits too (4 s), and the right token still works.
         again = await connect(gateway, transport)  # type: ignore[arg-type]
-        assert (await again.request("auth", timeout=10.0, token="s3cret-token-0123"))["data"] == {"authenticated": True}
+        assert (await again.request("auth", timeout=10.0, token="s3cret-token-0123"))["data"]["authenticated"] is True
         await again.close()
         warnings = [line for line in gateway.logs if "wrong token" in line.get("event", "")]
         assert len(warnings) == 1, warnings  # aggregated: one line per address per interval
@@ -324,8 +324,15 @@ def test_named_tokens_are_kept_as_digests() -> None:
 async def test_roles_and_device_patterns_decide_commands_and_locks(tmp_path: Path, transport: str) -> None:
     async with running_gateway(tmp_path, _roles_config(tmp_path)) as gateway:
         reader, teacher, arm_only, admin = [await connect(gateway, transport) for _ in range(4)]  # type: ignore[arg-type]
-        for client, token in ((reader, READER), (teacher, CONTROLLER), (arm_only, OTHER_DEVICES), (admin, ADMIN)):
-            assert await client.ok("auth", token=token) == {"authenticated": True}
+        signed_in = [
+            (reader, READER, "reader", "read", ["*"]),
+            (teacher, CONTROLLER, "teacher", "control", ["sim-*"]),
+            (arm_only, OTHER_DEVICES, "arm-only", "control", ["arm-*"]),
+            (admin, ADMIN, "admin", "admin", ["*"]),
+        ]
+        for client, token, name, role, patterns in signed_in:
+            answer = await client.ok("auth", token=token)
+            assert answer == {"authenticated": True, "name": name, "role": role, "devices": patterns}
         # A read-only token reads, and may stop everything, but commands nothing.
         await reader.ok("subscribe", topics=["sim-1/state"])
         await reader.wait_for(lambda m: m["op"] == "state")
@@ -335,7 +342,11 @@ async def test_roles_and_device_patterns_decide_commands_and_locks(tmp_path: Pat
         assert len((await reader.ok("estop"))["devices"]) == 2
         # Device patterns.
         await teacher.ok("command", device="sim-1", type="led", data={"rgb": [1, 0, 0]})
-        assert (await teacher.error("command", device="arm-x", type="led"))["code"] == "unauthorized"
+        error = await teacher.error("command", device="arm-x", type="led")
+        assert error == {
+            "code": "unauthorized",
+            "message": "command on 'arm-x': not allowed for a token whose devices do not include it",
+        }
         await arm_only.ok("command", device="arm-x", type="led")
         assert (await arm_only.error("lock", device="sim-1"))["code"] == "unauthorized"
         # Locks: exclusive, estop still works, an admin may end one, and they end with their client.

@@ -205,13 +205,23 @@ class Client:
         self.credential = found[0]
         log.info("client %s authenticated as %s (%s)", self.id, found[0].name, found[0].role)
 
+    def signed_in(self) -> dict[str, Any]:
+        """Who the client is signed in as: the token's config `name`, its `role` and its `devices` patterns.
+
+        Empty before authentication. A gateway without tokens signs everyone in as `open`, `admin` on `*`.
+        """
+        credential = self.credential
+        if credential is None:
+            return {}
+        return {"name": credential.name, "role": credential.role, "devices": list(credential.devices)}
+
     def _may_control(self, device: str, what: str) -> None:
         """Raise `Unauthorized` unless the client's role and device patterns let it control `device`."""
         credential = self.credential
         if credential is None:
             raise Unauthorized(f"{what}: authenticate first")
         if not credential.permits(device):
-            reason = "a read-only token" if credential.role == "read" else "its token's devices do not include it"
+            reason = "a read-only token" if credential.role == "read" else "a token whose devices do not include it"
             raise Unauthorized(f"{what} on {device!r}: not allowed for {reason}")
 
     def _check_lock(self, device: str) -> None:
@@ -300,9 +310,10 @@ class Client:
             raise InvalidArgument(
                 f"subscribe.max_rate_hz: expected a number in [{MIN_RATE_HZ}, {MAX_RATE_HZ}], got {max_rate_hz}"
             )
-        bus = self.hub.bus
-        subscription = bus.subscribe(self.subscriber, patterns, max_rate_hz, newest)
-        matched = [t for t in bus.topics() if self.subscriber.subscriptions[subscription].matches(t)]
+        subscription = self.hub.bus.subscribe(self.subscriber, patterns, max_rate_hz, newest)
+        # The bus has just routed every published topic this subscription matches: asking each
+        # topic again would cost topics x patterns per subscribe.
+        matched = sorted(topic for topic, ids in self.subscriber.routed.items() if subscription in ids)
         return subscription, matched
 
     def unsubscribe(self, subscription: int) -> None:
@@ -341,7 +352,7 @@ class Client:
         info = REGISTRY.get(type_name)
         if info is not None and info.read_only:
             if not self.may_see(device):
-                raise Unauthorized(f"command on {device!r}: its token's devices do not include it")
+                raise Unauthorized(f"command on {device!r}: not allowed for a token whose devices do not include it")
         else:
             self._may_control(device, "command")
             self._check_lock(device)

@@ -7,9 +7,11 @@ received on subscribed topics are events `{"event": "message", "topic", "data", 
 
 Requests: `graph` (nodes, topics with types, and each topic's publishers and subscribers with node,
 type and type hash, as `ros2 topic info -v` shows them), `subscribe` (topic, type: `pkg/msg/Type`),
-`publish` (topic, type, data by ROS field names), `publish_raw` (topic, type, hex CDR: rclpy sends the
-bytes as they are), `destroy_publisher` (topic), `count` (messages received per topic, without
-sending them: the bench), `quit`.
+`subscribe_timed` (topic, type, stamp_field: count and time without reporting each message),
+`create_publisher` (topic, type), `publish` (topic, type, data by ROS field names), `publish_raw`
+(topic, type, hex CDR: rclpy sends the bytes as they are), `matched` (topic: the subscriptions our
+publisher is matched with), `destroy_publisher` (topic), `count` (messages received per topic and
+their latencies, without sending them: the bench), `quit`.
 """
 
 import importlib
@@ -22,6 +24,7 @@ from typing import Any
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
 
 
 def message_class(type_name: str) -> Any:
@@ -123,8 +126,18 @@ class Peer:
                 self.send({"event": "message", "topic": topic, "data": plain(message), "received_ns": now})
 
         if topic not in self.subscriptions:
-            self.subscriptions[topic] = self.node.create_subscription(message_class(type_name), topic, received, 10)
+            self.subscriptions[topic] = self.node.create_subscription(
+                message_class(type_name), topic, received, self.qos_for(topic)
+            )
         return True
+
+    def qos_for(self, topic: str) -> QoSProfile:
+        """rclpy's default profile, transient local when every publisher is (as `ros2 topic echo` adapts)."""
+        profile = QoSProfile(depth=10)
+        publishers = self.node.get_publishers_info_by_topic(topic)
+        if publishers and all(p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in publishers):
+            profile.durability = DurabilityPolicy.TRANSIENT_LOCAL
+        return profile
 
     def subscribe_timed(self, topic: str, type_name: str, stamp_field: str) -> bool:
         """Count and time messages without reporting each: latency from a `builtin_interfaces/Time` field (ns)."""
@@ -156,6 +169,9 @@ class Peer:
         if op == "publish":
             cls = message_class(request["type"])
             self.publisher(request["topic"], request["type"]).publish(build(cls, request["data"]))
+            return True
+        if op == "create_publisher":
+            self.publisher(request["topic"], request["type"])
             return True
         if op == "publish_raw":
             self.publisher(request["topic"], request["type"]).publish(bytes.fromhex(request["cdr"]))

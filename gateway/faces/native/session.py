@@ -282,7 +282,7 @@ class Session:
             raise
         if self.state is SessionState.OPENING:
             self.state = SessionState.OPEN
-        return {"authenticated": True}
+        return {"authenticated": True, **self.client.signed_in()}
 
     def _close_soon(self, code: ErrorCode, reason: str) -> None:
         """Close after the current reply is queued (the reader keeps its own task)."""
