@@ -22,8 +22,10 @@ from dbusmock.testcase import BusType, PrivateDBus, SpawnedMock
 
 from devices.bluez.dbus import BluezUnavailable
 from devices.bluez.pairing import BLE, PAIRED, REFUSED, TIMED_OUT, WIIMOTE, PairRequest, pair
+from gateway.app import GatewayAdmin
 from gateway.credentials import hash_token
 from hwgateway.client import DeviceUnavailable, InvalidArgument, Unauthorized, connect
+from tests.harness import until
 from tests.inprocess import start_in_process
 from tests.test_schemas import result_data_validator, violations
 
@@ -231,5 +233,16 @@ role = "read"
                 'address = "00:1f:32:aa:bb:cc"',
             ]
             assert any("answered the Wii Remote's PIN" in step for step in paired["steps"])
+            # One pairing window at a time: a second request while one is open is refused, saying so.
+            waiting = asyncio.create_task(admin.pair("00:1F:32:00:00:01", timeout_s=1.5))
+            admin_ops = running.gateway.hub.admin
+            assert isinstance(admin_ops, GatewayAdmin)
+            await until(lambda: admin_ops._pairing.locked(), "the first window open")
+            async with connect(url, token=ADMIN_TOKEN) as other:  # a session answers its requests in turn
+                with pytest.raises(DeviceUnavailable, match="another pairing window is open"):
+                    await other.pair(timeout_s=1.0)
+            timed_out = await waiting
+            assert timed_out["outcome"] == TIMED_OUT
+            assert timed_out["message"].startswith("the Wii Remote 00:1F:32:00:00:01 was not seen within 1.5 s")
     finally:
         await running.stop()

@@ -370,7 +370,7 @@ async def test_sighup_under_the_units_command_line_reloads_and_hwgateway_reload_
         *exec_start(config), env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
     )
     try:
-        await listener.wait_for("READY=1")
+        await listener.wait_for("READY=1", timeout=45.0)  # a hang guard: a loaded machine starts it slowly
         listener.messages.clear()
         config.write_text(base + sim("one", rate_hz=10.0) + sim("two", rate_hz=10.0))
         proc.send_signal(signal.SIGHUP)
