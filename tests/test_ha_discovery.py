@@ -25,8 +25,8 @@ from typing import Any
 import aiomqtt
 import pytest
 
-from devices.gamepad.normalize import BUTTON_NAMES as PAD_BUTTON_NAMES
 from gateway.config import loads
+from gateway.messages.gamepad import PAD_BUTTON_NAMES
 from tests.harness import devices_connected, free_port, start_demo
 from tests.mosquitto_broker import Broker, mosquitto
 from tests.test_mqtt import mqtt_client

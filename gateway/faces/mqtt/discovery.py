@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from devices.gamepad.normalize import BUTTON_NAMES as PAD_BUTTON_NAMES
 from gateway import __version__
 from gateway.faces.mqtt.topics import TopicMap
+from gateway.messages.gamepad import PAD_BUTTON_NAMES
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
