@@ -169,8 +169,26 @@ async def test_rclpy_lists_our_graph_and_decodes_every_stream_as_the_native_face
         native = await Native.open(gateway)
         try:
             await devices_connected(gateway, ["sim-1", "wiimote-demo", "thymio-demo", "arm-demo"])
+
             # What the gateway publishes natively and has a ROS name and type: the topics rclpy must list.
-            await until(lambda: len(native.states) >= 6, "the devices' streams on /ws")
+            # Every seed type's stream has been sent on /ws (the arm's wrist feedback is the last to start;
+            # the Aseba node list is sent once, before /ws subscribed: rclpy gets it from the history).
+            def native_types() -> set[str]:
+                found = set()
+                for states in list(native.states.values()):
+                    with contextlib.suppress(KeyError, TypeError):
+                        found.add(for_bus_type(states[0]["type"]).name)
+                return found
+
+            seeds_on_ws = SEED_TYPES - {
+                "sensor_msgs/msg/Joy",
+                "hwgateway/msg/GatewayStatus",
+                "asebaros_msgs/msg/NodeList",
+            }
+            try:
+                await until(lambda: native_types() >= seeds_on_ws, "every seed type's stream on /ws", timeout=30.0)
+            except AssertionError as error:
+                raise AssertionError(f"{error}; missing {sorted(seeds_on_ws - native_types())}") from None
             expected: dict[str, tuple[str, TypeSupport]] = {}
             for topic, states in native.states.items():
                 name = names.topic(topic)

@@ -81,7 +81,8 @@ class Peer:
         self.latencies: dict[str, list[int]] = {}
         self.report = True
         self.out = threading.Lock()
-        threading.Thread(target=self.executor.spin, daemon=True).start()
+        self.spinner = threading.Thread(target=self.executor.spin, daemon=True)
+        self.spinner.start()
 
     def send(self, message: dict[str, Any]) -> None:
         line = json.dumps(message)
@@ -203,7 +204,9 @@ def main() -> None:
             peer.send({"id": request["id"], "ok": peer.handle(request)})
         except Exception as error:
             peer.send({"id": request["id"], "error": f"{type(error).__name__}: {error}"})
+    # The spinning thread ends before the process does (a thread still in rclpy's C++ at exit aborts it).
     peer.executor.shutdown()
+    peer.spinner.join(timeout=5.0)
     peer.node.destroy_node()
     rclpy.try_shutdown()
 
