@@ -10,18 +10,25 @@ BIN := $(VENV)/bin
 # ships its own and conflicts with Debian's), mosquitto (the broker) and mosquitto-clients
 # (mosquitto_sub/pub) for the MQTT bridge tests; the npm @mcap/core reader for the record tests; Thymio Suite's
 # npm client (thymio-api, bundled by esbuild) for the TDM face; cmake and g++ for rosidl, which builds the
-# ROS 2 test peer's classes of the gateway's message packages.
-DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales nodejs mosquitto mosquitto-clients cmake g++
+# ROS 2 test peer's classes of the gateway's message packages; dbus-daemon for the private system bus of the
+# BlueZ pairing tests, with libdbus-1-dev, libglib2.0-dev and pkg-config to build dbus-python (python-dbusmock's).
+DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales nodejs mosquitto mosquitto-clients cmake g++ \
+	dbus-daemon libdbus-1-dev libglib2.0-dev pkg-config
 # Node test clients, each with a committed package-lock.json that `npm ci` installs as it is.
 NODE_TEST_DIRS := tests/node/rosbridge tests/node/foxglove tests/node/mcap tests/node/thymio
 
 # The ROS 2 test peer (tests/test_ros2_face.py): rclpy from PyPI in its own venv, with rclpy's classes of
-# every gateway message package built by rosidl (scripts/build-ros2-peer.sh; wheels ~2 min once, messages ~N min).
+# every gateway message package built by rosidl (scripts/build-ros2-peer.sh; wheels ~2 min once, messages ~8 min of CPU).
 ROS2_PEER := .venv-ros2
 ROS2_PEER_INPUTS := scripts/build-ros2-peer.sh tests/ros2_peer/requirements.txt tests/ros2_peer/msg_packages.py \
 	$(wildcard gateway/ros/*.py) $(wildcard gateway/messages/*.py)
 
-.PHONY: demo test lint typecheck pytest fuzz deb-deps node-deps ros2-peer bench install check-install clean
+# Home Assistant's own code for tests/test_ha_discovery.py: homeassistant and just the packages its MQTT
+# platforms' discovery schemas import, all pinned and installed --no-deps into their own venv (the whole
+# homeassistant install pulls some hundred packages; this is ~30, ~2 min once, then cached by the stamp).
+HA_VENV := .venv-ha
+
+.PHONY: demo test lint typecheck pytest fuzz deb-deps node-deps ros2-peer ha-venv bench install check-install clean
 
 $(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,10 +45,18 @@ $(ROS2_PEER)/.stamp: $(VENV)/.test $(ROS2_PEER_INPUTS)
 
 ros2-peer: deb-deps $(ROS2_PEER)/.stamp
 
+$(HA_VENV)/.stamp: tests/ha/requirements.txt
+	rm -rf $(HA_VENV)
+	$(PYTHON) -m venv $(HA_VENV)
+	$(HA_VENV)/bin/pip install --quiet --no-deps -r tests/ha/requirements.txt
+	touch $@
+
+ha-venv: $(HA_VENV)/.stamp
+
 demo: $(VENV)/.runtime
 	$(BIN)/hwgateway demo $(DEMO_ARGS)
 
-test: deb-deps $(VENV)/.test node-deps ros2-peer lint typecheck pytest check-install
+test: deb-deps $(VENV)/.test node-deps ros2-peer ha-venv lint typecheck pytest check-install
 
 deb-deps:
 	@scripts/install-deb-deps.sh $(DEB_PACKAGES)
@@ -87,4 +102,4 @@ bench: $(VENV)/.test
 	scripts/loopback-only.sh $(BIN)/python bench/fanout.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(ROS2_PEER) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(ROS2_PEER) $(HA_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

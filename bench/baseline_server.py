@@ -12,6 +12,12 @@ With `--batch` it is the floor of the gateway's own design instead: the messages
 each client in one write (one send system call), each still its own WebSocket frame (framed here,
 written to the socket's transport) or msgpack map, the way the gateway's write batching sends them.
 
+With `--devices N` (bench/scale.py) N generators run side by side, each on its own deadlines as N
+sim devices do, device `i` publishing on `bench-i/state` (and its `--topics`). Unbatched, every
+message is sent on its own; with `--batch`, what the generators produce in one event-loop turn is
+collected and leaves in one write per client at the turn's end (one `call_soon` for all of them),
+however many devices it came from: the floor of batching a turn's samples across devices.
+
 On start it prints one JSON line `{"event": "listening", "port": N}`; it stops on SIGTERM/SIGINT,
 and by itself when its parent goes away, so a killed benchmark never leaves it running.
 """
@@ -55,9 +61,10 @@ def encode_msgpack(message: dict[str, Any]) -> bytes:
     return packed
 
 
-def topics_of(count: int) -> list[str]:
-    """The sim device's state topics with `state_topics = count`."""
-    return [TOPIC, *(f"{TOPIC}/{index}" for index in range(2, count + 1))]
+def topics_of(count: int, device: int = 1) -> list[str]:
+    """The sim device's state topics with `state_topics = count`, of device `bench-<device>`."""
+    topic = f"bench-{device}/state"
+    return [topic, *(f"{topic}/{index}" for index in range(2, count + 1))]
 
 
 def state_message(seq: int, now: float, topic: str = TOPIC) -> dict[str, Any]:
@@ -88,6 +95,27 @@ def state_message(seq: int, now: float, topic: str = TOPIC) -> dict[str, Any]:
     }
 
 
+class TurnBatcher:
+    """Collects the messages of one event-loop turn, from any number of generators; one write per client at its end."""
+
+    def __init__(self, send_batch: SendBatch) -> None:
+        self._send_batch = send_batch
+        self._pending: list[bytes] = []
+        self._flushing: set[asyncio.Task[None]] = set()
+
+    async def add(self, payloads: list[bytes]) -> None:
+        """Take a tick's messages; the first of a turn schedules the flush at the turn's end."""
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._pending.extend(payloads)
+
+    def _flush(self) -> None:
+        payloads, self._pending = self._pending, []
+        task = asyncio.ensure_future(self._send_batch(payloads))
+        self._flushing.add(task)
+        task.add_done_callback(self._flushing.discard)
+
+
 def hello_message() -> dict[str, Any]:
     return {"op": "hello", "server": "baseline", "capabilities": []}
 
@@ -111,13 +139,13 @@ def ws_text_frame(payload: bytes) -> bytes:
 
 
 async def generate(
-    rate: float, encode: Encode, send: Send, topics: int = 1, send_batch: SendBatch | None = None
+    rate: float, encode: Encode, send: Send, topics: int = 1, send_batch: SendBatch | None = None, device: int = 1
 ) -> None:
     """Produce `rate` ticks/s of `topics` messages on deadlines t0 + k/rate; when late, the due ones go back to back.
 
     With `send_batch`, each tick's messages go out together through it instead of one `send` each.
     """
-    names = topics_of(topics)
+    names = topics_of(topics, device)
     period = 1.0 / rate
     next_tick = time.monotonic()
     seq = 0
@@ -270,7 +298,9 @@ async def watch_parent(stop: asyncio.Event) -> None:
     stop.set()
 
 
-async def serve(transport: str, host: str, port: int, rate: float, topics: int = 1, batch: bool = False) -> None:
+async def serve(
+    transport: str, host: str, port: int, rate: float, topics: int = 1, batch: bool = False, devices: int = 1
+) -> None:
     fanout: WsFanout | MsgpackFanout = WsFanout() if transport == "ws" else MsgpackFanout()
     encode = encode_json if transport == "ws" else encode_msgpack
     stop = asyncio.Event()
@@ -279,15 +309,24 @@ async def serve(transport: str, host: str, port: int, rate: float, topics: int =
         loop.add_signal_handler(signum, stop.set)
     bound = await fanout.start(host, port)
     print(orjson.dumps({"event": "listening", "port": bound, "transport": transport}).decode(), flush=True)
-    send_batch = fanout.broadcast_batch if batch else None
-    generator = asyncio.create_task(generate(rate, encode, fanout.broadcast, topics, send_batch), name="generator")
+    send_batch: SendBatch | None = fanout.broadcast_batch if batch else None
+    if batch and devices > 1:
+        assert send_batch is not None
+        send_batch = TurnBatcher(send_batch).add  # a turn's ticks of every device in one write
+    generators = [
+        asyncio.create_task(
+            generate(rate, encode, fanout.broadcast, topics, send_batch, device), name=f"generator-{device}"
+        )
+        for device in range(1, devices + 1)
+    ]
     stopping = asyncio.create_task(stop.wait())
-    tasks: list[asyncio.Task[Any]] = [generator, stopping, asyncio.create_task(watch_parent(stop))]
+    tasks: list[asyncio.Task[Any]] = [*generators, stopping, asyncio.create_task(watch_parent(stop))]
     try:
         # A generator that dies (it should not) also ends the process instead of idling silently.
-        await asyncio.wait([generator, stopping], return_when=asyncio.FIRST_COMPLETED)
-        if generator.done() and not generator.cancelled():
-            generator.result()  # re-raises its exception
+        await asyncio.wait([*generators, stopping], return_when=asyncio.FIRST_COMPLETED)
+        for generator in generators:
+            if generator.done() and not generator.cancelled():
+                generator.result()  # re-raises its exception
     finally:
         for task in tasks:
             task.cancel()
@@ -303,8 +342,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=1000.0, help="ticks per second (messages per topic)")
     parser.add_argument("--topics", type=int, default=1, help="messages per tick, one per topic")
     parser.add_argument("--batch", action="store_true", help="one write per client per tick (the gateway's design)")
+    parser.add_argument("--devices", type=int, default=1, help="generators side by side, bench-1 ... bench-N")
     args = parser.parse_args(argv)
-    asyncio.run(serve(args.transport, args.host, args.port, args.rate, args.topics, args.batch))
+    asyncio.run(serve(args.transport, args.host, args.port, args.rate, args.topics, args.batch, args.devices))
     return 0
 
 

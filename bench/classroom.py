@@ -156,6 +156,9 @@ class Report:
     #: The machine's 1-minute load average at the start and the end (the cores are shared).
     load_average: tuple[float, float] = (0.0, 0.0)
     work_s: float = 0.0
+    #: VariablesChanged messages a second the teacher's client received, and each student's on average.
+    teacher_variable_messages_per_s: float = 0.0
+    student_variable_messages_per_s: float = 0.0
     device_reconnects: int = 0
 
     def cross(self, detail: str) -> None:
@@ -184,6 +187,10 @@ class Report:
             "gateway_waited_for_a_core_percent": round(self.waited_work_percent, 1),
             "other_cpu_work_percent": {name: round(cpu, 1) for name, cpu in self.other_cpu_percent.items()},
             "work_s": round(self.work_s, 1),
+            "variable_messages_per_s": {
+                "teacher": round(self.teacher_variable_messages_per_s, 1),
+                "student": round(self.student_variable_messages_per_s, 1),
+            },
             "load_average": [round(load, 1) for load in self.load_average],
             "crosstalk": self.crosstalk,
             "crosstalk_details": self.crosstalk_details[:10],
@@ -292,6 +299,7 @@ async def run_size(
         load_start = os.getloadavg()[0]
         waited_start = _waited_s(daemon.pid)
         cpu_start, work_start = _cpu_s(daemon), time.perf_counter()
+        messages_start = _variable_messages(teacher_api, students)
         await _gather([_lock(student, size, report) for student in students])
         await _gather([_probe_neighbour(student, students, report) for student in students])
         for round_index in range(rounds):
@@ -299,6 +307,9 @@ async def run_size(
             await _gather([_check_marks(student, round_index, report) for student in students])
         await _gather([_updates(student, teacher_api, samples, report) for student in students])
         report.work_s = time.perf_counter() - work_start
+        messages = _variable_messages(teacher_api, students)
+        report.teacher_variable_messages_per_s = (messages[0] - messages_start[0]) / report.work_s
+        report.student_variable_messages_per_s = (messages[1] - messages_start[1]) / size / report.work_s
         report.cpu_work_percent = 100 * (_cpu_s(daemon) - cpu_start) / report.work_s
         report.waited_work_percent = 100 * (_waited_s(daemon.pid) - waited_start) / report.work_s
         for name, processes in others.items():
@@ -431,6 +442,14 @@ async def _updates(student: Student, teacher: ThymioApi, samples: int, report: R
         await _timed(own, started, report.student_update_ms)
         if not await _timed(seen_by_teacher, started, report.teacher_update_ms):
             report.teacher_missed += 1
+
+
+def _variable_messages(teacher: ThymioApi, students: list[Student]) -> tuple[int, int]:
+    """VariablesChanged messages received so far by the teacher's client, and by every student's."""
+    return (
+        len(teacher.seen("variables", client="teacher")),
+        sum(len(student.api.seen("variables", client=student.client)) for student in students),
+    )
 
 
 async def _timed(waiting: asyncio.Future[Any], started: float, into: list[float]) -> bool:

@@ -29,7 +29,6 @@ import json
 import math
 import os
 import platform
-import signal
 import statistics
 import subprocess
 import sys
@@ -52,6 +51,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench.profile_breakdown import Breakdown, profile_breakdown  # noqa: E402 - after the path fix above
+from bench.profiled_gateway import START_SIGNAL, STOP_SIGNAL  # noqa: E402
 
 Transport = Literal["ws", "msgpack", "rosbridge"]
 #: A side of the comparison: the gateway (write batching), the gateway with clients that asked for
@@ -200,7 +200,7 @@ def server_argv(
     if kind not in BARE_KINDS or transport == "rosbridge":
         config = workdir / "gateway.toml"
         config.write_text(gateway_config(scenario.rate, rosbridge=transport == "rosbridge", topics=scenario.topics))
-        # Profiled: cProfile only during the window (SIGUSR1 ... SIGUSR2, sent by `drive_clients`).
+        # Profiled: cProfile only during the window (START_SIGNAL ... STOP_SIGNAL, sent by `drive_clients`).
         program = ["-m", "gateway"] if profile is None else [str(PROFILED_GATEWAY), str(profile)]
         return [sys.executable, *program, "run", "--config", str(config), "--log-format", "json"]
     return [
@@ -818,10 +818,10 @@ async def drive_clients(
         # The scrapes bracket the window closely; their span is measured, so the rates are per second.
         before, scraped_at = await gateway_counters(server), time.monotonic()
         if profiled:
-            os.kill(server.pid, signal.SIGUSR1)
+            os.kill(server.pid, START_SIGNAL)
         usage = await measure_window(server.pid, window, args.seconds)
         if profiled:
-            os.kill(server.pid, signal.SIGUSR2)
+            os.kill(server.pid, STOP_SIGNAL)
         after, span = await gateway_counters(server), time.monotonic() - scraped_at
         result = summarize(server.kind, transport, repeat, scenario, fleet, usage)
     result.gateway = gateway_rates(before, after, span)

@@ -1,7 +1,8 @@
 """`python -m gateway` under cProfile, profiling only between two signals (the benchmark's window).
 
-Usage: python bench/profiled_gateway.py OUT.pstats run --config ...  SIGUSR1 starts the profiler,
-SIGUSR2 stops it and writes OUT.pstats; startup, connections and shutdown stay out of the profile.
+Usage: python bench/profiled_gateway.py OUT.pstats run --config ...  `START_SIGNAL` (SIGRTMIN+1) starts
+the profiler, `STOP_SIGNAL` (SIGRTMIN+2) stops it and writes OUT.pstats; startup, connections and
+shutdown stay out of the profile. (Not SIGUSR1/SIGUSR2: the daemon stops in order on those.)
 Times are wall-clock; the breakdown leaves out the event loop's waits in epoll (idle time).
 """
 
@@ -14,6 +15,9 @@ from pathlib import Path
 from types import FrameType
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+#: Signals the daemon leaves alone (gateway.app.STOP_SIGNALS has SIGUSR1 and SIGUSR2).
+START_SIGNAL = signal.SIGRTMIN + 1
+STOP_SIGNAL = signal.SIGRTMIN + 2
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
@@ -31,8 +35,8 @@ def main() -> int:
         profiler.disable()
         profiler.dump_stats(output)
 
-    signal.signal(signal.SIGUSR1, start)
-    signal.signal(signal.SIGUSR2, stop)
+    signal.signal(START_SIGNAL, start)
+    signal.signal(STOP_SIGNAL, stop)
     # Imported after the handlers are set, as `python -m gateway` would import it.
     from gateway.cli import main as gateway_main
 

@@ -10,7 +10,13 @@ receive time minus the sample's `recv_stamp`, same host clock) p50/p99; the gate
 (`hwgw_event_loop_lag_seconds`, sampled every 0.25 s) p50/p99; gateway CPU; with the recorder its CPU
 per message written, the messages written and dropped and the file size.
 
+`--format ros2` puts the ros2 bag (rosbag2, CDR) side by side with the JSON MCAP in the same run: a
+phase with `hwgateway record --format ros2` after the JSON one, and a third gateway with
+`[record] format = "ros2"`; for each format the CPU per recorded message and the bytes per message
+(the files' bytes over the messages written), and the ratios ros2 / JSON.
+
 Run:  scripts/loopback-only.sh .venv/bin/python bench/record.py [--seconds 60] [--clients 50] [--rate 1000]
+      [--format ros2]  (at 1,000 msg/s: --remotes 0 --rate 1000)
 """
 
 from __future__ import annotations
@@ -46,9 +52,11 @@ def _free_port() -> int:
         return port
 
 
-def _config(workdir: Path, port: int, rate: float, record: bool = False) -> Path:
-    path = workdir / ("bench-record.toml" if record else "bench.toml")
-    section = f'[record]\nfolder = "{workdir / "daemon"}"\ntopics = ["{RECORDED}"]\n\n' if record else ""
+def _config(workdir: Path, port: int, rate: float, record: str = "") -> Path:
+    """The gateway's config; `record`: "" (no `[record]`), or the `[record]` format ("json", "ros2")."""
+    path = workdir / (f"bench-record-{record}.toml" if record else "bench.toml")
+    folder = workdir / f"daemon-{record}"
+    section = f'[record]\nfolder = "{folder}"\nformat = "{record}"\ntopics = ["{RECORDED}"]\n\n' if record else ""
     if _REMOTES[0]:
         remotes = "".join(
             f'[devices.wii-{n}]\nkind = "wiimote"\ntransport = "sim"\nsim_rate_hz = {rate}\n\n'
@@ -79,8 +87,12 @@ async def _record_state(port: int) -> dict[str, Any]:
 
 
 def _megabytes(path: Path | None) -> float:
-    """The size of the recording (MB; 0 when none was written)."""
-    return path.stat().st_size / 1e6 if path is not None and path.exists() else 0.0
+    """The size of the recording (MB; a bag directory's MCAP files; 0 when none was written)."""
+    if path is None or not path.exists():
+        return 0.0
+    if path.is_dir():
+        return sum(file.stat().st_size for file in path.glob("*.mcap")) / 1e6
+    return path.stat().st_size / 1e6
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -115,7 +127,13 @@ async def _lag_sampler(port: int, lags: list[float]) -> None:
 
 
 async def _phase(
-    name: str, port: int, gateway: psutil.Process, seconds: float, latencies: list[float], record_to: Path | None
+    name: str,
+    port: int,
+    gateway: psutil.Process,
+    seconds: float,
+    latencies: list[float],
+    record_to: Path | None,
+    record_format: str = "json",
 ) -> dict[str, Any]:
     latencies.clear()
     lags: list[float] = []
@@ -127,6 +145,8 @@ async def _phase(
             "-m",
             "gateway",
             "record",
+            "--format",
+            record_format,
             "-o",
             str(record_to),
             "--url",
@@ -169,6 +189,8 @@ async def _phase(
                 "daemon_written": daemon1["written"] - daemon0["written"],
                 "daemon_dropped": daemon1["dropped"] - daemon0["dropped"],
                 "daemon_file_mb_per_min": (daemon1["bytes"] - daemon0["bytes"]) / 1e6 / elapsed * 60,
+                "daemon_bytes_per_msg": (daemon1["bytes"] - daemon0["bytes"])
+                / max(1, daemon1["written"] - daemon0["written"]),
             }
         )
     if recorder is not None and rec_proc is not None and rec0 is not None:
@@ -189,15 +211,19 @@ async def _phase(
                 "dropped": int(match.group(2)) if match else -1,
                 "file_mb": _megabytes(record_to),
                 "file_mb_per_min": _megabytes(record_to) / elapsed * 60,
+                "bytes_per_msg": _megabytes(record_to) * 1e6 / max(written, 1),
             }
         )
     return result
 
 
 async def _serve(
-    args: argparse.Namespace, workdir: Path, record: bool, phases: tuple[tuple[str, bool], ...]
+    args: argparse.Namespace, workdir: Path, record: str, phases: tuple[tuple[str, str], ...]
 ) -> list[dict[str, Any]]:
-    """Start one gateway (with `[record]` when `record`), serve the clients, run `phases`."""
+    """Start one gateway (with `[record]` of that format when `record`), serve the clients, run `phases`.
+
+    Each phase: its name and the format `hwgateway record` records in meanwhile ("": none).
+    """
     port = _free_port()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "gateway", "run", "--config", str(_config(workdir, port, args.rate, record)),
@@ -219,11 +245,13 @@ async def _serve(
         clients = [
             asyncio.create_task(_client(f"ws://{HOST}:{port}/ws", latencies, ready, count)) for _ in range(args.clients)
         ]
+        if not args.clients:
+            ready.set()
         await asyncio.wait_for(ready.wait(), 30)
         await asyncio.sleep(2.0)  # warm up
         for name, cli in phases:
-            record_to = workdir / "bench.mcap" if cli else None
-            results.append(await _phase(name, port, gateway, args.seconds, latencies, record_to))
+            record_to = (workdir / ("bench.mcap" if cli == "json" else "bench_bag")) if cli else None
+            results.append(await _phase(name, port, gateway, args.seconds, latencies, record_to, cli or "json"))
             print(json.dumps(results[-1]), flush=True)
         for task in clients:
             task.cancel()
@@ -237,9 +265,13 @@ async def main(args: argparse.Namespace) -> int:
     _CLIENTS[0] = args.clients
     _REMOTES[0] = args.remotes
     workdir = Path(tempfile.mkdtemp(prefix="hwgw-bench-record-"))
-    phases = (("without", False), ("with hwgateway record", True), ("without again", False))
-    results = await _serve(args, workdir, False, phases)
-    results += await _serve(args, workdir, True, (("daemon [record]", False),))
+    ros2 = args.format == "ros2"
+    phases: tuple[tuple[str, str], ...] = (("without", ""), ("with hwgateway record", "json"))
+    phases += (("with hwgateway record --format ros2", "ros2"),) if ros2 else ()
+    results = await _serve(args, workdir, "", (*phases, ("without again", "")))
+    results += await _serve(args, workdir, "json", (("daemon [record]", ""),))
+    if ros2:
+        results += await _serve(args, workdir, "ros2", (("daemon [record] format ros2", ""),))
     print(f"\n{args.clients} clients on {TOPIC}; {args.remotes} remotes recorded; {args.seconds:g} s a phase")
     for r in results:
         if "bus_msg_s" in r:
@@ -252,18 +284,35 @@ async def main(args: argparse.Namespace) -> int:
             f"| {r['phase']} | {r['fanout_p50_ms']:.2f} | {r['fanout_p99_ms']:.2f} | {r['loop_lag_p50_ms']:.2f} | "
             f"{r['loop_lag_p99_ms']:.2f} | {r['gateway_cpu_pct']:.1f} |"
         )
-    rec = results[1]
-    print(
-        f"hwgateway record: {rec['written']} written, {rec['dropped']} dropped, {rec['file_mb_per_min']:.2f} MB/min, "
-        f"{rec['recorder_cpu_pct']:.1f} % CPU, {rec['recorder_cpu_us_per_msg']:.1f} µs CPU per message"
-    )
-    daemon, bare = results[3], (results[0]["gateway_cpu_pct"] + results[2]["gateway_cpu_pct"]) / 2
-    extra_us = (daemon["gateway_cpu_pct"] - bare) / 100 * args.seconds / max(daemon["daemon_written"], 1) * 1e6
-    print(
-        f"daemon [record]: {daemon['daemon_written']} written, {daemon['daemon_dropped']} dropped, "
-        f"{daemon['daemon_file_mb_per_min']:.2f} MB/min; gateway CPU {daemon['gateway_cpu_pct']:.1f} % vs "
-        f"{bare:.1f} % without: {extra_us:.1f} µs CPU per message recorded"
-    )
+    by_phase = {r["phase"]: r for r in results}
+    recorders = [by_phase[name] for name, cli in phases if cli]
+    for rec in recorders:
+        print(
+            f"{rec['phase']}: {rec['written']} written, {rec['dropped']} dropped, {rec['file_mb_per_min']:.2f} MB/min, "
+            f"{rec['recorder_cpu_pct']:.1f} % CPU, {rec['recorder_cpu_us_per_msg']:.1f} µs CPU per message, "
+            f"{rec['bytes_per_msg']:.1f} bytes per message"
+        )
+    bare = (by_phase["without"]["gateway_cpu_pct"] + by_phase["without again"]["gateway_cpu_pct"]) / 2
+    daemons = [r for r in results if r["phase"].startswith("daemon")]
+    for daemon in daemons:
+        extra_us = (daemon["gateway_cpu_pct"] - bare) / 100 * args.seconds / max(daemon["daemon_written"], 1) * 1e6
+        daemon["extra_us_per_msg"] = extra_us
+        print(
+            f"{daemon['phase']}: {daemon['daemon_written']} written, {daemon['daemon_dropped']} dropped, "
+            f"{daemon['daemon_file_mb_per_min']:.2f} MB/min, {daemon['daemon_bytes_per_msg']:.1f} bytes per message; "
+            f"gateway CPU {daemon['gateway_cpu_pct']:.1f} % vs {bare:.1f} % without: {extra_us:.1f} µs CPU per "
+            "message recorded"
+        )
+    if ros2:
+        json_cli, ros2_cli = recorders
+        json_daemon, ros2_daemon = daemons
+        print(
+            "ros2 / json: hwgateway record "
+            f"{ros2_cli['recorder_cpu_us_per_msg'] / max(json_cli['recorder_cpu_us_per_msg'], 1e-9):.2f}x CPU per "
+            f"message, {ros2_cli['bytes_per_msg'] / max(json_cli['bytes_per_msg'], 1e-9):.2f}x bytes per message; "
+            f"daemon {ros2_daemon['daemon_bytes_per_msg'] / max(json_daemon['daemon_bytes_per_msg'], 1e-9):.2f}x "
+            "bytes per message"
+        )
     return 0
 
 
@@ -274,5 +323,8 @@ if __name__ == "__main__":
     parser.add_argument("--rate", type=float, default=1000.0, help="each remote's sim_rate_hz")
     parser.add_argument(
         "--remotes", type=int, default=10, help="simulated Wii Remotes, all recorded (0: one generic sim at --rate)"
+    )
+    parser.add_argument(
+        "--format", choices=("json", "ros2"), default="json", help="ros2: the ros2 bag side by side with JSON"
     )
     sys.exit(asyncio.run(main(parser.parse_args())))

@@ -57,6 +57,9 @@ import psutil
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
 PROFILED_GATEWAY = BENCH_DIR / "profiled_gateway.py"
+#: The signals that start and stop its profiler (as `bench/profiled_gateway.py` defines them).
+START_SIGNAL = signal.SIGRTMIN + 1
+STOP_SIGNAL = signal.SIGRTMIN + 2
 HOST = "127.0.0.1"
 TOPIC = "bench-1/state"
 GOOD_TRANSPORTS = ("ws",) * 4 + ("tcp",) * 3 + ("unix",) * 3
@@ -546,7 +549,7 @@ async def run(args: argparse.Namespace, attackers: int, profile: Path | None = N
     await asyncio.sleep(max(0.0, window_start - time.time()))
     log_start = daemon.log_path.stat().st_size
     if profile is not None:
-        daemon.proc.send_signal(signal.SIGUSR1)
+        daemon.proc.send_signal(START_SIGNAL)
     cpu_start = sum(process.cpu_times()[:2])
     rss_peak, fds_peak = rss_before, fds_before
     outcomes: Counter[str] = Counter()
@@ -560,7 +563,7 @@ async def run(args: argparse.Namespace, attackers: int, profile: Path | None = N
         fds_peak = max(fds_peak, process.num_fds())
         await asyncio.sleep(SAMPLE_PERIOD_S)
     if profile is not None:
-        daemon.proc.send_signal(signal.SIGUSR2)
+        daemon.proc.send_signal(STOP_SIGNAL)
     answers = await asyncio.gather(*probes)
     log_bytes = daemon.log_path.stat().st_size - log_start
     daemon_cpu = sum(process.cpu_times()[:2]) - cpu_start

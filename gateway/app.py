@@ -38,7 +38,7 @@ from gateway.config import load as load_config
 from gateway.core.adapter import DeviceKinds
 from gateway.core.client import Hub
 from gateway.core.config import Config, DeviceConfig
-from gateway.errors import ConfigError, ErrorCode
+from gateway.errors import ConfigError, DeviceUnavailable, ErrorCode
 from gateway.faces.contract import Face
 from gateway.faces.foxglove.server import FoxgloveServer
 from gateway.faces.mqtt.bridge import MqttBridge
@@ -384,10 +384,11 @@ class Gateway:
 
 
 class GatewayAdmin:
-    """The admin operations of a running gateway (`gateway.core.client.AdminOps`): reload and scan."""
+    """The admin operations of a running gateway (`gateway.core.client.AdminOps`): reload, scan and pair."""
 
     def __init__(self, gateway: Gateway) -> None:
         self._gateway = gateway
+        self._pairing = asyncio.Lock()
 
     async def reload_op(self) -> dict[str, Any]:
         """Apply the configuration file again (`gateway.reload`)."""
@@ -404,6 +405,15 @@ class GatewayAdmin:
         from gateway import scan
 
         return await scan.scan_op(self._gateway.config.devices, families, timeout_s, serial, kortex)
+
+    async def pair_op(self, kind: str, address: str, timeout_s: float | None, passkey: int | None) -> dict[str, Any]:
+        """Pair a Bluetooth device through BlueZ (`devices.bluez.pairing`), one pairing window at a time."""
+        from gateway import pair
+
+        if self._pairing.locked():
+            raise DeviceUnavailable("pair: another pairing window is open; try again when it has ended")
+        async with self._pairing:
+            return await pair.pair_op(kind, address, timeout_s, passkey)
 
 
 async def serve(

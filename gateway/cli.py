@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 import getpass
+import json
 import logging
 import os
 import secrets
@@ -83,6 +84,10 @@ def _parser() -> argparse.ArgumentParser:
         help="Thymio Device Manager WebSocket port (default 8597, the real TDM's); off: no TDM face",
     )  # fmt: skip
     demo.add_argument("--record", metavar="FILE", help="also record the whole bus to this MCAP file")
+    demo.add_argument(
+        "--mqtt", metavar="URL",
+        help="also bridge to this MQTT broker (mqtt://127.0.0.1:1883) with Home Assistant discovery on",
+    )  # fmt: skip
     logging_options(demo)
 
     check = commands.add_parser("check-config", help="validate a configuration file, report every error, exit")
@@ -108,6 +113,20 @@ def _parser() -> argparse.ArgumentParser:
     scan.add_argument("--timeout", type=float, default=4.0, metavar="S", help="seconds each search takes (default 4)")
     scan.add_argument("--write", metavar="FILE", help="merge the new devices into FILE, keeping its comments and ids")
     scan.add_argument("--json", action="store_true", help="print the findings as JSON")
+
+    pair = commands.add_parser(
+        "pair",
+        help="pair a Wii Remote (its red sync button) or a Bluetooth LE device through BlueZ",
+        description="Open a pairing window: a Wii Remote pairs by its red sync button (pressed while the window "
+        "is open) with the PIN BlueZ's wiimote plugin answers, is trusted and connected, and then reconnects "
+        "by itself when a button is pressed; --ble pairs a Bluetooth LE device by its address. Exit 0 paired, "
+        "1 refused or timed out, 2 bad arguments, 3 BlueZ cannot be used here (the message says why).",
+    )
+    pair.add_argument("address", nargs="?", default="", help="AA:BB:CC:DD:EE:FF (a Wii Remote: default the first seen)")
+    pair.add_argument("--ble", action="store_true", help="a Bluetooth LE device (micro:bit, LEGO hub), by address")
+    pair.add_argument("--timeout", type=float, default=30.0, metavar="S", help="the pairing window (default 30 s)")
+    pair.add_argument("--passkey", type=int, metavar="N", help="the passkey a BLE device shows and asks to be typed")
+    pair.add_argument("--json", action="store_true", help="print the outcome as JSON")
 
     hash_token = commands.add_parser(
         "hash-token", help="print the [auth.tokens.<name>] hash of a token read from standard input"
@@ -158,6 +177,8 @@ def _demo_config(args: argparse.Namespace) -> Config:
     from gateway.config import loads
 
     text = resources.files("gateway").joinpath("demo.toml").read_text(encoding="utf-8")
+    if args.mqtt:  # checked as the file's own [mqtt] table is (a JSON string is a TOML basic string)
+        text += f"\n[mqtt]\nurl = {json.dumps(args.mqtt)}\nha_discovery = true\n"
     config = loads(text)
     unix = args.unix_socket or str(Path(tempfile.gettempdir()) / f"hwgateway-demo-{os.getuid()}.sock")
     server = dataclasses.replace(
@@ -303,6 +324,46 @@ def _scan(args: argparse.Namespace) -> int:
 EXIT_USAGE = 2
 
 
+#: `hwgateway pair`: refused or timed out; BlueZ cannot be used here (no bus, no BlueZ, no adapter, off, no permission).
+EXIT_NOT_PAIRED = 1
+EXIT_BLUEZ_UNAVAILABLE = 3
+
+
+def _pair(args: argparse.Namespace) -> int:
+    """`hwgateway pair`: one pairing window, each step printed as it happens; the exit code says the outcome."""
+    import json
+
+    from devices.bluez.dbus import BluezUnavailable
+    from devices.bluez.pairing import BLE, PAIRED, WIIMOTE, PairRequest, pair
+    from gateway.pair import config_of
+
+    request = PairRequest(BLE if args.ble else WIIMOTE, args.address, args.timeout, args.passkey)
+
+    def progress(step: str) -> None:
+        print(f"hwgateway: {step}", file=sys.stderr, flush=True)
+
+    print(f"hwgateway: pairing window of {args.timeout:g} s", file=sys.stderr, flush=True)
+    try:
+        outcome = asyncio.run(pair(request, progress))
+    except ValueError as error:
+        print(f"hwgateway: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except BluezUnavailable as error:
+        print(f"hwgateway: cannot pair: {error}", file=sys.stderr)
+        return EXIT_BLUEZ_UNAVAILABLE
+    if args.json:
+        print(
+            json.dumps({**outcome.as_dict(), "config": config_of(outcome, request.kind)}, ensure_ascii=False, indent=2)
+        )
+    if outcome.outcome != PAIRED:
+        print(f"hwgateway: {outcome.outcome.replace('_', ' ')}: {outcome.message}", file=sys.stderr)
+        return EXIT_NOT_PAIRED
+    print(f"hwgateway: {outcome.message}", file=sys.stderr)
+    if not args.json:
+        print(config_of(outcome, request.kind), end="")
+    return 0
+
+
 def _config_path(args: argparse.Namespace) -> str:
     """The file of `run`/`check-config`, given as FILE or as --config FILE (not two different ones)."""
     if args.file and args.config_option and args.file != args.config_option:
@@ -341,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
         return _hash_token(args.generate)
     if args.command == "scan":
         return _scan(args)
+    if args.command == "pair":
+        return _pair(args)
     # The daemon's modules are imported once a command needs them: a client command, or --help,
     # should not wait for them (about 1 s here, several on a Raspberry Pi).
     from gateway import logs, waits

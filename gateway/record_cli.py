@@ -31,7 +31,13 @@ if TYPE_CHECKING:
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `hwgateway record`."""
-    parser.add_argument("-o", "--output", help="the MCAP file to write")
+    parser.add_argument("-o", "--output", help="the MCAP file (--format ros2: the bag directory) to write")
+    parser.add_argument(
+        "--format",
+        choices=("json", "ros2"),
+        default="json",
+        help="json: MCAP of JSON messages (default); ros2: a rosbag2 directory of CDR messages ROS 2 tools open",
+    )
     parser.add_argument(
         "--url",
         default=os.environ.get("HWGW_URL", DEFAULT_URL),
@@ -65,7 +71,7 @@ def run_record(args: argparse.Namespace) -> int:
     options = RecordOptions(
         output=args.output, url=args.url, patterns=tuple(args.topics), duration_s=args.duration, token=args.token,
         compression=args.compression, chunk_bytes=args.chunk_size, queue_size=args.queue,
-        progress=sys.stderr.isatty(),
+        progress=sys.stderr.isatty(), format=args.format,
     )  # fmt: skip
     return run(options)
 

@@ -9,15 +9,20 @@ section by section (`gateway.core.config_diff`):
   close, as at shutdown); changed ones stop through their safe state and start again with the new
   options (a client's exclusive lock carries over). Unchanged devices and every client are untouched:
   their tasks, leases and subscriptions go on, and their samples' `seq` continues.
+- `[bindings]`: removed bindings end through their safe output; changed ones end through it and
+  start again with the new spec; added ones start; unchanged ones drive on untouched. The removed
+  and changed ones end first of all, while the devices they drive are still there to take their
+  safe output; the added and changed ones start last, once the devices they drive run. A changed
+  `initial_set` becomes the active binding set.
 - A section with a `LiveSection` in `Reloader.live` is applied by it (`[supervisor]`: the restart
   policy from the next failure on).
 - Every other changed section (`[server]`, `[auth]`, the faces' listeners, `[record]`, `[logging]`)
   needs a restart: its keys are reported in `restart_needed` and the whole section keeps running as
   it was, so nothing is half-applied; the next reload reports it again until the daemon restarts.
 
-A new section (another helper's `[bindings]`, say) needs nothing here to be safe: a change of it is
-reported as needing a restart. To apply it live, register a `LiveSection` for it in `Reloader.live`
-(after `devices`, which is applied first, when it refers to devices).
+A new section needs nothing here to be safe: a change of it is reported as needing a restart. To
+apply it live, register a `LiveSection` for it in `Reloader.live` (after `devices`, which is applied
+first, when it refers to devices; with a `retire` step when what leaves must go before the devices).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gateway.bindings.manager import diff_bindings
+from gateway.bindings.spec import BindingsConfig
 from gateway.core.config import Config, DeviceConfig, SupervisorConfig
 from gateway.core.config_checks import warnings as config_warnings
 from gateway.core.config_diff import changed_keys, changed_sections, diff_devices
@@ -52,7 +59,11 @@ class ReloadReport:
     restarted: list[str] = field(default_factory=list)
     #: Devices left running as they were.
     unchanged: list[str] = field(default_factory=list)
-    #: The safe-state outcome ("ok", "unconfirmed", "failed") of each removed or restarted device.
+    #: Bindings (`[bindings.<name>]`) started, ended through their safe output, and restarted through it.
+    bindings_added: list[str] = field(default_factory=list)
+    bindings_removed: list[str] = field(default_factory=list)
+    bindings_restarted: list[str] = field(default_factory=list)
+    #: The safe-state outcome ("ok", "unconfirmed", "failed") of each removed or restarted device or binding.
     safe_states: dict[str, str] = field(default_factory=dict)
     #: Keys of the live sections applied (besides the devices).
     applied: list[str] = field(default_factory=list)
@@ -73,6 +84,9 @@ class ReloadReport:
                 ("started", self.added),
                 ("stopped", self.removed),
                 ("restarted", self.restarted),
+                ("started bindings", self.bindings_added),
+                ("ended bindings", self.bindings_removed),
+                ("restarted bindings", self.bindings_restarted),
                 ("applied", self.applied),
             )
             if ids
@@ -88,9 +102,14 @@ SectionApplier = Callable[[Any, Any, ReloadReport], Awaitable[None]]
 
 @dataclass(frozen=True, slots=True)
 class LiveSection:
-    """A config section a reload applies without a restart, through `apply`."""
+    """A config section a reload applies without a restart, through `apply`.
+
+    `retire`, when set, runs before any section is applied: it ends what leaves the section while
+    everything else still runs as it was (a binding's safe output still reaches its device).
+    """
 
     apply: SectionApplier
+    retire: SectionApplier | None = None
 
 
 #: Where a device being removed or restarted says why, in its `device` message's detail.
@@ -113,6 +132,7 @@ class Reloader:
         self.live: dict[str, LiveSection] = {
             "devices": LiveSection(self._apply_devices),
             "supervisor": LiveSection(self._apply_supervisor),
+            "bindings": LiveSection(self._start_bindings, retire=self._retire_bindings),
         }
 
     async def reload(self) -> ReloadReport:
@@ -133,6 +153,9 @@ class Reloader:
                     report.restart_needed += keys
             if "devices" not in changes:
                 report.unchanged = sorted(d.id for d in current.devices if d.enabled)
+            for section, live in self.live.items():
+                if section in changes and live.retire is not None:
+                    await live.retire(getattr(current, section), getattr(new, section), report)
             applied: dict[str, Any] = {}
             for section, live in self.live.items():
                 if section in changes:
@@ -160,10 +183,13 @@ class Reloader:
     def _check_against_running(self, current: Config, new: Config) -> None:
         """Refuse ids the running gateway holds otherwise: a device imported from another gateway (MQTT)."""
         configured = {device.id for device in current.devices if device.enabled}
+        # A binding the new file ends is gone before its id's new device starts.
+        ending = set(self._gateway.bindings.devices) - {spec.name for spec in new.bindings.bindings if spec.enabled}
+        taken = set(self._gateway.supervisor.devices) - configured - ending
         problems = [
             ConfigError(f"devices.{device.id}", "a device imported from another gateway (MQTT) has this id")
             for device in new.devices
-            if device.enabled and device.id not in configured and device.id in self._gateway.supervisor.devices
+            if device.enabled and device.id not in configured and device.id in taken
         ]
         if problems:
             raise ConfigError.combine(problems)
@@ -183,7 +209,7 @@ class Reloader:
         # All at once, as at shutdown; every device is stopped before any starts, so that a new device
         # may take the port or address a removed one held.
         outcomes = await asyncio.gather(*(supervisor.retire(key, reason) for key, reason in leaving))
-        report.safe_states = {key: outcome for (key, _), outcome in zip(leaving, outcomes, strict=True)}
+        report.safe_states.update((key, outcome) for (key, _), outcome in zip(leaving, outcomes, strict=True))
         for device in (*diff.added, *diff.changed):
             try:
                 supervisor.start_configured(device, locks.get(device.id))
@@ -195,6 +221,20 @@ class Reloader:
     async def _apply_supervisor(self, old: SupervisorConfig, new: SupervisorConfig, report: ReloadReport) -> None:
         self._gateway.supervisor.set_config(new)
         report.applied += changed_keys("supervisor", old, new)
+
+    async def _retire_bindings(self, old: BindingsConfig, new: BindingsConfig, report: ReloadReport) -> None:
+        diff = diff_bindings(old, new)
+        report.bindings_removed = sorted(diff.removed)
+        report.bindings_restarted = sorted(spec.name for spec in diff.changed)
+        report.bindings_added = sorted(spec.name for spec in diff.added)
+        report.safe_states.update(await self._gateway.bindings.retire(diff, "ended by a reload"))
+
+    async def _start_bindings(self, old: BindingsConfig, new: BindingsConfig, report: ReloadReport) -> None:
+        bindings = self._gateway.bindings
+        report.warnings += bindings.start_changed(diff_bindings(old, new))
+        if new.initial_set != old.initial_set:
+            bindings.switch_set(new.initial_set)
+            report.applied.append("bindings.initial_set")
 
 
 def _error_lines(error: ConfigError) -> str:

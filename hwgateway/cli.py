@@ -257,15 +257,27 @@ async def _reload(gw: Gateway, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(report)
         return 0
-    for label, key in (("started", "added"), ("stopped", "removed"), ("restarted", "restarted")):
-        for device in report.get(key, ()):
-            safe = report.get("safe_states", {}).get(device)
-            print(f"{label:<10} {device}" + (f" (safe state: {safe})" if safe else ""))
+    changes = (
+        ("started", "added", ""),
+        ("stopped", "removed", ""),
+        ("restarted", "restarted", ""),
+        ("started", "bindings_added", "binding "),
+        ("ended", "bindings_removed", "binding "),
+        ("restarted", "bindings_restarted", "binding "),
+    )
+    for label, key, what in changes:
+        for name in report.get(key, ()):
+            safe = report.get("safe_states", {}).get(name)
+            print(f"{label:<10} {what}{name}" + (f" (safe state: {safe})" if safe else ""))
     for key in report.get("applied", ()):
         print(f"applied    {key}")
     for key in report.get("restart_needed", ()):
         print(f"restart    {key}: needs a restart of the gateway (kept as running)")
-    if not any(report.get(key) for key in ("added", "removed", "restarted", "applied", "restart_needed")):
+    if (
+        not any(report.get(key) for _, key, _ in changes)
+        and not report.get("applied")
+        and not report.get("restart_needed")
+    ):
         print("nothing changed")
     for warning in report.get("warnings", ()):
         print(f"hwgateway: warning: {warning}", file=sys.stderr)

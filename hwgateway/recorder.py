@@ -3,6 +3,8 @@
 One channel per topic (`json` messages, `jsonschema` schemas from `describe`), log time = the gateway's
 receive time (`recv_stamp`), publish time = the device stamp, sequence = `seq`; availability changes on
 `_gateway/device`; a `hwgateway` metadata record with the gateway version and device list.
+With `format = "ros2"` the output is a rosbag2 directory instead (`gateway.record.bag`): CDR
+messages on the topics the ROS naming rule gives the gateway's devices.
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ from gateway.record import (
     EXIT_OK,
     EXIT_USAGE,
 )
+from gateway.record.bag import namer_of
 from gateway.record.channels import DEVICE_SCHEMA, DEVICE_TOPIC, DEVICE_TYPE
 from gateway.record.sink import McapSink, StateText
+from gateway.ros.names import DeviceNaming
 from hwgateway.client.errors import ConnectionLost
 from hwgateway.client.transports import MsgpackTransport, parse_url
 
@@ -61,6 +65,7 @@ class RecordOptions:
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     queue_size: int = DEFAULT_QUEUE
     progress: bool = False
+    format: str = "json"
 
 
 @dataclass(slots=True)
@@ -229,7 +234,8 @@ async def record(options: RecordOptions, stop: asyncio.Event | None = None) -> R
         endpoint = parse_url(options.url)
     except ValueError as error:
         raise RecordError(str(error), EXIT_USAGE) from None
-    _check_output(options.output)  # before connecting: a file we cannot write is not the gateway's fault
+    # before connecting: a file we cannot write is not the gateway's fault
+    _check_output(options.output, options.format == "ros2")
     if endpoint.scheme in ("tcp", "unix"):
         try:
             transport = await MsgpackTransport.open(endpoint)
@@ -250,10 +256,15 @@ async def record(options: RecordOptions, stop: asyncio.Event | None = None) -> R
         raise RecordError(f"cannot reach the gateway at {endpoint.url}: {error}", EXIT_CONNECT) from None
 
 
-def _check_output(output: str) -> None:
-    """RecordError (EXIT_BAD_FILE) naming `output` when it cannot be written: no folder, not writable, a folder."""
+def _check_output(output: str, bag: bool = False) -> None:
+    """RecordError (EXIT_BAD_FILE) naming `output` when it cannot be written: no folder, not writable, a folder.
+
+    `bag`: `output` is a ros2 bag directory to create, so it must not exist yet (as `ros2 bag record -o`).
+    """
     path = Path(output)
     folder = path.parent
+    if bag and path.exists():
+        raise RecordError(f"cannot write the bag {output}: it exists already", EXIT_BAD_FILE)
     if path.is_dir():
         raise RecordError(f"cannot write {output}: it is a folder", EXIT_BAD_FILE)
     if not folder.is_dir():
@@ -279,8 +290,13 @@ async def _record_on(session: _Session, options: RecordOptions, stop: asyncio.Ev
     subscribed = await session.request("subscribe", topics=list(options.patterns))
     if not subscribed["topics"]:
         raise RecordError(f"no topic matches {' '.join(options.patterns)}", EXIT_NO_TOPICS)
+    namer = None
+    if options.format == "ros2":
+        namer = namer_of([DeviceNaming(str(d.get("id", "")), str(d.get("kind", "")), "", tuple(d.get("accepts", ())))
+                          for d in devices])  # fmt: skip
     try:
-        sink = McapSink(options.output, schemas, options.compression, options.chunk_bytes, options.queue_size)
+        sink = McapSink(options.output, schemas, options.compression, options.chunk_bytes, options.queue_size,
+                        namer=namer)  # fmt: skip
     except OSError as error:
         raise _output_error(options.output, error) from None
     sink.metadata(

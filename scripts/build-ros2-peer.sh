@@ -25,10 +25,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 .venv/bin/python -m tests.ros2_peer.msg_packages "$work/src" >/dev/null
 export AMENT_PREFIX_PATH="$peer" PATH="$peer/bin:$PATH"
-# rclpy loads the C type support, which dispatches to Fast DDS's: build only that one (and the C++ one
-# rosidl's generators insist on), not the introspection libraries, to keep the build short.
-export STATIC_ROSIDL_TYPESUPPORT_C=rosidl_typesupport_fastrtps_c
-export STATIC_ROSIDL_TYPESUPPORT_CPP=rosidl_typesupport_fastrtps_cpp
+# Every type support is built and the C one dispatches at run time (no STATIC_ROSIDL_TYPESUPPORT_C):
+# rmw_fastrtps registers each type's XTypes type object from its introspection type support, which a
+# statically bound C type support does not reach (rclpy then fails: "failed to register type object").
 while read -r package; do
     cmake -S "$work/src/$package" -B "$work/build/$package" -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_PREFIX_PATH="$peer" -DCMAKE_INSTALL_PREFIX="$peer" -DPython3_EXECUTABLE="$peer/bin/python" \

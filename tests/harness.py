@@ -272,16 +272,16 @@ async def start_gateway(
     return await _until_listening(proc)
 
 
-async def start_demo(tmp_path: Path, http_port: int, msgpack_port: int) -> RunningGateway:
+async def start_demo(tmp_path: Path, http_port: int, msgpack_port: int, *extra_args: str) -> RunningGateway:
     """Run `python -m gateway demo` on the given ports (and a Unix socket in `tmp_path`) until it listens.
 
     Its other faces (rosbridge, Foxglove, TDM) listen on free ports, not on their fixed defaults, which
-    a demo on another pytest-xdist worker may hold.
+    a demo on another pytest-xdist worker may hold. `extra_args` go last on its command line (`--mqtt URL`).
     """
     faces = ("--rosbridge-port", "0", "--foxglove-port", "0", "--tdm-port", "0", "--tdm-ws-port", "0")
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "gateway", "demo", "--http-port", str(http_port), "--msgpack-port", str(msgpack_port),
-        "--unix-socket", str(tmp_path / "demo.sock"), *faces, "--log-format", "json",
+        "--unix-socket", str(tmp_path / "demo.sock"), *faces, "--log-format", "json", *extra_args,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip

@@ -237,3 +237,16 @@ async def test_serial_link_through_a_pty(client: Client) -> None:
 async def test_playground_survived(playground: Playground) -> None:
     assert playground.process is not None
     assert playground.process.returncode is None, playground.log()
+
+
+async def test_a_start_that_is_given_up_leaves_no_playground_behind(tmp_path_factory: pytest.TempPathFactory) -> None:
+    require_peer("asebaplayground")
+    playground = Playground(tmp_path_factory.mktemp("given-up"), [free_port()])
+    starting = asyncio.create_task(playground.start())
+    async with asyncio.timeout(30):
+        while playground.process is None:  # noqa: ASYNC110 (the process is polled: start() has no event)
+            await asyncio.sleep(0.01)
+    starting.cancel()  # as when its caller times out or the bench gives up
+    with contextlib.suppress(asyncio.CancelledError):
+        await starting
+    assert playground.process.returncode is not None  # stopped, not left running on its ports

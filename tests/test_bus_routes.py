@@ -16,7 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.bus import Bus, Outgoing, Sample, Subscriber
+from gateway.commands import CommandRouter
+from gateway.core.client import Client, Hub
+from gateway.core.config import ServerConfig, SupervisorConfig
 from gateway.messages.generic import Led
+from gateway.supervisor import Supervisor
 from gateway.topics import Pattern
 
 TOPICS = ("a/x", "a/y", "b/x", "b/y/z", "c/x")
@@ -174,3 +178,28 @@ def test_connecting_clients_one_after_another_cost_each_the_same(monkeypatch: py
             bus.publish(topic, led())
         costs.append(calls[0] - before)
     assert max(costs) == min(costs)
+
+
+def test_a_client_subscribe_answers_the_matched_topics_from_the_routes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A face's subscribe lists the topics it matches without asking every topic every pattern again."""
+    bus = Bus()
+    supervisor = Supervisor(bus, SupervisorConfig(), ())
+    hub = Hub(bus, supervisor, CommandRouter(supervisor, lambda *_: None), ServerConfig(), ())
+    topics = [f"dev{d}/stream{s}" for d in range(10) for s in range(10)]
+    for topic in topics:
+        bus.publish(topic, led())
+    client = Client(hub, "127.0.0.1", "json")
+    patterns = ["dev1/*", "**/stream3", "dev2/stream5", *(f"none{k}/*" for k in range(61))]
+    # What asking every topic every pattern gives, in the same (sorted) order.
+    expected = sorted(t for t in topics if any(Pattern.parse(p).matches_parts(t.split("/")) for p in patterns))
+    calls = count_matches(monkeypatch)
+    subscription, matched = client.subscribe(patterns, None, newest=False)
+    assert matched == expected
+    assert len(matched) == 20
+    # The bus's own routing only: `**/stream3` tries the 100 topics, `dev1/*` and `dev2/stream5` their
+    # device's 10, the 61 others no topic. Asking every topic every pattern again, as the face did,
+    # made up to 6,400 more.
+    assert calls[0] <= 100 + 2 * 10
+    _, again = client.subscribe(["dev9/stream9"], None, newest=False)
+    assert again == ["dev9/stream9"]
+    assert subscription in client.subscriber.subscriptions

@@ -25,7 +25,8 @@ from tests.harness import demo_config
 from tests.inprocess import InProcessGateway, running_gateway
 from tests.test_dashboard import ARTIFACTS, CHROMIUM_ARGS
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# A hang guard, not a measure: one test reads many forms on a page that streams nine devices.
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(180)]
 
 ADMIN = "forms-admin-token-0123"
 READER = "forms-reader-token-0123"

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+from gateway.cli import EXIT_CONFIG_ERROR
 from tests.harness import DEMO_IDS, _until_listening, connect, gateway_config, start_gateway
 
 
@@ -82,6 +83,13 @@ async def test_bad_port_flags_are_refused() -> None:
         proc = await _demo(flag, value)
         output, _ = await asyncio.wait_for(proc.communicate(), 30)
         assert proc.returncode == 2, (flag, value, output)
+
+
+async def test_a_bad_mqtt_url_is_refused_as_the_config_files_would_be() -> None:
+    proc = await _demo("--mqtt", "http://broker.example/x")
+    output, _ = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == EXIT_CONFIG_ERROR, output
+    assert b"mqtt.url" in output, output
 
 
 async def test_a_second_gateway_on_the_same_unix_socket_leaves_the_first_ones_alone(tmp_path: Path) -> None:

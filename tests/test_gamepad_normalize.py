@@ -8,7 +8,6 @@ from devices.gamepad.adapter import GamepadOptions
 from devices.gamepad.mappings import MappingFileError, parse_mappings, read_mapping_file
 from devices.gamepad.model import PadInfo, Selector, demo_motion, guid_matches
 from devices.gamepad.normalize import (
-    BUTTON_NAMES,
     BUTTONS,
     LongPressTracker,
     Normalizer,
@@ -21,6 +20,7 @@ from devices.gamepad.normalize import (
 )
 from gateway.config import loads
 from gateway.errors import ConfigError
+from gateway.messages.gamepad import PAD_BUTTON_NAMES
 
 # SDL GameController button index -> position in the seed's button list, written out independently.
 SDL_BUTTON_TO_SEED = {
@@ -51,7 +51,7 @@ def raw(axes: dict[int, int] | None = None, buttons: set[int] | frozenset[int] =
 
 def test_seed_has_17_buttons_in_its_order() -> None:
     assert BUTTONS == 17
-    assert BUTTON_NAMES == (
+    assert PAD_BUTTON_NAMES == (
         "✕", "◯", "△", "□", "L1", "R1", "L2", "R2", "Share", "Options", "PS", "L3", "R3",
         "D-pad left", "D-pad up", "D-pad right", "D-pad down",
     )  # fmt: skip

@@ -36,6 +36,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "gateway.record_cli": "root",
     "gateway.reload": "root",
     "gateway.scan": "root",
+    "gateway.pair": "root",
 }
 
 #: Layer -> the layers its modules may import (docs/architecture.md, "What may import what").

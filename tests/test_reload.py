@@ -172,6 +172,93 @@ async def test_listener_and_auth_changes_need_a_restart_and_are_not_applied(gate
     rewrite(running, header() + devices)
 
 
+def feel(scale: float = 0.5, name: str = "feel", target: str = "buzz") -> str:
+    """A binding from the simulated pad's left trigger to a simulated controller's low rumble motor."""
+    return f"""
+[bindings.{name}]
+source = "pad"
+target = "{target}"
+mode = "direct"
+deadman = "none"
+rate_hz = 20.0
+inputs.low = {{ path = "state.axes.left_trigger", scale = {scale} }}
+outputs.low = {{ command = "rumble", field = "low", args = {{ high = 0.0, duration_s = 1.0 }} }}
+"""
+
+
+@ON_THE_MODULE_LOOP
+async def test_a_reload_adds_changes_and_removes_bindings_through_their_safe_output(gateway: InProcessGateway) -> None:
+    running = gateway
+    base = "".join(sim(d.id, d.options.leds) for d in running.gateway.config.devices)
+    devices = base + sim("pad") + sim("buzz")
+    rewrite(running, header() + devices + feel() + feel(name="steady", target="keep"))
+    async with connect(url(running), token=ADMIN_TOKEN) as admin:
+        report = await admin.reload()
+        assert (report["added"], report["bindings_added"]) == (["buzz", "pad"], ["feel", "steady"])
+        bindings = running.gateway.bindings.devices
+        steady = bindings["steady"]
+        # Every `buzz/outputs` sample, as the bus carries it (a client's subscription may coalesce).
+        watcher = Watcher()
+        running.gateway.bus.attach(watcher)
+        running.gateway.bus.subscribe(watcher, ["buzz/outputs"], None, newest=False)
+
+        def rumble() -> list[float]:
+            return [s.message.rumble_low for s in watcher.seen if isinstance(s, Sample)]
+
+        await until(lambda: any(low > 0.0 for low in rumble()), "the binding driving the rumble")
+        old_feel = bindings["feel"]
+        rewrite(running, header() + devices + feel(scale=0.25) + feel(name="steady", target="keep"))
+        watcher.seen.clear()
+        report = await admin.reload()
+        assert (report["bindings_restarted"], report["bindings_added"], report["bindings_removed"]) == (
+            ["feel"],
+            [],
+            [],
+        )
+        assert report["safe_states"] == {"feel": "ok"}
+        assert (report["restarted"], report["added"], report["removed"]) == ([], [], [])
+        # The restarted binding passed through its safe output (the rumble off), then drove again.
+        assert 0.0 in rumble()
+        watcher.seen.clear()
+        await until(lambda: any(low > 0.0 for low in rumble()), "the restarted binding driving")
+        assert bindings["feel"] is not old_feel
+        assert bindings["feel"].options.evaluator.spec.inputs[0].shape.scale == 0.25  # type: ignore[attr-defined]
+        # Removed (here by `hwgateway reload`): its safe output, and nothing more from it.
+        rewrite(running, header() + devices + feel(name="steady", target="keep"))
+        watcher.seen.clear()
+        command = [sys.executable, "-m", "gateway", "reload", "--url", url(running), "--token", ADMIN_TOKEN]
+        cli = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
+        out, _ = await cli.communicate()
+        assert (cli.returncode, out.decode().splitlines()) == (0, ["ended      binding feel (safe state: ok)"])
+        assert rumble()[-1] == 0.0
+        assert "feel" not in running.gateway.supervisor.devices
+        assert running.gateway.supervisor.devices["buzz"].adapter.outputs()["rumble_low"] == 0.0
+        running.gateway.bus.detach(watcher)
+        # The unchanged binding ran on throughout: the same device, its task never ended.
+        assert bindings["steady"] is steady
+        assert running.gateway.supervisor.devices["steady"].task is not None
+        assert not running.gateway.supervisor.devices["steady"].task.done()
+        # A device replaced by a binding of its name in one reload, and back: each goes before the other comes.
+        no_buzz = header() + base + sim("pad")
+        rewrite(running, no_buzz + feel(name="buzz", target="keep"))
+        report = await admin.reload()
+        assert (report["removed"], report["bindings_removed"], report["bindings_added"]) == (
+            ["buzz"],
+            ["steady"],
+            ["buzz"],
+        )
+        rewrite(running, no_buzz + sim("buzz"))
+        report = await admin.reload()
+        assert (report["added"], report["bindings_removed"], report["safe_states"]) == (
+            ["buzz"],
+            ["buzz"],
+            {"buzz": "ok"},
+        )
+        assert running.gateway.supervisor.devices["buzz"].kind == "sim"
+        rewrite(running, header() + base)
+        assert sorted((await admin.reload())["removed"]) == ["buzz", "pad"]
+
+
 # -- the property: random edit sequences --------------------------------------------------------
 
 IDS = ("a", "b", "c")
@@ -283,7 +370,7 @@ async def test_sighup_under_the_units_command_line_reloads_and_hwgateway_reload_
         *exec_start(config), env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
     )
     try:
-        await listener.wait_for("READY=1")
+        await listener.wait_for("READY=1", timeout=45.0)  # a hang guard: a loaded machine starts it slowly
         listener.messages.clear()
         config.write_text(base + sim("one", rate_hz=10.0) + sim("two", rate_hz=10.0))
         proc.send_signal(signal.SIGHUP)

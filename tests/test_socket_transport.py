@@ -88,9 +88,14 @@ async def test_what_the_kernel_does_not_take_goes_to_asyncio_in_order_then_the_p
         assert await read_exactly(peer, 5) == b"after"
 
 
-async def test_a_batch_over_the_high_water_mark_is_refused_whole() -> None:
-    async with connection() as (transport, peer):
-        assert not transport.try_write(b"x" * (HIGH_WATER_BYTES + 1))
+async def test_a_batch_over_the_high_water_mark_goes_whole_when_nothing_is_unsent_and_nothing_follows_it() -> None:
+    async with connection(small_buffers=True) as (transport, peer):
+        big = pattern(1, 3 * HIGH_WATER_BYTES)
+        assert transport.try_write(big)  # a peer that took everything so far takes a whole round
+        assert transport._transport.get_write_buffer_size() > 0  # the kernel could not take it all
+        assert not transport.try_write(b"x")  # behind now: nothing more until it has drained
+        assert await read_exactly(peer, len(big)) == big
+        await asyncio.sleep(0.05)
         assert transport._transport.get_write_buffer_size() == 0
         assert transport.try_write(b"ok")
         assert await read_exactly(peer, 2) == b"ok"

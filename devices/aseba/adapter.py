@@ -360,9 +360,15 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         if node.description is not None:
             self.ctx.publish(f"node/{node.id}/description", self.description_of(node))
         network = self.network
-        described = network is not None and any(n.connected and n.description for n in network.nodes.values())
+        wanted = self.options.node_id
+        described = network is not None and any(
+            n.connected and n.description and wanted in (0, n.id) for n in network.nodes.values()
+        )
         if described:
             self.ctx.set_status("connected")
+        elif wanted:
+            # Its robot left a link others stay on (a dongle's): the device is not there, whatever the link.
+            self.ctx.set_status("connecting", f"Aseba node {wanted} is not on the link")
         else:
             self.ctx.set_status("connecting", "no described Aseba node on the link")
 

@@ -16,7 +16,8 @@ class AsebaOptions:
     ``ser:device=/dev/ttyACM0`` (also ``ser:/dev/ttyACM0`` or a bare device path); empty: the
     first Thymio II (USB 0617:000A) or wireless dongle (0617:000C) found on USB.
     `node_id`: the node the asebaros services (GetDescription, GetVariable, SetVariable) and sent
-    events address; 0: the node with the lowest id.
+    events address, and the device is connected only while it is on the link; 0: the node with the
+    lowest id (connected while any described node is).
     `list_nodes_period_ms`: how often ListNodes is broadcast (discovery and keep-alive).
     `node_timeout_ms`: a node silent for this long is reported disconnected.
     `request_timeout_ms`: wait for a description or a Variables reply.

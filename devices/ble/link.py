@@ -133,7 +133,11 @@ def explain(error: BaseException) -> BleError:
     if isinstance(error, BleError):
         return error
     if isinstance(error, BleakBluetoothNotAvailableError):
-        return BleUnavailable(f"no usable Bluetooth adapter ({error.reason.name.lower()}): {error}")
+        said = str(error.args[0]) if error.args else str(error)  # bleak's args carry the reason's repr too
+        return BleUnavailable(
+            f"no usable Bluetooth adapter ({error.reason.name.lower()}): {said} "
+            "(plug one in, or `bluetoothctl power on`, `rfkill unblock bluetooth`)"
+        )
     text = str(error)
     if isinstance(error, BleakDBusError):
         name = error.dbus_error
@@ -149,7 +153,8 @@ def explain(error: BaseException) -> BleError:
             and "pair" in text.lower()
         ):
             return BlePairingRequired(
-                f"the device needs pairing ({text}): pair it with bluetoothctl, or flash it with 'No pairing required'"
+                f"the device needs pairing ({text}): pair it with `hwgateway pair --ble ADDRESS`, "
+                "or flash it with 'No pairing required'"
             )
     if isinstance(error, FileNotFoundError | ConnectionRefusedError) or (
         "org.freedesktop.DBus" in text and "not" in text.lower()
@@ -167,7 +172,7 @@ def explain(error: BaseException) -> BleError:
         if code in PAIRING_ATT_CODES:
             return BlePairingRequired(
                 f"the device needs pairing (ATT {PAIRING_ATT_CODES[code]}, 0x{code:02x}): pair it with "
-                "bluetoothctl, or flash it with 'No pairing required'"
+                "`hwgateway pair --ble ADDRESS`, or flash it with 'No pairing required'"
             )
         return BleAttError(f"the device answered with ATT error 0x{code:02x} ({text})", code)
     return BleError(f"{type(error).__name__}: {text}" if text else type(error).__name__)

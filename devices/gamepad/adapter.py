@@ -53,14 +53,20 @@ from devices.gamepad.model import (
     VirtualOutputsChanged,
     VirtualSpec,
 )
-from devices.gamepad.normalize import AXIS_NAMES, BUTTON_NAMES, Normalizer, RawPad, Settings
+from devices.gamepad.normalize import Normalizer, RawPad, Settings
 from gateway.core.adapter import Adapter, Command, DeviceContext
 from gateway.core.dispatch import CommandTable
 from gateway.core.lease import Lease, LeaseEnd, Leases
 from gateway.errors import DeviceError, DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages.common import Time
 from gateway.messages.creos import ControllerState
-from gateway.messages.gamepad import GamepadInfo, GamepadPlayerIndex, GamepadTriggerRumble
+from gateway.messages.gamepad import (
+    PAD_AXIS_NAMES,
+    PAD_BUTTON_NAMES,
+    GamepadInfo,
+    GamepadPlayerIndex,
+    GamepadTriggerRumble,
+)
 from gateway.messages.generic import Led, Rumble
 
 if TYPE_CHECKING:
@@ -217,7 +223,7 @@ class GamepadAdapter(Adapter[GamepadOptions]):
             "led": bool(pad and pad.led),
             # SDL keeps a player index for every pad; pads with player LEDs show it.
             "player_index": pad is not None,
-            "controller": {"axes": list(AXIS_NAMES), "buttons": list(BUTTON_NAMES)},
+            "controller": {"axes": list(PAD_AXIS_NAMES), "buttons": list(PAD_BUTTON_NAMES)},
         }
         if pad is not None:
             caps.update(name=pad.name, key=pad.key, guid=pad.guid, type=pad.type)

@@ -84,10 +84,6 @@ BUTTON_SOURCES: tuple[SdlButton | SdlAxis, ...] = (
     SdlButton.DPAD_RIGHT,
     SdlButton.DPAD_DOWN,
 )
-#: ControllerState's axes in order: sticks (up and right positive), then triggers.
-AXIS_NAMES: tuple[str, ...] = ("left x", "left y", "right x", "right y", "L2", "R2")
-BUTTON_NAMES: tuple[str, ...] = ("✕", "◯", "△", "□", "L1", "R1", "L2", "R2", "Share", "Options", "PS", "L3", "R3")
-BUTTON_NAMES += ("D-pad left", "D-pad up", "D-pad right", "D-pad down")
 BUTTONS = len(BUTTON_SOURCES)
 
 RELEASED, PRESSED, LONG_PRESS = 0, 1, 2

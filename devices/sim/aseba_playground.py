@@ -79,7 +79,11 @@ class Playground:
             executable, str(scenario), env=env, stdout=log, stderr=asyncio.subprocess.STDOUT
         )
         log.close()
-        await self._wait_listening()
+        try:
+            await self._wait_listening()
+        except BaseException:  # not listening in time, or cancelled: the process is not left behind
+            await self.stop()
+            raise
 
     async def _wait_listening(self) -> None:
         # Probe with a bare bind attempt, not a connection: a connection would be the playground's

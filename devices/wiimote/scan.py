@@ -7,7 +7,8 @@ Raises `BluezUnavailable` (with what to do) when BlueZ or an adapter is missing 
 
 from __future__ import annotations
 
-from devices.wiimote.bluez import Remote, connect_system_bus, discover, managed_objects, powered_adapter, remotes_of
+from devices.bluez.dbus import connect_system_bus, discover, managed_objects, powered_adapter
+from devices.wiimote.bluez import Remote, remotes_of
 from gateway.core.discovery import Finding, slug
 
 

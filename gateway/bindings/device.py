@@ -5,7 +5,8 @@ it and controls it with what it already has: `list_devices` lists it with its st
 `capabilities`, `describe` documents its types, its status is published on `<name>/status`
 (`hwgateway/BindingStatus`), and the commands `hwgateway/BindingPause` and `hwgateway/BindingResume`
 pause and resume it. Its `estop` halts it (STOP ALL; the router's arbiter halted it first), its
-removal (`close`) sends its safe output, confirmed, before its leases and claims go.
+removal (`close`) sends its safe output, confirmed, before its leases and claims go (a removal's
+e-stop only pauses it: STOP ALL made the targets safe themselves, a removal does not).
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ class BindingDevice(Adapter[BindingParts]):
             lambda status: ctx.publish("status", status),
         )
         self._removed = False
+        #: Set by `Bindings.remove` before the supervisor retires it: its e-stop is then no STOP ALL.
+        self.leaving = False
 
     def capabilities(self) -> Mapping[str, Any]:
         """The binding's config and its status now (what the dashboard and `list_devices` show)."""
@@ -77,7 +80,14 @@ class BindingDevice(Adapter[BindingParts]):
         return to_plain(self.runtime.status())
 
     async def estop(self) -> None:
-        """STOP ALL (and the shutdown's estop): halt at once, until resumed."""
+        """STOP ALL (and the shutdown's estop): halt at once, until resumed.
+
+        Removed or reloaded (`leaving`), only the binding is e-stopped, not the devices it drives:
+        it stops driving at once and owes them its safe output, which `close` sends and confirms.
+        """
+        if self.leaving:
+            self.runtime.pause()
+            return
         self.runtime.on_stop_all()
 
     async def close(self) -> None:

@@ -2,16 +2,20 @@
 
 `Bindings.start(config)` adds one `BindingDevice` per enabled `[bindings.<name>]` to the supervisor
 (before or after it starts). `remove(name)` and `reload(specs)` end a binding through its safe
-output (`BindingRuntime.finish`, confirmed or bounded) before anything replaces it. Binding sets:
+output (`BindingRuntime.finish`, confirmed or bounded) before anything replaces it. A reload of the
+file (`gateway.reload`) applies only what changed (`diff_bindings`): `retire(diff)` ends the removed
+and changed bindings through their safe output, `start(diff)` adds the added and changed ones again,
+and the unchanged ones run on untouched. Binding sets:
 a binding with a `set` drives only while its set is the active one (`initial_set`, then what an
 action switches to); a binding without a set always may.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from gateway.bindings.device import KIND, BindingDevice, BindingParts
@@ -24,6 +28,31 @@ from gateway.core.config import DeviceConfig
 from gateway.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class BindingsDiff:
+    """The enabled bindings of two configs, by name: what a reload starts, ends, restarts and leaves alone.
+
+    A binding that is disabled (`enabled = false`) counts as absent, as it does at start.
+    """
+
+    added: tuple[BindingSpec, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[BindingSpec, ...] = ()
+    unchanged: tuple[str, ...] = ()
+
+
+def diff_bindings(old: BindingsConfig, new: BindingsConfig) -> BindingsDiff:
+    """Compare the enabled bindings of two `[bindings]` sections by name (every key alike: unchanged)."""
+    before = {spec.name: spec for spec in old.bindings if spec.enabled}
+    after = {spec.name: spec for spec in new.bindings if spec.enabled}
+    return BindingsDiff(
+        added=tuple(spec for name, spec in after.items() if name not in before),
+        removed=tuple(name for name in before if name not in after),
+        changed=tuple(spec for name, spec in after.items() if name in before and before[name] != spec),
+        unchanged=tuple(name for name, spec in after.items() if before.get(name) == spec),
+    )
 
 
 class Bindings:
@@ -71,11 +100,34 @@ class Bindings:
         self._apply_set(device)
         return device
 
-    async def remove(self, name: str) -> None:
-        """End binding `name` through its safe output, then forget it; `KeyError` when there is none."""
+    async def remove(self, name: str, reason: str = "removed") -> str:
+        """End binding `name` through its safe output, then forget it; `KeyError` when there is none.
+
+        Returns the safe-state outcome ("ok", "unconfirmed", "failed"), as `Supervisor.retire`.
+        """
         device = self.devices.pop(name)
-        await self._supervisor.retire(name, "removed")  # estop, cancel, then `close`: the safe output, confirmed
-        log.info("binding %s removed (%s)", name, device.runtime.reason, extra={"binding": name})
+        device.leaving = True  # its e-stop pauses it: the devices it drives still get its safe output
+        # estop, cancel, then `close`: the safe output, confirmed
+        outcome = await self._supervisor.retire(name, reason)
+        log.info("binding %s %s (%s)", name, reason, device.runtime.reason, extra={"binding": name})
+        return outcome
+
+    async def retire(self, diff: BindingsDiff, reason: str) -> dict[str, str]:
+        """End the removed and changed bindings of `diff` at once, each through its safe output; their outcomes."""
+        leaving = [name for name in (*diff.removed, *(spec.name for spec in diff.changed)) if name in self.devices]
+        outcomes = await asyncio.gather(*(self.remove(name, reason) for name in leaving))
+        return dict(zip(leaving, outcomes, strict=True))
+
+    def start_changed(self, diff: BindingsDiff) -> list[str]:
+        """Add the added and changed bindings of `diff` (after `retire`); what could not start, in words."""
+        problems = []
+        for spec in (*diff.added, *diff.changed):
+            try:
+                self.add(spec)
+            except Exception as error:  # a name another gateway's device holds (MQTT): the others still start
+                log.exception("binding %s could not start", spec.name)
+                problems.append(f"binding {spec.name} could not start: {type(error).__name__}: {error}")
+        return problems
 
     async def reload(self, specs: Sequence[BindingSpec]) -> None:
         """Replace every binding by `specs`: each old one stops through its safe output before the new ones start."""

@@ -79,6 +79,9 @@ class AdminOps(Protocol):
     ) -> dict[str, Any]:
         """Look for attached devices (`hwgateway scan`); the findings, the families skipped, the config text."""
 
+    async def pair_op(self, kind: str, address: str, timeout_s: float | None, passkey: int | None) -> dict[str, Any]:
+        """Pair a Bluetooth device through BlueZ (`hwgateway pair`); the outcome with each step taken."""
+
 
 @dataclass
 class Hub:
@@ -311,9 +314,10 @@ class Client:
             raise InvalidArgument(
                 f"subscribe.max_rate_hz: expected a number in [{MIN_RATE_HZ}, {MAX_RATE_HZ}], got {max_rate_hz}"
             )
-        bus = self.hub.bus
-        subscription = bus.subscribe(self.subscriber, patterns, max_rate_hz, newest)
-        matched = [t for t in bus.topics() if self.subscriber.subscriptions[subscription].matches(t)]
+        subscription = self.hub.bus.subscribe(self.subscriber, patterns, max_rate_hz, newest)
+        # The bus has just routed every published topic this subscription matches: asking each
+        # topic again would cost topics x patterns per subscribe.
+        matched = sorted(topic for topic, ids in self.subscriber.routed.items() if subscription in ids)
         return subscription, matched
 
     def unsubscribe(self, subscription: int) -> None:
@@ -452,6 +456,17 @@ class Client:
         admin = self._require_admin("scan")
         log.info("client %s asked for a scan", self.id)
         return await admin.scan_op(families, timeout_s, serial, kortex)
+
+    async def pair(self, kind: str, address: str, timeout_s: float | None, passkey: int | None) -> dict[str, Any]:
+        """Pair a Wii Remote (`kind` wiimote, by its sync button) or a BLE device (admin only), as `hwgateway pair`.
+
+        One pairing window of `timeout_s` s; the result says `paired`, `refused` or `timed_out`, with
+        each step taken. BlueZ missing, no adapter, the adapter off, no permission: `DeviceUnavailable`
+        saying what to do.
+        """
+        admin = self._require_admin("pair")
+        log.warning("client %s asked for a %s pairing %s", self.id, kind, address or "(the first Wii Remote seen)")
+        return await admin.pair_op(kind, address, timeout_s, passkey)
 
     async def estop(self) -> list[dict[str, Any]]:
         """Stop every device's actuators at once (never rate-limited); each device's outcome."""

@@ -285,10 +285,13 @@ class RecordConfig:
     `max_file_s` seconds old (0: no time limit); while the folder's recordings of this prefix exceed
     `max_total_bytes` (0: no limit) the oldest are removed. `compression`: zstd, lz4 or none;
     `chunk_bytes`: uncompressed chunk size; `queue`: messages waiting for the writer thread beyond
-    which samples are dropped (counted on /healthz and /metrics).
+    which samples are dropped (counted on /healthz and /metrics). `format`: "json" (MCAP of JSON
+    messages, the files above) or "ros2" (a rosbag2 directory `<folder>/<prefix>_<UTC time>/` of CDR
+    messages that ROS 2 tools open, split at the same limits; `gateway.record.bag`).
     """
 
     folder: str = ""
+    format: Literal["json", "ros2"] = "json"
     prefix: str = "hwgateway"
     topics: tuple[str, ...] = ("**",)
     commands: bool = True

@@ -9,6 +9,12 @@ from typing import Annotated
 
 from gateway.messages.schema import BOOL, STR, U8, U16, U64, Array, Float, Int, message
 
+#: A pad's ControllerState axes in order: sticks (up and right positive), then triggers.
+PAD_AXIS_NAMES: tuple[str, ...] = ("left x", "left y", "right x", "right y", "L2", "R2")
+#: A pad's 17 ControllerState buttons in order (every gamepad's and every simulated pad's).
+PAD_BUTTON_NAMES: tuple[str, ...] = ("✕", "◯", "△", "□", "L1", "R1", "L2", "R2", "Share", "Options", "PS", "L3", "R3")
+PAD_BUTTON_NAMES += ("D-pad left", "D-pad up", "D-pad right", "D-pad down")
+
 _UNIT = Float(32, 0.0, 1.0)
 _SECONDS = Float(32, 0.0, 60.0)
 

@@ -27,8 +27,10 @@ from gateway.bus import Bus, DeviceEvent, Outgoing, Subscriber
 from gateway.commands import CommandAnswered, CommandRouter, CommandSeen
 from gateway.core.config import Config, RecordConfig
 from gateway.messages import REGISTRY, schema_of
+from gateway.record.bag import namer_of
 from gateway.record.channels import COMMAND_TOPIC, COMMAND_TYPE, OWN_SCHEMAS, RESULT_TOPIC, RESULT_TYPE
 from gateway.record.sink import McapSink, Rotation
+from gateway.ros.names import DeviceNaming
 from gateway.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
@@ -109,9 +111,10 @@ class BusRecorder:
         settings = self.settings
         rotation = Rotation(Path(settings.folder), settings.prefix, settings.max_file_bytes, settings.max_file_s,
                             settings.max_total_bytes)  # fmt: skip
+        namer = namer_of(self._namings()) if settings.format == "ros2" else None
         try:
             self.sink = McapSink(rotation, _schemas(), settings.compression, settings.chunk_bytes, settings.queue,
-                                 self._file_closed)  # fmt: skip
+                                 self._file_closed, namer)  # fmt: skip
         except OSError as error:
             self.error = f"cannot record to {settings.folder}: {error.strerror or error}"
             log.error("%s", self.error)
@@ -121,6 +124,13 @@ class BusRecorder:
         if settings.commands:
             self._router.watchers.append(self._command)
         log.info("recording the bus to %s", self.sink.path)
+
+    def _namings(self) -> list[DeviceNaming]:
+        """The devices as the ROS naming rule sees them (a ros2 recording's topics; later ones get its default)."""
+        return [
+            DeviceNaming(h.id, h.kind, h.config.ros_namespace, tuple(h.adapter.accepts))
+            for h in self._supervisor.devices.values()
+        ]
 
     def _file_closed(self, path: Path) -> None:
         self.last_file = str(path)  # runs on the writer thread: one reference assignment
@@ -176,6 +186,7 @@ class BusRecorder:
         return {
             "recording": not sink.error and not self.error,
             "folder": self.settings.folder,
+            "format": self.settings.format,
             "file": str(sink.path),
             "written": sink.written,
             "dropped": sink.dropped,

@@ -156,12 +156,15 @@ def check_readable(path: str | Path, contents: Contents) -> None:
         raise BadRecording(f"{path}: not a readable MCAP file ({contents.stopped_by})")
 
 
-def repair(source: str | Path, target: str | Path) -> Contents:
-    """Copy every readable message of `source` (schemas, channels, metadata) into a complete `target`."""
+def repair(source: str | Path, target: str | Path, profile: str = "") -> Contents:
+    """Copy every readable message of `source` (schemas, channels, metadata) into a complete `target`.
+
+    `profile`: the MCAP profile of `target` ("ros2" for a bag's file).
+    """
     contents = Contents()
     with open(source, "rb") as file, open(target, "wb") as out:
         writer = Writer(out, compression=CompressionType.ZSTD)
-        writer.start(profile="", library="hwgateway recover")
+        writer.start(profile=profile, library="hwgateway recover")
         schema_ids: dict[int, int] = {}
         channel_ids: dict[int, int] = {}
         for message in stream_messages(file, contents):
@@ -196,7 +199,14 @@ def describe(path: str | Path, contents: Contents) -> str:
 
 
 def run(path: str, output: str | None) -> int:
-    """`hwgateway record --recover FILE [-o OUT]`: say what is readable; with OUT, write a repaired copy."""
+    """`hwgateway record --recover FILE [-o OUT]`: say what is readable; with OUT, write a repaired copy.
+
+    A directory is a ros2 bag (`gateway.record.bag_recover`).
+    """
+    if Path(path).is_dir():
+        from gateway.record.bag_recover import run_bag
+
+        return run_bag(path, output)
     try:
         contents = repair(path, output) if output else read(path)
     except BadRecording as error:

@@ -7,6 +7,9 @@ buffer, so a long recording of small messages costs tens of bytes per message, n
 object each. What one file may bring is capped: `MAX_LOADED_BYTES` in all, `MAX_REPLAYED_DEVICES`
 devices and `MAX_REPLAYED_TOPICS` topics; a topic the bus would refuse (a space in it, too long)
 is left out and named in `Recording.refused`.
+
+A ros2 bag (a directory, or an MCAP file of `cdr` channels) is read here too, file after file, each
+CDR message turned into the JSON the bus type's plain form is (`gateway.record.bag_read`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import threading
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -24,6 +27,9 @@ from gateway.record.channels import DEVICE_TOPIC
 from gateway.record.mcap_read import Abandoned
 from gateway.record.recover import BadRecording, Contents, check_readable, read, stream_messages
 from gateway.topics import check_device_id, check_topic, matches_any
+
+if TYPE_CHECKING:
+    from gateway.record.bag_read import CdrChannels, Decode
 
 #: Bytes of messages (data and 30 bytes of bookkeeping each) one recording may load.
 MAX_LOADED_BYTES = 256 * 1024 * 1024
@@ -208,7 +214,11 @@ def playable(
 
     Raise BadRecording as `load_recording` would: not MCAP, or more than `max_bytes` to load.
     """
+    if Path(path).is_dir():  # a ros2 bag
+        return len(load_recording(path, patterns=patterns, prefix=prefix, max_bytes=max_bytes))
     contents = read(path)
+    if any(channel.message_encoding == "cdr" for channel in contents.channels.values()):
+        return len(load_recording(path, patterns=patterns, prefix=prefix, max_bytes=max_bytes))
     chooser = Chooser(Recording(), patterns, prefix, frozenset())
     chosen = [topic for topic in contents.counts if chooser.number(topic, "") >= 0]
     count = sum(contents.counts[topic] for topic in chosen)
@@ -238,40 +248,84 @@ def load_recording(
     for the chosen devices only. `prefix`: what the replay puts in front of each topic (a topic the
     bus refuses with it is left out). A truncated or damaged file gives what was readable before the
     damage; raise BadRecording when nothing of it is MCAP, or it holds more than `max_bytes` of
-    chosen messages; `Abandoned` (gateway.record.mcap_read) when `cancel` is set.
+    chosen messages; `Abandoned` (gateway.record.mcap_read) when `cancel` is set. A ros2 bag: see the module.
     """
     recording = Recording()
     contents = recording.contents
     chooser = Chooser(recording, patterns, prefix, keep)
+    cdr = _Cdr(path)
     numbers: dict[int, int] = {}  # channel id -> topic number, for the channels seen so far
+    decoders: dict[int, Decode | None] = {}  # channel id -> CDR to JSON (None: JSON already)
     seen_channels: dict[int, object] = {}
     log_ns, data, append = recording.log_ns, recording.data, recording.append
     ordered, last = True, -(2**63)
-    try:
-        file = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as error:
-        raise BadRecording(f"{path}: {error.strerror}") from None
-    with file:
-        for message in stream_messages(file, contents, cancel):
-            channel_id = message.channel_id
-            channel = contents.channels[channel_id]
-            if seen_channels.get(channel_id) is not channel:  # new, or defined again
-                seen_channels[channel_id] = channel
-                schema = contents.schemas.get(channel.schema_id)
-                type_ = channel.metadata.get("type") or (schema.name if schema else "")
-                numbers[channel_id] = chooser.number(channel.topic, type_)
-            number = numbers[channel_id]
-            if number < 0:
-                continue
-            if len(data) + _PER_MESSAGE_BYTES * (len(log_ns) + 1) + len(message.data) > max_bytes:
-                raise _too_big(path, max_bytes)
-            ordered = ordered and message.log_time >= last
-            last = message.log_time
-            append(number, message.log_time, message.publish_time, message.data)
+    for file_path in _files(Path(path)):
+        try:
+            file = open(file_path, "rb")  # noqa: SIM115 - closed below
+        except OSError as error:
+            raise BadRecording(f"{file_path}: {error.strerror}") from None
+        contents.complete = False  # each file of a bag ends with its footer
+        with file:
+            for message in stream_messages(file, contents, cancel):
+                channel_id = message.channel_id
+                channel = contents.channels[channel_id]
+                if seen_channels.get(channel_id) is not channel:  # new, or defined again (each file of a bag)
+                    seen_channels[channel_id] = channel
+                    numbers[channel_id], decoders[channel_id] = _choose(cdr, chooser, channel, contents)
+                number = numbers[channel_id]
+                if number < 0:
+                    continue
+                decode = decoders[channel_id]
+                payload = message.data if decode is None else decode(message)
+                if len(data) + _PER_MESSAGE_BYTES * (len(log_ns) + 1) + len(payload) > max_bytes:
+                    raise _too_big(path, max_bytes)
+                ordered = ordered and message.log_time >= last
+                last = message.log_time
+                append(number, message.log_time, message.publish_time, payload)
     check_readable(path, contents)
     recording.devices = recorded_devices(contents)
     keep_chosen_events(recording, chooser.devices, ordered, cancel)
     return recording
+
+
+def _files(path: Path) -> list[Path]:
+    """The MCAP files of a recording: itself, or a ros2 bag directory's files in order."""
+    if not path.is_dir():
+        return [path]
+    from gateway.record.bag_read import bag_paths  # the ROS 2 type layer only when a bag is read
+
+    return bag_paths(path)
+
+
+class _Cdr:
+    """`gateway.record.bag_read.CdrChannels` of a recording, made at its first `cdr` channel."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = path
+        self.channels: CdrChannels | None = None
+
+    def channel(self, channel: Any, schema: Any) -> tuple[str, str, Decode | None] | str | None:
+        """As `CdrChannels.channel`; a JSON channel without loading the ROS 2 types."""
+        if channel.message_encoding != "cdr":
+            return channel.topic, channel.metadata.get("type") or (schema.name if schema else ""), None
+        if self.channels is None:
+            from gateway.record.bag_read import CdrChannels
+
+            self.channels = CdrChannels(self.path)
+        return self.channels.channel(channel, schema)
+
+
+def _choose(cdr: _Cdr, chooser: Chooser, channel: Any, contents: Contents) -> tuple[int, Decode | None]:
+    """The topic number of a channel (-1: not played, its reason noted) and its converter."""
+    played = cdr.channel(channel, contents.schemas.get(channel.schema_id))
+    if played is None:
+        return -1, None
+    if isinstance(played, str):
+        shown = channel.topic if len(channel.topic) <= 80 else channel.topic[:77] + "..."
+        chooser.recording.refused[shown] = played
+        return -1, None
+    topic, type_, decode = played
+    return chooser.number(topic, type_), decode
 
 
 def keep_chosen_events(recording: Recording, devices: set[str], ordered: bool, cancel: threading.Event | None) -> None:

@@ -151,6 +151,8 @@ def index_recording(
 
     Arguments and errors as `load_recording`'s.
     """
+    if Path(path).is_dir():
+        return None  # a ros2 bag's files and CDR messages are loaded whole
     holder = Recording()
     contents = holder.contents
     chooser = Chooser(holder, patterns, prefix, keep)
@@ -173,6 +175,8 @@ def index_recording(
                     stats = current.samples
                 continue
             channel = contents.channels[item.channel_id]
+            if channel.message_encoding == "cdr":
+                return None  # a ros2 bag's MCAP file: its CDR messages are converted as they load
             if seen.get(item.channel_id) is not channel:
                 seen[item.channel_id] = channel
                 schema = contents.schemas.get(channel.schema_id)

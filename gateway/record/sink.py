@@ -14,6 +14,11 @@ Schemas and messages are written in the viewer form (`gateway.messages.shapes`):
 Lichtblick refuse a schema with an array of arrays, so each inner array of the few types that hold
 one is stored as `{"values": [...]}` (those messages are re-encoded on this thread; every other
 message is written as it comes). The replay reads both forms.
+
+With a `namer` (the ROS naming rule of the recorded devices) the sink writes a ros2 bag instead
+(`gateway.record.bag`): the target (or, rotated, `<folder>/<prefix>_<UTC time>/`) is the bag
+directory, its files split at the same limits, and the pruning removes older bags whole, then the
+oldest files of the bag being written.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from mcap.writer import CompressionType, Writer
 from gateway.bus import DeviceEvent, Sample
 from gateway.messages.shapes import Reshape, outward, viewer_schema
 from gateway.record import DEFAULT_CHUNK_BYTES, DEFAULT_QUEUE
+from gateway.record.bag import Bag, BagFile, Namer, bag_name, prune_bags
 from gateway.record.channels import DEVICE_TOPIC, DEVICE_TYPE
 
 log = logging.getLogger(__name__)
@@ -178,6 +184,10 @@ class _File:
         self.writer.add_message(channel, log_time=log_ns, data=data, publish_time=publish_ns,
                                 sequence=sequence & 0xFFFFFFFF)  # fmt: skip
 
+    def write_sample(self, sample: Sample) -> None:
+        """Add one bus sample."""
+        self.write(_sample_record(sample))
+
     def _schema_id(self, type_: str) -> int:
         schema_id = self._schema_ids.get(type_)
         if schema_id is None:
@@ -224,6 +234,7 @@ class McapSink:
     capacity in messages.
     Items: a bus `Sample` or `DeviceEvent`, or anything with `record() -> Record` (`Encoded`,
     `StateText`). `on_file_closed(path)` runs on the writer thread after each file is complete.
+    `namer` (a bus topic's ROS name, None when it has none): write a ros2 bag (see the module).
     """
 
     def __init__(
@@ -234,6 +245,7 @@ class McapSink:
         chunk_bytes: int = DEFAULT_CHUNK_BYTES,
         queue_size: int = DEFAULT_QUEUE,
         on_file_closed: Callable[[Path], None] | None = None,
+        namer: Namer | None = None,
     ) -> None:
         self.rotation = target if isinstance(target, Rotation) else None
         self._single = None if isinstance(target, Rotation) else Path(target)
@@ -254,10 +266,19 @@ class McapSink:
         self._number = 0
         self._on_file_closed = on_file_closed
         self._closed_bytes = 0
+        self._bag: Bag | None = None
         if self.rotation is not None:
             self.rotation.folder.mkdir(parents=True, exist_ok=True)
-            self.files_removed += len(self.rotation.prune(None))
-        self._file = self._open()
+            if namer is None:
+                self.files_removed += len(self.rotation.prune(None))
+        if namer is not None:
+            rotation = self.rotation
+            self._bag = Bag(rotation.folder / bag_name(rotation.prefix) if rotation else Path(str(target)), namer)
+        self._file: _File | BagFile = self._open()
+        if self._bag is not None and self.rotation is not None:
+            rotation = self.rotation
+            pruned = prune_bags(rotation.folder, rotation.prefix, rotation.max_total_bytes, self._bag, self._file.path)
+            self.files_removed += len(pruned)
         self._failure: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"mcap-{self._file.path.name}", daemon=True)
         self._thread.start()
@@ -305,7 +326,19 @@ class McapSink:
         if self._failure is not None:
             raise self._failure
 
-    def _open(self) -> _File:
+    @property
+    def skipped(self) -> int:
+        """Messages a ros2 bag left out (no ROS 2 type, no ROS name, values CDR cannot hold) in the current file."""
+        return self._file.skipped if isinstance(self._file, BagFile) else 0
+
+    @property
+    def bag(self) -> Bag | None:
+        """The ros2 bag being written (None: JSON MCAP)."""
+        return self._bag
+
+    def _open(self) -> _File | BagFile:
+        if self._bag is not None:
+            return BagFile(self._bag, COMPRESSIONS[self._compression], self._chunk_bytes)
         if self._single is not None:
             return _File(self._single, self._schemas, self._reshapes, self._compression, self._chunk_bytes)
         assert self.rotation is not None
@@ -338,7 +371,7 @@ class McapSink:
             item = inbox.popleft()
             kind = type(item)
             if kind is Sample:
-                file.write(_sample_record(item))  # type: ignore[arg-type]
+                file.write_sample(item)  # type: ignore[arg-type]
             elif kind is DeviceEvent:
                 record = _device_record(item)  # type: ignore[arg-type]
                 self._devices[item.device] = record  # type: ignore[attr-defined]
@@ -346,6 +379,8 @@ class McapSink:
             elif kind is _Metadata:
                 self._metadata[item.name] = item.values  # type: ignore[attr-defined]
                 file.writer.add_metadata(item.name, item.values)  # type: ignore[attr-defined]
+                if self._bag is not None:
+                    self._bag.set_custom(item.name, item.values)  # type: ignore[attr-defined]
                 continue
             else:
                 record = item.record()  # type: ignore[attr-defined]
@@ -373,7 +408,11 @@ class McapSink:
             self._file.writer.add_metadata(name, values)
         for record in self._devices.values():  # each file says every device's availability
             self._file.write(record)
-        self.files_removed += len(rotation.prune(self._file.path))
+        if self._bag is not None:
+            removed = prune_bags(rotation.folder, rotation.prefix, rotation.max_total_bytes, self._bag, self._file.path)
+            self.files_removed += len(removed)
+        else:
+            self.files_removed += len(rotation.prune(self._file.path))
 
     def _closed(self) -> None:
         path = self._file.path

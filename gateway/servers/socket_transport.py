@@ -72,16 +72,20 @@ class SocketTransport:
             transport.write(data)
 
     def try_write(self, data: bytes) -> bool:
-        """Write `data` now if it fits below the high-water mark; False (nothing written) when it does not.
+        """Write `data` now if it fits below the high-water mark, or whole when nothing is unsent; else False.
 
         The fan-out path: called once per client per event-loop iteration with bytes shared by many.
+        A peer that has taken everything so far takes the round whatever its size (a loaded loop
+        gathers the samples of many devices into one round, which may pass the mark): refusing it
+        would move a client that keeps up to the mailbox, which coalesces what it could have sent.
+        The unsent bytes are then at most the mark plus one round.
         While asyncio holds nothing unsent for this peer, the bytes go straight to the socket's
         `send` (asyncio's `write` would do the same, after 1-2 µs of checks); what the kernel does
         not take then goes to asyncio's buffer, in order, as `write` would put it.
         """
         transport = self._transport
         unsent = transport.get_write_buffer_size()
-        if transport.is_closing() or unsent + len(data) > HIGH_WATER_BYTES:
+        if transport.is_closing() or (unsent and unsent + len(data) > HIGH_WATER_BYTES):
             return False
         sock = self._direct
         if unsent or sock is None:

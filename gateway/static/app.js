@@ -1,8 +1,10 @@
 // The hwgateway dashboard: every device live, and its commands. A client like any other: it uses only
-// the public WebSocket protocol (hello, auth, list_devices, describe, subscribe, command, estop).
+// the public WebSocket protocol (hello, auth, list_devices, describe, subscribe, command, estop; an
+// admin token's scan, pair and reload, in admin.js).
 
 import { OPEN, describeWho, refusalFor } from "./access.js";
 import { activityPanel, logActivity, maybeLogEvent } from "./activity.js";
+import { createAdmin } from "./admin.js";
 import { Connection } from "./connection.js";
 import { allowControl, createControl, sentence } from "./controls.js";
 import { h, shortType } from "./dom.js";
@@ -49,6 +51,9 @@ const connection = new Connection(`${location.protocol === "https:" ? "wss" : "w
   onPush,
   onStatus,
 });
+
+// Add device (scan), Pair and Reload, above the device cards; a reload that changed something lists them again.
+ui.devices.before(createAdmin(connection, { onReloaded: () => ready() }));
 
 // -- connection and sign-in ------------------------------------------------------------------------
 

@@ -11,24 +11,32 @@ const MAX_SERIES = 6;
 /** Fields plotted as soon as they appear: a LEGO motor's position. */
 const AUTO_PLOT = [/\/port\/[A-Z]$/, /^position_deg$/];
 
-/** Numeric leaves of `value`: [["accel.x", 0.1], ["prox[0]", 3], ...] (arrays up to 16 items). */
-function numericLeaves(value, prefix = "", out = []) {
-  if (typeof value === "number") out.push([prefix, value]);
+/** Numeric leaves of `value`: [["accel.x", ["accel", "x"]], ["prox[0]", ["prox", 0]], ...] (arrays up to 16 items). */
+function numericLeaves(value, prefix = "", steps = [], out = []) {
+  if (typeof value === "number") out.push([prefix, steps]);
   else if (Array.isArray(value)) {
-    if (value.length <= 16) value.forEach((item, i) => numericLeaves(item, `${prefix}[${i}]`, out));
+    if (value.length <= 16) value.forEach((item, i) => numericLeaves(item, `${prefix}[${i}]`, [...steps, i], out));
   } else if (value && typeof value === "object") {
     for (const [key, item] of Object.entries(value)) {
       if (key === "stamp" || key === "timestamp") continue; // the clock is the time axis
-      numericLeaves(item, prefix ? `${prefix}.${key}` : key, out);
+      numericLeaves(item, prefix ? `${prefix}.${key}` : key, [...steps, key], out);
     }
   }
   return out;
 }
 
+/** The value at `steps` in `data` (undefined when absent or not a number). */
+function valueAt(data, steps) {
+  let value = data;
+  for (const step of steps) value = value?.[step];
+  return typeof value === "number" ? value : undefined;
+}
+
 /** The picker for device `deviceId`: `{el, offer(topic, data)}`. */
 export function createPicker(deviceId) {
-  const known = new Map(); // "topic field" -> [topic, path]
-  const latest = new Map(); // "topic field" -> its last value
+  const known = new Map(); // "topic field" -> [topic, path, steps]
+  const lastData = new Map(); // topic -> its last sample's data
+  const listed = new Set(); // topics whose fields are in the list
   const chosen = []; // [{topic, path, label}]
   const select = h("select", { class: "pick-field", "aria-label": "numeric field to plot" }, h("option", { value: "" }, "pick a numeric field…"));
   const add = h("button", { type: "button", class: "pick-add" }, "Plot");
@@ -54,14 +62,14 @@ export function createPicker(deviceId) {
         })
       : null;
     // The last value of each field at once (a topic that publishes only on change may not send again soon).
-    if (plot) plot.push(chosen.map((c) => latest.get(`${c.topic} ${c.path}`)));
+    if (plot) plot.push(chosen.map((c) => valueAt(lastData.get(c.topic), c.steps)));
     if (plot && pause.getAttribute("aria-pressed") === "true") plot.setPaused(true);
     slot.replaceChildren(plot ? plot.el : empty);
   };
-  const choose = (topic, path) => {
+  const choose = (topic, path, steps) => {
     if (chosen.some((c) => c.topic === topic && c.path === path) || chosen.length >= MAX_SERIES) return;
     const suffix = topic.slice(deviceId.length + 1);
-    chosen.push({ topic, path, label: `${suffix} ${path}` });
+    chosen.push({ topic, path, steps, label: `${suffix} ${path}` });
     rebuild();
   };
   add.addEventListener("click", () => {
@@ -91,18 +99,20 @@ export function createPicker(deviceId) {
   return {
     el,
     offer(topic, data) {
-      const leaves = numericLeaves(data);
-      for (const [path, value] of leaves) {
-        const key = `${topic} ${path}`;
-        latest.set(key, value);
-        if (known.has(key)) continue;
-        known.set(key, [topic, path]);
-        select.append(h("option", { value: key }, `${topic.slice(deviceId.length + 1)} · ${path}`));
-        if (AUTO_PLOT[0].test(topic) && AUTO_PLOT[1].test(path)) choose(topic, path);
+      lastData.set(topic, data);
+      // A topic's fields are listed from its first sample (the work per sample stays small).
+      if (!listed.has(topic)) {
+        listed.add(topic);
+        for (const [path, steps] of numericLeaves(data)) {
+          const key = `${topic} ${path}`;
+          if (known.has(key)) continue;
+          known.set(key, [topic, path, steps]);
+          select.append(h("option", { value: key }, `${topic.slice(deviceId.length + 1)} · ${path}`));
+          if (AUTO_PLOT[0].test(topic) && AUTO_PLOT[1].test(path)) choose(topic, path, steps);
+        }
       }
-      if (!plot) return;
-      const mine = chosen.map((c) => (c.topic === topic ? leaves.find(([path]) => path === c.path)?.[1] : undefined));
-      if (mine.some((v) => v !== undefined)) plot.push(mine);
+      if (!plot || !chosen.some((c) => c.topic === topic)) return;
+      plot.push(chosen.map((c) => (c.topic === topic ? valueAt(data, c.steps) : undefined)));
     },
   };
 }

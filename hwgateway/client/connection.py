@@ -469,6 +469,30 @@ class Gateway:
         wait = (timeout_s or 4.0) + RELOAD_WAIT_S
         return await self._call("scan", fields, timeout_s=wait)
 
+    async def pair(
+        self,
+        address: str = "",
+        *,
+        kind: str = "wiimote",
+        timeout_s: float | None = None,
+        passkey: int | None = None,
+    ) -> dict[str, Any]:
+        """Have the gateway pair a Bluetooth device through BlueZ (admin tokens only), as `hwgateway pair` does.
+
+        `kind` wiimote (by its red sync button; `address` "" for the first one seen) or ble (by
+        `address`); one pairing window of `timeout_s` (1-120 s, default 30); `passkey` the number a BLE
+        device shows and asks to be typed. The result has `outcome` (paired, refused, timed_out),
+        `message`, `address`, `name`, `paired`, `trusted`, `connected`, the `steps` taken and `config`
+        (a paired Wii Remote's `[devices.<id>]` table). BlueZ unusable here: `DeviceUnavailable`.
+        """
+        fields: dict[str, Any] = {"kind": kind, "address": address}
+        if timeout_s is not None:
+            fields["timeout_s"] = timeout_s
+        if passkey is not None:
+            fields["passkey"] = passkey
+        wait = (timeout_s or 30.0) + RELOAD_WAIT_S
+        return await self._call("pair", fields, timeout_s=wait)
+
     def device_events(self, queue_size: int = 1024) -> DeviceEvents:
         """Availability changes, starting with every device's latest known state."""
         return DeviceEvents(self, queue_size)

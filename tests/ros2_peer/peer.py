@@ -7,9 +7,11 @@ received on subscribed topics are events `{"event": "message", "topic", "data", 
 
 Requests: `graph` (nodes, topics with types, and each topic's publishers and subscribers with node,
 type and type hash, as `ros2 topic info -v` shows them), `subscribe` (topic, type: `pkg/msg/Type`),
-`publish` (topic, type, data by ROS field names), `publish_raw` (topic, type, hex CDR: rclpy sends the
-bytes as they are), `destroy_publisher` (topic), `count` (messages received per topic, without
-sending them: the bench), `quit`.
+`subscribe_timed` (topic, type, stamp_field: count and time without reporting each message),
+`create_publisher` (topic, type), `publish` (topic, type, data by ROS field names), `publish_raw`
+(topic, type, hex CDR: rclpy sends the bytes as they are), `matched` (topic: the subscriptions our
+publisher is matched with), `destroy_publisher` (topic), `count` (messages received per topic and
+their latencies, without sending them: the bench), `quit`.
 """
 
 import importlib
@@ -22,6 +24,7 @@ from typing import Any
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
 
 
 def message_class(type_name: str) -> Any:
@@ -78,7 +81,8 @@ class Peer:
         self.latencies: dict[str, list[int]] = {}
         self.report = True
         self.out = threading.Lock()
-        threading.Thread(target=self.executor.spin, daemon=True).start()
+        self.spinner = threading.Thread(target=self.executor.spin, daemon=True)
+        self.spinner.start()
 
     def send(self, message: dict[str, Any]) -> None:
         line = json.dumps(message)
@@ -123,8 +127,18 @@ class Peer:
                 self.send({"event": "message", "topic": topic, "data": plain(message), "received_ns": now})
 
         if topic not in self.subscriptions:
-            self.subscriptions[topic] = self.node.create_subscription(message_class(type_name), topic, received, 10)
+            self.subscriptions[topic] = self.node.create_subscription(
+                message_class(type_name), topic, received, self.qos_for(topic)
+            )
         return True
+
+    def qos_for(self, topic: str) -> QoSProfile:
+        """rclpy's default profile, transient local when every publisher is (as `ros2 topic echo` adapts)."""
+        profile = QoSProfile(depth=10)
+        publishers = self.node.get_publishers_info_by_topic(topic)
+        if publishers and all(p.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in publishers):
+            profile.durability = DurabilityPolicy.TRANSIENT_LOCAL
+        return profile
 
     def subscribe_timed(self, topic: str, type_name: str, stamp_field: str) -> bool:
         """Count and time messages without reporting each: latency from a `builtin_interfaces/Time` field (ns)."""
@@ -157,6 +171,9 @@ class Peer:
             cls = message_class(request["type"])
             self.publisher(request["topic"], request["type"]).publish(build(cls, request["data"]))
             return True
+        if op == "create_publisher":
+            self.publisher(request["topic"], request["type"])
+            return True
         if op == "publish_raw":
             self.publisher(request["topic"], request["type"]).publish(bytes.fromhex(request["cdr"]))
             return True
@@ -187,7 +204,9 @@ def main() -> None:
             peer.send({"id": request["id"], "ok": peer.handle(request)})
         except Exception as error:
             peer.send({"id": request["id"], "error": f"{type(error).__name__}: {error}"})
+    # The spinning thread ends before the process does (a thread still in rclpy's C++ at exit aborts it).
     peer.executor.shutdown()
+    peer.spinner.join(timeout=5.0)
     peer.node.destroy_node()
     rclpy.try_shutdown()
 

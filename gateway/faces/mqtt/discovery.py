@@ -16,6 +16,7 @@ from typing import Any
 
 from gateway import __version__
 from gateway.faces.mqtt.topics import TopicMap
+from gateway.messages.gamepad import PAD_BUTTON_NAMES
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -34,7 +35,7 @@ class _Sensor:
 class _Button:
     index: int
     name: str
-    pressed: str  # Jinja test on the element: "" (truthy) or "== 1"
+    pressed: str  # Jinja test on the element: "" (truthy) or "!= 0"
 
 
 #: Numeric sensors per published message type.
@@ -64,7 +65,13 @@ BUTTONS: dict[str, tuple[_Button, ...]] = {
 #: device names them (the order is the device's). A Wii Remote's are its `wiimote/State` buttons again
 #: and a Thymio's its `hwgateway/ThymioState` ones, announced by name there: not announced twice.
 CONTROLLER = "creos_messages/ControllerState"
-CONTROLLER_BUTTON_NAMES: dict[str, tuple[str, ...]] = {"microbit": ("A", "B"), "lego_hub": ("",)}
+CONTROLLER_BUTTON_NAMES: dict[str, tuple[str, ...]] = {
+    "microbit": ("A", "B"),
+    "lego_hub": ("",),
+    # A gamepad's 17 in the order every ControllerState of a pad has (the simulated pads' too).
+    "gamepad": PAD_BUTTON_NAMES,
+    "sim": PAD_BUTTON_NAMES,
+}
 CONTROLLER_BUTTONS_ELSEWHERE = frozenset({"wiimote", "aseba"})
 
 
@@ -74,15 +81,24 @@ def _controller_buttons(kind: str, count: int) -> tuple[_Button, ...]:
     names = CONTROLLER_BUTTON_NAMES.get(kind)
     if names is None:
         names = tuple(str(index) for index in range(count))
-    return tuple(_Button(index, f"Button {name}".rstrip(), "== 1") for index, name in enumerate(names[:count]))
+    # A ControllerState button is 0 released, 1 pressed, 2 held long (-1/1 a 3-way switch off centre): on unless 0.
+    return tuple(_Button(index, f"Button {name}".rstrip(), "!= 0") for index, name in enumerate(names[:count]))
 
 
 #: Where a device kind reports its LEDs, and the template saying whether any is lit ("on"/"off").
-#: Other kinds do not publish their LED state: their light stays optimistic.
+#: Other kinds (micro:bit, LEGO hub, Thymio, gamepad) publish no LED state: their light stays optimistic.
 LED_STATE: dict[str, tuple[str, str]] = {
     "sim": (
         "outputs",  # hwgateway/SimOutputs: `leds` holds one [r, g, b] per LED
         "{{ 'on' if value_json.data.leds | sum(start=[]) | select('gt', 0) | list | length > 0 else 'off' }}",
+    ),
+    "wiimote": (
+        "state",  # wiimote/State: `LEDs`, the four player LEDs as the remote has them (on or off)
+        "{{ 'on' if true in value_json.data.LEDs else 'off' }}",
+    ),
+    "kortex": (
+        "wrist/command",  # kortex/WristCyclicC61/Command sent every cycle: `led_ring_rgb` is 0xRRGGBB
+        "{{ 'on' if value_json.data.led_ring_rgb > 0 else 'off' }}",
     ),
 }
 

@@ -84,6 +84,9 @@ def _string(request: Mapping[str, Any], op: str, key: str) -> str:
 #: The seconds a `scan` may ask each family to look for.
 MIN_SCAN_TIMEOUT_S = 0.5
 MAX_SCAN_TIMEOUT_S = 60.0
+#: The bounds of a `pair` request's pairing window, in seconds (as `devices.bluez.pairing`'s).
+MIN_PAIR_TIMEOUT_S = 1.0
+MAX_PAIR_TIMEOUT_S = 120.0
 #: Entries of a `scan` list (families, serial ports, Kortex addresses).
 MAX_SCAN_ENTRIES = 16
 
@@ -363,6 +366,18 @@ class Session:
         kortex = _strings(request, "scan", "kortex")
         return await self.client.scan(families, timeout, serial, kortex)
 
+    async def _pair(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        _check_fields(request, "pair", frozenset({"op", "id", "kind", "address", "timeout_s", "passkey"}))
+        kind = request.get("kind", "wiimote")
+        address = request.get("address", "")
+        if not isinstance(kind, str) or not isinstance(address, str) or len(address) > 64:
+            raise BadRequest("pair.kind and pair.address: expected strings")
+        passkey = request.get("passkey")
+        if passkey is not None and (isinstance(passkey, bool) or not isinstance(passkey, int)):
+            raise BadRequest(f"pair.passkey: expected an integer, got {type(passkey).__name__}")
+        timeout = _number(request, "pair", "timeout_s", MIN_PAIR_TIMEOUT_S, MAX_PAIR_TIMEOUT_S)
+        return await self.client.pair(kind, address, timeout, passkey)
+
     def _pack(self, frames: list[bytes]) -> list[bytes]:
         return pack_messages(frames, self.transport.encoding, self._multi_frame_bytes)
 
@@ -411,4 +426,5 @@ OPS: dict[str, Callable[[Session, Mapping[str, Any]], Awaitable[dict[str, Any]]]
     "configure": Session._configure,
     "reload": Session._reload,
     "scan": Session._scan,
+    "pair": Session._pair,
 }

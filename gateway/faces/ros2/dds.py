@@ -40,12 +40,18 @@ TAKE_BATCH = 64
 
 
 def domain_config(interfaces: tuple[str, ...]) -> str:
-    """Cyclone's XML configuration: DDS on `interfaces` only (multicast allowed on them), nothing else."""
+    """Cyclone's XML configuration: DDS on `interfaces` only (multicast allowed on them), nothing else.
+
+    Deleting a writer does not linger (Cyclone waits up to 1 s by default, per writer, for readers to
+    acknowledge what it wrote): the participant is deleted on the event loop at shutdown, and a ROS
+    subscriber that vanished without a goodbye would hold every stream's writer for that second, the
+    devices' safe states waiting behind them.
+    """
     listed = "".join(f'<NetworkInterface name={quoteattr(name)} multicast="true"/>' for name in interfaces)
     return (
         '<CycloneDDS><Domain id="any"><General>'
         f"<Interfaces>{listed}</Interfaces><AllowMulticast>true</AllowMulticast>"
-        "</General></Domain></CycloneDDS>"
+        "</General><Internal><WriterLingerDuration>0 s</WriterLingerDuration></Internal></Domain></CycloneDDS>"
     )
 
 

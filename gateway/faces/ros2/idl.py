@@ -6,14 +6,13 @@ participants, so each topic gets the real layout: `idl_type(msg)` declares it fr
 `gateway.ros.types.MsgType` (the same description the CDR encoder and the RIHS01 hash come from).
 It declares only; the bytes still come from the layer's encoder.
 
-Classes are declared at run time (`declare`), with their annotations as objects: Cyclone reads them
-when a topic is made.
+Classes are declared at run time (`declare`, through Cyclone's `make_idl_struct`), with their
+annotations as objects: Cyclone reads them when a topic is made.
 """
 
-import types
 from typing import Any, cast
 
-from cyclonedds.idl import IdlStruct
+from cyclonedds.idl import make_idl_struct
 from cyclonedds.idl import types as idl
 
 from gateway.ros.types import EMPTY_MEMBER, FieldType, MsgType
@@ -53,15 +52,13 @@ def bounded_string(length: int) -> Any:
 
 
 def declare(python_name: str, dds_name: str, fields: dict[str, Any]) -> type[Any]:
-    """A Cyclone struct (an `IdlStruct` class) named `dds_name` with `fields` (name -> Cyclone type) in order.
+    """A Cyclone struct (an `IdlStruct` dataclass) named `dds_name` with `fields` (name -> Cyclone type) in order.
 
-    Typed `type[Any]`: its fields exist at run time only.
+    Cyclone's own factory: its metaclass prepares the namespace the annotations must go in, and the
+    dataclass gives the constructor (a class body made otherwise has neither). Typed `type[Any]`: its
+    fields exist at run time only.
     """
-
-    def body(namespace: dict[str, Any]) -> None:
-        namespace["__annotations__"] = fields
-
-    return types.new_class(python_name, (IdlStruct,), {"typename": dds_name}, body)
+    return cast(type[Any], make_idl_struct(python_name, dds_name, fields))
 
 
 def _field(field_type: FieldType) -> Any:

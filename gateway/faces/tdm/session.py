@@ -4,7 +4,8 @@ A TDM node is an `aseba` device (the node its commands address). The TDM's lock 
 exclusive control lock (`Client.lock`), so a node locked here is locked for every face, and a
 client that leaves releases it. Programs are compiled by the gateway's own Aseba compiler against
 the node's live description and the events the client registered (`hwgateway/AsebaCompile`);
-watched variables are read with `hwgateway/AsebaVariables` every `VARIABLES_PERIOD_S`.
+watched variables are read with `hwgateway/AsebaVariables` once every `VARIABLES_PERIOD_S` for every
+session watching the node (`gateway.faces.tdm.variables`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from gateway.faces.outbox import Transport as FrameTransport
 from gateway.faces.tdm import nodes
 from gateway.faces.tdm.event_names import event_name
 from gateway.faces.tdm.shared import Group, Scratchpad, TdmShared
+from gateway.faces.tdm.variables import Variables
 from gateway.servers.socket_transport import CLOSE_DRAIN_S
 from gateway.throttled_logs import CONNECTION_LINES
 from protocols.errors import ProtocolError
@@ -73,8 +75,6 @@ PROTOCOL_VERSION = 1
 FINISH_WAIT_S = CLOSE_TIMEOUT_S + CLOSE_DRAIN_S + 0.5
 #: Seconds between two Pings (the real TDM's period; tdmclient's reader needs them to stop).
 PING_PERIOD_S = 2.5
-#: Seconds between two reads of a watched node's variables.
-VARIABLES_PERIOD_S = 0.1
 _VM_COMMANDS = {
     VMExecutionStateCommand.RUN: ("run", VMExecutionState.RUNNING),
     VMExecutionStateCommand.STOP: ("stop", VMExecutionState.STOPPED),
@@ -137,7 +137,8 @@ class TdmSession:
         self._tasks: set[asyncio.Task[None]] = set()
         self._watch: dict[str, int] = {}
         self._group_watch: dict[bytes, int] = {}
-        self._pollers: dict[str, asyncio.Task[None]] = {}
+        #: What this client was sent of each node whose variables it watches (name -> words).
+        self._known: dict[str, dict[str, tuple[int, ...]]] = {}
         self._vm_state: dict[str, VMExecutionState] = {}
         self._shown: set[str] = set()
         self._finished = asyncio.Event()
@@ -189,7 +190,8 @@ class TdmSession:
         self.state = SessionState.CLOSED
         self.hub.sessions.discard(self)
         self.shared.watchers.discard(self)
-        for task in [*self._tasks, *self._pollers.values()]:
+        self.shared.polls.unwatch_all(self)
+        for task in self._tasks:
             task.cancel()
         self._outbox.stop()
         self.client.leave()
@@ -431,36 +433,31 @@ class TdmSession:
         self._watch[device] = request.flags
         self._push(codec.request_completed(request.request_id))
         self._send_shared(self.shared.group(self.shared.group_id(device)), request.flags & ~before, device)
-        watching = bool(request.flags & WatchableInfo.VARIABLES)
-        poller = self._pollers.pop(device, None)
-        if poller is not None and not watching:
-            poller.cancel()
-        elif watching:
-            self._pollers[device] = poller or asyncio.create_task(
-                self._poll_variables(device), name=f"tdm:{self.id}:variables:{device}"
-            )
+        if request.flags & WatchableInfo.VARIABLES:
+            if device not in self._known:
+                self._known[device] = {}
+                self.shared.polls.watch(device, self)
+        elif self._known.pop(device, None) is not None:
+            self.shared.polls.unwatch(device, self)
         if request.flags & WatchableInfo.VM_EXECUTION_STATE and not before & WatchableInfo.VM_EXECUTION_STATE:
             self._push_vm_state(device)
 
-    async def _poll_variables(self, device: str) -> None:
-        """Send every variable once, then those that changed, while the client watches them."""
-        known: dict[str, tuple[int, ...]] = {}
-        node_id = nodes.node_id(device)
-        while True:
-            try:
-                data = await self.client.read(device, "hwgateway/AsebaVariables", {})
-            except GatewayError as error:  # the node went away, or is busy: try again later
-                log.debug("tdm client %s: cannot read %s's variables: %s", self.id, device, error)
-            else:
-                changed = []
-                for variable in data["variables"]:
-                    words = tuple(variable["data"])
-                    if known.get(variable["name"]) != words:
-                        known[variable["name"]] = words
-                        changed.append((variable["name"], words))
-                if changed:
-                    self._push(codec.variables_changed(node_id, changed, int(time.time() * 1000)))
-            await asyncio.sleep(VARIABLES_PERIOD_S)
+    async def read_variables(self, device: str) -> dict[str, Any]:
+        """Read `device`'s variables through this client (`hwgateway/AsebaVariables`: under any lock)."""
+        return await self.client.read(device, "hwgateway/AsebaVariables", {})
+
+    def variables_read(self, device: str, variables: Variables) -> None:
+        """Send what changed in `device`'s variables since this client was last sent them (all, the first time)."""
+        known = self._known.get(device)
+        if known is None or self.state is not SessionState.OPEN or not self.client.may_see(device):
+            return
+        changed = []
+        for name, words in variables:
+            if known.get(name) != words:
+                known[name] = words
+                changed.append((name, words))
+        if changed:
+            self._push(codec.variables_changed(nodes.node_id(device), changed, int(time.time() * 1000)))
 
     async def _compile(self, request: CompileAndLoad) -> None:
         device = self._locked_device(request.node_id)

@@ -7,7 +7,8 @@ store, not VM memory). A node is alone in its group unless `[tdm] groups` puts i
 pattern there is a group of every device it matches (the first pattern that matches wins).
 Scratchpads are the code text apps broadcast for a node (VPL3 sends one before each run), kept for
 every client and across reconnections until deleted. Each change is pushed to the sessions watching
-it (`Watcher`).
+it (`Watcher`). Watched nodes' variables are read once a period for all the sessions watching them
+(`VariablePolls`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from gateway.faces.tdm import nodes
+from gateway.faces.tdm.variables import VariablePolls
 from protocols.tdm.messages import EventDefinition
 
 #: Most scratchpads kept (a client past it is refused), and most shared variables in one group.
@@ -69,6 +71,8 @@ class TdmShared:
         self._groups: dict[bytes, Group] = {}
         self.scratchpads: dict[bytes, Scratchpad] = {}
         self.watchers: set[Watcher] = set()
+        #: The reads of watched nodes' variables, one per node and period for every session.
+        self.polls = VariablePolls()
 
     def group_id(self, device: str) -> bytes:
         """The id of `device`'s group: its pattern's, or its own when no pattern matches."""

@@ -1,0 +1,561 @@
+"""Cost as the work grows: clients, devices, patterns per client and churn, the gateway against bare servers.
+
+Method (issue 42): each point of a sweep runs three sides one after the other, in rotating order,
+each a fresh server process measured alone by psutil while this process holds every client:
+
+- **gateway**: the real daemon (`python -m gateway run`) with D sim devices `bench-1` ... `bench-D`
+  at `--rate` Hz each (one `state` topic each);
+- **baseline**: bench/baseline_server.py with `--devices D` (bare aiohttp, or asyncio streams for
+  msgpack: D generators, one send per message per client);
+- **floor** (bare-batched): the same with `--batch`: what the generators produce in one event-loop
+  turn leaves in one write per client, across devices (the gateway's design with no gateway code).
+
+Every client subscribes with P patterns (`*/state`, which takes every device, and P-1 others:
+`bench-k/*`, overlapping it). With churn C, every client also makes C subscribe/unsubscribe changes
+a second of one more subscription of P patterns that match nothing.
+
+`--cpu-quota PCT` runs every side's server under the same CPU quota (PCT % of one core) in a cgroup
+of its own: cgroup v2 when its cpu controller can be used, else cgroup v1's cpu controller; where
+neither is writable the run goes on without a quota and says so.
+
+The default sweeps (one axis at a time, from 10 clients x 10 devices x 1 pattern, no churn):
+clients 1, 10, 50, 200, 500 of one device; devices 1, 10, 50, 100 for 10 clients; patterns 1, 16,
+64 without and with 5 changes a second. Printed per point: delivered (share of D x rate x clients),
+msg/s, server CPU, µs per delivered message, p99; then the gateway's ratios to both bare sides,
+and per sweep where the gateway stops delivering everything (delivered < `--complete`).
+
+Run:  scripts/loopback-only.sh .venv/bin/python bench/scale.py [--transport msgpack] [--seconds 3] \
+          [--repeats 1] [--cpu-quota 25] [--sweep devices] [--clients 10 --devices 100 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import aiohttp
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench.fanout import (  # noqa: E402 - after the path fix above
+    CONNECT_TIMEOUT_S,
+    HOST,
+    LOG_TAIL_LINES,
+    START_TIMEOUT_S,
+    Connection,
+    MsgpackConnection,
+    ServerKind,
+    ServerProcess,
+    Tally,
+    Window,
+    WsConnection,
+    _drain_output,
+    _live_pids,
+    _wait_listening,
+    gateway_counters,
+    gateway_rates,
+    measure_window,
+    percentile,
+    ports_from_listening,
+    stop_process,
+)
+
+Side = Literal["gateway", "baseline", "floor"]
+SIDES: tuple[Side, ...] = ("gateway", "baseline", "floor")
+SIDE_NAMES = {"gateway": "gateway", "baseline": "bare", "floor": "bare-batched"}
+BASELINE_SERVER = BENCH_DIR / "baseline_server.py"
+CHURN_ID_BASE = 1000
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point of a sweep: `clients` each subscribed with `patterns` patterns to `devices` x `rate` Hz."""
+
+    sweep: str
+    clients: int
+    devices: int
+    patterns: int = 1
+    churn: float = 0.0
+    rate: float = 100.0
+
+    @property
+    def expected_per_s(self) -> float:
+        """Messages per second all clients together should receive."""
+        return self.clients * self.devices * self.rate
+
+    def label(self) -> str:
+        churn = f" churn {self.churn:g}/s" if self.churn else ""
+        return f"{self.clients} cl x {self.devices} dev x {self.rate:g} Hz, {self.patterns} pat{churn}"
+
+
+def sweeps(names: Sequence[str], rate: float) -> list[Point]:
+    """The default sweeps of issue 42, one axis at a time."""
+    points: list[Point] = []
+    if "clients" in names:
+        points += [Point("clients", n, 1, rate=rate) for n in (1, 10, 50, 200, 500)]
+    if "devices" in names:
+        points += [Point("devices", 10, n, rate=rate) for n in (1, 10, 50, 100)]
+    if "patterns" in names:
+        points += [Point("patterns", 10, 10, p, c, rate) for c in (0.0, 5.0) for p in (1, 16, 64)]
+    return points
+
+
+def patterns_for(count: int) -> list[str]:
+    """`*/state` (every device) and `count - 1` overlapping `bench-k/*`."""
+    return ["*/state", *(f"bench-{k}/*" for k in range(1, count))]
+
+
+def churn_patterns(client: int, count: int) -> list[str]:
+    """`count` distinct patterns that match no topic."""
+    return [f"churn-{client}-{k}/*" for k in range(count)]
+
+
+def gateway_config(point: Point) -> str:
+    """Free ports, no Unix socket, D sim devices at `rate` Hz; every client is 127.0.0.1."""
+    head = (
+        f'[server]\nhost = "{HOST}"\nhttp_port = 0\nmsgpack_port = 0\nunix_socket = ""\nmax_clients_per_peer = 1000\n\n'
+    )
+    devices = "".join(
+        f'[devices.bench-{n}]\nkind = "sim"\nrate_hz = {float(point.rate)!r}\nleds = 1\n\n'
+        for n in range(1, point.devices + 1)
+    )
+    return head + devices
+
+
+def server_argv(side: Side, transport: str, point: Point, workdir: Path) -> list[str]:
+    if side == "gateway":
+        config = workdir / "gateway.toml"
+        config.write_text(gateway_config(point))
+        return [sys.executable, "-m", "gateway", "run", "--config", str(config), "--log-format", "json"]
+    argv = [sys.executable, str(BASELINE_SERVER), "--transport", transport, "--rate", repr(float(point.rate))]
+    return [*argv, "--devices", str(point.devices), *(["--batch"] if side == "floor" else [])]
+
+
+# -- the CPU quota ------------------------------------------------------------------------------
+
+
+class Quota:
+    """A cgroup with a CPU quota that server processes are moved into (v2's cpu.max or v1's cfs quota)."""
+
+    PERIOD_US = 100_000
+
+    def __init__(self, path: Path, version: int) -> None:
+        self.path = path
+        self.version = version
+
+    @classmethod
+    def create(cls, percent: float, root: Path = Path("/sys/fs/cgroup")) -> tuple[Quota | None, str]:
+        """A cgroup limited to `percent` % of one core, or None and why not."""
+        quota_us = max(1000, round(cls.PERIOD_US * percent / 100.0))
+        name = f"hwgw-bench-scale-{os.getpid()}"
+        reasons: list[str] = []
+        for base, version in ((root / "unified", 2), (root, 2), (root / "cpu", 1)):
+            controllers = base / "cgroup.controllers"
+            if version == 2 and not (controllers.exists() and "cpu" in controllers.read_text().split()):
+                reasons.append(f"{base}: no cgroup v2 cpu controller")
+                continue
+            if version == 1 and not (base / "cpu.cfs_quota_us").exists():
+                reasons.append(f"{base}: no cgroup v1 cpu controller")
+                continue
+            path = base / name
+            try:
+                if version == 2:
+                    subtree = base / "cgroup.subtree_control"
+                    if "cpu" not in subtree.read_text().split():
+                        subtree.write_text("+cpu")
+                    path.mkdir()
+                    (path / "cpu.max").write_text(f"{quota_us} {cls.PERIOD_US}")
+                else:
+                    path.mkdir()
+                    (path / "cpu.cfs_period_us").write_text(str(cls.PERIOD_US))
+                    (path / "cpu.cfs_quota_us").write_text(str(quota_us))
+            except OSError as error:
+                reasons.append(f"{path}: {error.strerror or error}")
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+                continue
+            return cls(path, version), f"cgroup v{version} {path}: {quota_us} us per {cls.PERIOD_US} us"
+        return None, "; ".join(reasons)
+
+    def add(self, pid: int) -> None:
+        """Move process `pid` (and the threads it starts from now on) into the cgroup."""
+        (self.path / "cgroup.procs").write_text(str(pid))
+
+    def throttled_s(self) -> float:
+        """Seconds the cgroup's processes were held back by the quota so far."""
+        stat = self.path / "cpu.stat"
+        with contextlib.suppress(OSError):
+            for line in stat.read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "throttled_usec":
+                    return int(value) / 1e6
+                if key == "throttled_time":
+                    return int(value) / 1e9
+        return math.nan
+
+    def remove(self) -> None:
+        """Delete the cgroup (its processes have exited)."""
+        for _ in range(50):
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
+# -- one run ------------------------------------------------------------------------------------
+
+
+async def start_server(side: Side, transport: str, point: Point, workdir: Path, quota: Quota | None) -> ServerProcess:
+    """Start a server process (in the quota's cgroup) and wait for its `listening` line."""
+    proc = await asyncio.create_subprocess_exec(
+        *server_argv(side, transport, point, workdir),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        limit=1 << 20,
+    )
+    _live_pids.add(proc.pid)
+    tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+    problems: list[str] = []
+    kind: ServerKind = side
+    try:
+        if quota is not None:
+            quota.add(proc.pid)
+        async with asyncio.timeout(START_TIMEOUT_S * (1 if quota is None else 4)):
+            listening = await _wait_listening(proc, tail, problems)
+        port, http_port = ports_from_listening(kind, transport, listening)  # type: ignore[arg-type]
+    except BaseException:
+        await stop_process(proc)
+        raise
+    drain = asyncio.create_task(_drain_output(proc, tail, problems), name=f"{side}-output")
+    return ServerProcess(kind, proc, port, http_port, tail, problems, drain)
+
+
+class ChurnTally(Tally):
+    """A tally that also keeps the subscription ids the server gave the churning requests."""
+
+    __slots__ = ("changes", "churn_ids")
+
+    def __init__(self, window: Window) -> None:
+        super().__init__(window)
+        self.churn_ids: asyncio.Queue[int] = asyncio.Queue()
+        #: Churn requests (subscribe or unsubscribe) the server answered with success.
+        self.changes = 0
+
+    def record(self, message: Any, now: float) -> None:
+        """Count a state message; keep the subscription of a churn request's result."""
+        if isinstance(message, dict) and message.get("op") == "result":
+            request = message.get("id")
+            data = message.get("data")
+            if isinstance(request, int) and request >= CHURN_ID_BASE and message.get("ok"):
+                self.changes += 1
+            if isinstance(request, int) and request >= CHURN_ID_BASE and isinstance(data, dict):
+                subscription = data.get("subscription")
+                if isinstance(subscription, int):
+                    self.churn_ids.put_nowait(subscription)
+            return
+        super().record(message, now)
+
+
+async def churn(connection: Connection, tally: ChurnTally, client: int, point: Point) -> None:
+    """Subscribe and unsubscribe one more subscription (`patterns` that match nothing), `churn` changes a second."""
+    period = 1.0 / point.churn
+    request_ids = itertools.count(CHURN_ID_BASE)
+    patterns = churn_patterns(client, point.patterns)
+    # Spread the clients' changes over the period rather than all at once.
+    await asyncio.sleep(period * (client % 97) / 97)
+    while True:
+        await connection.send_message({"op": "subscribe", "id": next(request_ids), "topics": patterns})
+        await asyncio.sleep(period)
+        subscription = await tally.churn_ids.get()
+        await connection.send_message({"op": "unsubscribe", "id": next(request_ids), "subscription": subscription})
+        await asyncio.sleep(period)
+
+
+@dataclass
+class Fleet:
+    connections: list[Connection] = field(default_factory=list)
+    tallies: list[ChurnTally] = field(default_factory=list)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    #: Seconds from the first connection attempt until every client had subscribed.
+    connect_s: float = math.nan
+
+
+@contextlib.asynccontextmanager
+async def fleet_of(transport: str, port: int, point: Point, window: Window) -> AsyncIterator[Fleet]:
+    """Connect and subscribe the point's clients; pump (and churn) until closed."""
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) if transport == "ws" else None
+    fleet = Fleet()
+
+    async def open_one() -> None:
+        tally = ChurnTally(window)
+        connection: Connection
+        if session is not None:
+            connection = await WsConnection.open(session, port, tally)
+        else:
+            connection = await MsgpackConnection.open(port, tally)
+        fleet.connections.append(connection)
+        fleet.tallies.append(tally)
+        await connection.subscribe(patterns_for(point.patterns))
+        # Read from now on: a client waiting for the others to connect would let the server's
+        # samples pile up in its buffers, and the window would measure that backlog.
+        fleet.tasks.append(asyncio.create_task(connection.pump()))
+
+    try:
+        started = time.monotonic()
+        async with asyncio.timeout(CONNECT_TIMEOUT_S * 2), asyncio.TaskGroup() as group:
+            for _ in range(point.clients):
+                group.create_task(open_one())
+        fleet.connect_s = time.monotonic() - started
+        if point.churn:
+            fleet.tasks += [
+                asyncio.create_task(churn(c, t, n, point))
+                for n, (c, t) in enumerate(zip(fleet.connections, fleet.tallies, strict=True))
+            ]
+        yield fleet
+    finally:
+        for task in fleet.tasks:
+            task.cancel()
+        await asyncio.gather(*fleet.tasks, return_exceptions=True)
+        await asyncio.gather(*(c.close() for c in fleet.connections), return_exceptions=True)
+        if session is not None:
+            await session.close()
+
+
+@dataclass
+class Run:
+    """One side at one point, one repeat; rates per second of the window, CPU in % of one core."""
+
+    point: Point
+    side: Side
+    repeat: int
+    delivered_per_s: float
+    delivered: float
+    p99_ms: float
+    server_cpu_pct: float
+    us_per_msg: float
+    throttled_s: float
+    changes: int = 0
+    loop_lag_max_ms: float = math.nan
+    coalesced_per_s: float = math.nan
+    #: CPU of this benchmark's own process (every client), % of one core: near 100 the clients are the limit.
+    client_cpu_pct: float = math.nan
+    #: Seconds every client took to connect and subscribe.
+    connect_s: float = math.nan
+
+
+async def run_once(
+    side: Side, transport: str, point: Point, repeat: int, args: argparse.Namespace, workdir: Path, quota: Quota | None
+) -> Run:
+    server = await start_server(side, transport, point, workdir, quota)
+    try:
+        window = Window()
+        async with fleet_of(transport, server.port, point, window) as fleet:
+            await asyncio.sleep(args.warmup)
+            before, scraped_at = await gateway_counters(server), time.monotonic()
+            throttled = quota.throttled_s() if quota is not None else math.nan
+            usage = await measure_window(server.pid, window, args.seconds)
+            throttled = (quota.throttled_s() - throttled) if quota is not None else math.nan
+            after, span = await gateway_counters(server), time.monotonic() - scraped_at
+            received = sum(t.received for t in fleet.tallies)
+            changes = sum(t.changes for t in fleet.tallies)
+            connect_s = fleet.connect_s
+            latencies = sorted(itertools.chain.from_iterable(t.latencies for t in fleet.tallies))
+    finally:
+        await server.stop()
+    wall = usage.wall_s
+    rates = gateway_rates(before, after, span)
+    per_s = received / wall
+    return Run(
+        point=point,
+        side=side,
+        repeat=repeat,
+        delivered_per_s=per_s,
+        delivered=per_s / point.expected_per_s,
+        p99_ms=1e3 * percentile(latencies, 0.99),
+        server_cpu_pct=usage.server_cpu_pct,
+        us_per_msg=1e6 * usage.server_cpu_pct / 100.0 * wall / received if received else math.nan,
+        throttled_s=throttled,
+        changes=changes,
+        client_cpu_pct=usage.client_cpu_pct,
+        connect_s=connect_s,
+        loop_lag_max_ms=rates["loop_lag_max_ms"] if rates else math.nan,
+        coalesced_per_s=rates["coalesced_per_s"] if rates else math.nan,
+    )
+
+
+# -- report -------------------------------------------------------------------------------------
+
+
+def median(values: Sequence[float]) -> float:
+    finite = [value for value in values if not math.isnan(value)]
+    return statistics.median(finite) if finite else math.nan
+
+
+@dataclass
+class Cell:
+    """The medians of one side at one point."""
+
+    delivered: float
+    per_s: float
+    cpu_pct: float
+    us_per_msg: float
+    p99_ms: float
+    lag_ms: float
+
+    @classmethod
+    def of(cls, runs: Sequence[Run]) -> Cell:
+        return cls(
+            median([r.delivered for r in runs]),
+            median([r.delivered_per_s for r in runs]),
+            median([r.server_cpu_pct for r in runs]),
+            median([r.us_per_msg for r in runs]),
+            median([r.p99_ms for r in runs]),
+            median([r.loop_lag_max_ms for r in runs]),
+        )
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b and not math.isnan(b) else math.nan
+
+
+def report(runs: Sequence[Run], complete: float) -> str:
+    """A table per sweep, the gateway's ratios to the bare sides, and where it stops delivering everything."""
+    lines: list[str] = []
+    points = list(dict.fromkeys(run.point for run in runs))
+    for sweep in dict.fromkeys(point.sweep for point in points):
+        lines.append(f"\n## sweep: {sweep}")
+        header = "point | side | delivered | msg/s | server CPU % | us/msg | p99 ms | loop lag ms"
+        lines += [header, "|".join("---" for _ in header.split("|"))]
+        first_short: Point | None = None
+        ratios: list[str] = []
+        for point in (p for p in points if p.sweep == sweep):
+            cells = {side: Cell.of([r for r in runs if r.point == point and r.side == side]) for side in SIDES}
+            for side in SIDES:
+                if not any(r.point == point and r.side == side for r in runs):
+                    continue
+                c = cells[side]
+                lines.append(
+                    f"{point.label()} | {SIDE_NAMES[side]} | {c.delivered:.2f} | {c.per_s:,.0f} | {c.cpu_pct:.1f} | "
+                    f"{c.us_per_msg:.1f} | {c.p99_ms:.1f} | {c.lag_ms:.1f}"
+                )
+            gateway = cells["gateway"]
+            if first_short is None and gateway.delivered < complete:
+                first_short = point
+            ratios.append(
+                f"  {point.label()}: gateway/bare delivered {ratio(gateway.per_s, cells['baseline'].per_s):.2f}, "
+                f"cpu/msg {ratio(gateway.us_per_msg, cells['baseline'].us_per_msg):.2f}, "
+                f"p99 {ratio(gateway.p99_ms, cells['baseline'].p99_ms):.2f}; "
+                f"gateway/bare-batched delivered {ratio(gateway.per_s, cells['floor'].per_s):.2f}, "
+                f"cpu/msg {ratio(gateway.us_per_msg, cells['floor'].us_per_msg):.2f}, "
+                f"p99 {ratio(gateway.p99_ms, cells['floor'].p99_ms):.2f}"
+            )
+        lines.append("ratios (medians):")
+        lines += ratios
+        lines.append(
+            f"gateway delivers everything (>= {complete:.2f}) through the whole sweep"
+            if first_short is None
+            else f"gateway stops delivering everything at: {first_short.label()}"
+        )
+    return "\n".join(lines)
+
+
+# -- main ---------------------------------------------------------------------------------------
+
+
+def _floats(text: str) -> list[float]:
+    return [float(part) for part in text.split(",") if part]
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--transport", choices=["ws", "msgpack"], default="msgpack")
+    parser.add_argument("--sweep", default="clients,devices,patterns", help="which default sweeps (comma-separated)")
+    parser.add_argument("--clients", type=int, help="one custom point instead: clients")
+    parser.add_argument("--devices", type=_floats, help="... devices (a list: a sweep of devices)")
+    parser.add_argument("--patterns", type=int, default=1, help="... patterns per client")
+    parser.add_argument("--churn", type=float, default=0.0, help="... subscription changes per client per second")
+    parser.add_argument("--rate", type=float, default=100.0, help="Hz per device (default 100)")
+    parser.add_argument("--sides", default=",".join(SIDES), help="default gateway,baseline,floor")
+    parser.add_argument("--seconds", type=float, default=3.0, help="measurement window (default 3)")
+    parser.add_argument("--warmup", type=float, default=1.0, help="seconds before the window (default 1)")
+    parser.add_argument("--repeats", type=int, default=1, help="repeats, sides in rotating order (default 1)")
+    parser.add_argument("--cpu-quota", type=float, help="every server under this CPU quota, % of one core")
+    parser.add_argument("--complete", type=float, default=0.99, help="delivered share counted as everything")
+    return parser.parse_args(argv)
+
+
+def plan_points(args: argparse.Namespace) -> list[Point]:
+    if args.clients is not None:
+        counts = args.devices or [1.0]
+        return [Point("custom", args.clients, int(n), args.patterns, args.churn, args.rate) for n in counts]
+    return sweeps(args.sweep.split(","), args.rate)
+
+
+async def run_all(args: argparse.Namespace) -> list[Run]:
+    sides: list[Side] = [side for side in SIDES if side in args.sides.split(",")]
+    quota: Quota | None = None
+    if args.cpu_quota:
+        quota, how = Quota.create(args.cpu_quota)
+        if quota is None:
+            print(f"--cpu-quota {args.cpu_quota:g}: no writable cgroup ({how}); running WITHOUT a quota", flush=True)
+        else:
+            print(f"CPU quota {args.cpu_quota:g} % of a core for every server: {how}", flush=True)
+    runs: list[Run] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+            for repeat in range(args.repeats):
+                for point in plan_points(args):
+                    shift = repeat % len(sides)
+                    for side in sides[shift:] + sides[:shift]:
+                        run = await run_once(side, args.transport, point, repeat, args, Path(tmp), quota)
+                        runs.append(run)
+                        print(
+                            f"[{repeat + 1}/{args.repeats}] {point.label()} {SIDE_NAMES[side]}: "
+                            f"delivered {run.delivered:.2f} ({run.delivered_per_s:,.0f}/s), "
+                            f"cpu {run.server_cpu_pct:.0f} %, "
+                            f"{run.us_per_msg:.1f} us/msg, p99 {run.p99_ms:.1f} ms, throttled {run.throttled_s:.2f} s, "
+                            f"{run.changes} subscription changes, clients' cpu {run.client_cpu_pct:.0f} %, "
+                            f"connected in {run.connect_s:.2f} s",
+                            flush=True,
+                        )
+    finally:
+        if quota is not None:
+            quota.remove()
+    return runs
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    runs = asyncio.run(run_all(args))
+    print(report(runs, args.complete))
+    print(
+        f"\ntransport {args.transport}, {args.seconds:g} s windows, {args.repeats} repeat(s); "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+    for pid in list(_live_pids):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 15)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

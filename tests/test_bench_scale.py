@@ -1,0 +1,71 @@
+"""bench/scale.py: a brief real run of all three sides (behaviour only), and its CPU quota's cgroup handling."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bench import scale
+
+
+def test_a_brief_run_measures_every_side_with_churn_under_a_quota_or_says_why_not(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["--clients", "2", "--devices", "2", "--patterns", "3", "--churn", "4", "--rate", "50"]
+    argv += ["--seconds", "0.5", "--warmup", "0.3", "--cpu-quota", "90"]
+    assert scale.main(argv) == 0
+    out = capsys.readouterr().out
+    # The quota is applied, or the run says plainly that it goes on without one.
+    assert ("CPU quota 90 % of a core for every server: cgroup v" in out) or ("running WITHOUT a quota" in out)
+    for side in ("gateway", "bare", "bare-batched"):
+        rows = [
+            line for line in out.splitlines() if line.startswith(f"2 cl x 2 dev x 50 Hz, 3 pat churn 4/s | {side} |")
+        ]
+        assert len(rows) == 1, out
+        delivered = float(rows[0].split("|")[2])
+        assert delivered > 0.0  # every side delivered samples (how many is the bench's report)
+    progress = [line for line in out.splitlines() if line.startswith("[1/1]")]
+    assert len(progress) == 3
+    # Every client's churn was answered by every server, during warm-up and window.
+    assert all(int(re.search(r"(\d+) subscription changes", line).group(1)) > 0 for line in progress)  # type: ignore[union-attr]
+    assert "gateway/bare delivered" in out
+    assert "gateway/bare-batched delivered" in out
+    assert ("gateway delivers everything" in out) or ("gateway stops delivering everything at" in out)
+    assert "load average" in out
+
+
+def test_a_cgroup_v1_tree_gets_the_quota_and_the_server_pid(tmp_path: Path) -> None:
+    cpu = tmp_path / "cpu"
+    cpu.mkdir()
+    (cpu / "cpu.cfs_quota_us").write_text("-1")
+    quota, how = scale.Quota.create(25.0, root=tmp_path)
+    assert quota is not None, how
+    assert quota.version == 1
+    assert quota.path.parent == cpu
+    assert (quota.path / "cpu.cfs_quota_us").read_text() == "25000"
+    assert (quota.path / "cpu.cfs_period_us").read_text() == "100000"
+    quota.add(1234)
+    assert (quota.path / "cgroup.procs").read_text() == "1234"
+    (quota.path / "cpu.stat").write_text("nr_periods 10\nnr_throttled 2\nthrottled_time 500000000\n")
+    assert quota.throttled_s() == 0.5
+
+
+def test_a_cgroup_v2_tree_with_the_cpu_controller_gets_cpu_max(tmp_path: Path) -> None:
+    (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    (tmp_path / "cgroup.subtree_control").write_text("")
+    quota, how = scale.Quota.create(12.5, root=tmp_path)
+    assert quota is not None, how
+    assert quota.version == 2
+    assert (quota.path / "cpu.max").read_text() == "12500 100000"
+    assert (tmp_path / "cgroup.subtree_control").read_text() == "+cpu"
+
+
+def test_without_a_usable_cgroup_it_says_why_for_each_place_tried(tmp_path: Path) -> None:
+    (tmp_path / "unified").mkdir()
+    (tmp_path / "unified" / "cgroup.controllers").write_text("memory pids\n")
+    quota, how = scale.Quota.create(25.0, root=tmp_path)
+    assert quota is None
+    assert "no cgroup v2 cpu controller" in how
+    assert "no cgroup v1 cpu controller" in how
