@@ -38,10 +38,13 @@ def get_variable(ros: roslibpy.Ros, variable: str) -> dict[str, Any]:
         return {"ok": False, "error": str(error)}
 
 
-def until(ros: roslibpy.Ros, variable: str, check: Any) -> dict[str, Any]:
+def until(ros: roslibpy.Ros, variable: str, check: Any, send: Any = None) -> dict[str, Any]:
+    """Read `variable` until `check` accepts it; `send()`, if given, is called before each read."""
     answer: dict[str, Any] = {}
     deadline = time.monotonic() + TIMEOUT_S
     while time.monotonic() < deadline:
+        if send is not None:
+            send()
         answer = get_variable(ros, variable)
         if answer["ok"] and check(answer["values"]["data"]):
             break
@@ -95,8 +98,14 @@ def main(url: str) -> dict[str, Any]:
     result["missing_variable"] = get_variable(ros, "nope")
 
     motors = roslibpy.Topic(ros, "/thymio/cmd/hwgateway/ThymioMotors", "hwgateway/ThymioMotors")
-    motors.publish(roslibpy.Message({"left": 200, "right": -200}))
-    result["motors_running"] = until(ros, "motor.left.target", lambda data: data == [200])
+    # Published until read back, as a teleop node publishes: the demo's binding drives this Thymio
+    # while the scripted pad holds L1, and its release stops the motors, a one-shot command with them.
+    result["motors_running"] = until(
+        ros,
+        "motor.left.target",
+        lambda data: data == [200],
+        lambda: motors.publish(roslibpy.Message({"left": 200, "right": -200})),
+    )
 
     done = threading.Event()
     ros.on("close", lambda *_: done.set())

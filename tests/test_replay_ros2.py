@@ -137,8 +137,13 @@ async def test_kind_replay_plays_a_bag_rosbags_wrote(tmp_path: Path) -> None:
     ):
         client = await WsClient(ws).start()
         await client.ok("subscribe", topics=["r-pad/state", "r-thymio/led"])
-        listed = {d["id"]: d for d in (await client.ok("list_devices"))["devices"]}
-        assert {"r-pad", "r-thymio"} <= set(listed), listed
+        # The player lists its devices once it has read the bag (after it is itself connected).
+        async with asyncio.timeout(30):
+            while True:
+                listed = {d["id"] for d in (await client.ok("list_devices"))["devices"]}
+                if {"r-pad", "r-thymio"} <= listed:
+                    break
+                await asyncio.sleep(0.05)
         received: dict[str, list[Any]] = {}
         async with asyncio.timeout(30):
             while min((len(values) for values in received.values()), default=0) < 10 or len(received) < 2:
