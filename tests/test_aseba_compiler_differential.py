@@ -10,6 +10,7 @@ issue 13 on the real VM's variables.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -22,8 +23,9 @@ from tests.conftest import require_peer
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(240)]
 
-#: Random programs run beside the folders' (bench/aseba_random_programs.py): the same ones every run.
-RANDOM_SEED, RANDOM_COUNT = 1, 40
+#: Random programs run beside the folders' (bench/aseba_random_programs.py): the same ones every run;
+#: HWGW_FUZZ_SCALE=N runs N times as many (this file is not among `make fuzz`'s targets: set it by hand).
+RANDOM_SEED, RANDOM_COUNT = 1, 12 * max(1, int(os.environ.get("HWGW_FUZZ_SCALE", "1")))
 
 Run = tuple[dict[str, Result], dict[str, Result], dict[str, object]]
 
