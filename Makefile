@@ -76,10 +76,11 @@ typecheck: $(VENV)/.test
 # PYTEST_WORKERS pytest-xdist workers: most tests wait on sockets and peer processes, so more workers
 # than cores pay; on 2 cores, 4 workers starved the timing-bound tests (18 failed, demo starts over 15 s)
 # where 3 ran the suite in 7.9 min with one failure. Each file runs whole on one worker (--dist loadfile),
-# so a module's shared daemon starts once; free ports, temp dirs and Unix sockets are per worker.
+# so a module's shared daemon starts once; free ports, temp dirs and Unix sockets are per worker. The
+# slowest files start first (tests/conftest.py's SLOW_FILES_FIRST), not the ones with the most tests.
 PYTEST_WORKERS ?= 3
 pytest: $(VENV)/.test
-	scripts/loopback-only.sh $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	scripts/loopback-only.sh $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The fuzz targets only, each with HWGW_FUZZ_SCALE (default 50) times its `make test` budget.
 HWGW_FUZZ_SCALE ?= 50
