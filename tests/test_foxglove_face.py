@@ -226,6 +226,9 @@ async def test_tokens_hosts_and_origins(tmp_path: Path) -> None:
 async def test_each_sample_is_encoded_once_for_every_foxglove_client(tmp_path: Path) -> None:
     async with running_gateway(tmp_path, gateway_config(tmp_path, extra=FOXGLOVE)) as gateway:
         clients = [await RawFoxglove.open(foxglove_url(gateway)) for _ in range(3)]
+        # The encode counter is the process's (other in-process gateways of this test worker count too).
+        encoded_before = await metric(gateway, "hwgw_frames_encoded_total", 'encoding="foxglove"')
+        published_before = await metric(gateway, "hwgw_bus_published_total", 'topic="sim-1/state"')
         for number, client in enumerate(clients):
             channel = (await channels_of(client, "sim-1/state"))["/sim-1/state"]
             await client.send({"op": "subscribe", "subscriptions": [{"id": number, "channelId": channel}]})
@@ -233,10 +236,9 @@ async def test_each_sample_is_encoded_once_for_every_foxglove_client(tmp_path: P
             for _ in range(20):
                 frame = await client.wait_for(1)
                 assert frame[1:5] == struct.pack("<I", number)  # the same payload, each client's own id
-        encoded = await metric(gateway, "hwgw_frames_encoded_total", 'encoding="foxglove"')
-        published = await metric(gateway, "hwgw_bus_published_total", 'topic="sim-1/state"')
-        # Once per sample, not once per client; each subscription may start with the latest sample, which
-        # counts when the gateway has run only a second or so (a few dozen samples published).
+        encoded = await metric(gateway, "hwgw_frames_encoded_total", 'encoding="foxglove"') - encoded_before
+        published = await metric(gateway, "hwgw_bus_published_total", 'topic="sim-1/state"') - published_before
+        # Once per sample, not once per client; each subscription may start with the latest sample.
         assert 20 <= encoded <= published + len(clients)
         for client in clients:
             await client.close()

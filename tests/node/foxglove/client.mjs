@@ -25,9 +25,9 @@ let finished = false;
 function finish() {
   if (finished) return;
   finished = true;
-  process.stdout.write(JSON.stringify(report) + "\n");
   client.close();
-  setTimeout(() => process.exit(0), 50);
+  // Exit only once the whole report is out: a pipe takes it in 64 KiB pieces, and exit drops the rest.
+  process.stdout.write(JSON.stringify(report) + "\n", () => process.exit(0));
 }
 const timer = setTimeout(() => { report.errors.push(`timeout waiting for ${[...pending].join(", ")}`); finish(); }, timeoutMs);
 function done(what) {

@@ -117,11 +117,10 @@ async function main() {
 
 main()
   .then(() => {
-    console.log(JSON.stringify(result));
-    process.exit(0);
+    // Exit only once the whole result is out: a pipe takes it in 64 KiB pieces, and exit drops the rest.
+    process.stdout.write(JSON.stringify(result) + "\n", () => process.exit(0));
   })
   .catch((error) => {
     result.error = String(error?.stack ?? error);
-    console.log(JSON.stringify(result));
-    process.exit(1);
+    process.stdout.write(JSON.stringify(result) + "\n", () => process.exit(1));
   });
