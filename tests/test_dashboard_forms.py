@@ -253,8 +253,25 @@ async def test_typed_controls_plots_and_layout_at_both_sizes(gateway: InProcessG
         'hwgateway/MicrobitLeds {"rows":[[true,false,false,false,false]', timeout=WAIT_MS
     )
 
-    # Readouts named as their makers do: micro:bit buttons A and B, its magnetometer in µT; the arm's
-    # dropped cycles explained.
+    # Readouts named as their makers do: micro:bit buttons A and B, its magnetometer in µT; LEGO ports
+    # by letter and the Technic hub's built-in tilt sensor by what it is; the arm's state by its
+    # ArmState name and its dropped cycles explained.
+    lego_headings = page.locator('[data-device="lego-demo"] .stream h3')
+    await expect(page.locator('[data-topic="lego-demo/port/A"] h3')).to_contain_text("port A", timeout=WAIT_MS)
+    tilt = page.locator('[data-topic="lego-demo/port/0x63"] h3')
+    await expect(tilt).to_contain_text("built-in tilt sensor (port 0x63)", timeout=WAIT_MS)
+    assert not [text for text in await lego_headings.all_text_contents() if "port/" in text]
+    await control(page, "lego-demo", "hwgateway/SimButton").locator('button[data-button="green"]').click()
+    hub_button = page.locator('[data-topic="lego-demo/button"] .pill')
+    await expect(hub_button).to_have_text(["hub button"], timeout=WAIT_MS)
+    # The arm reports its state when the wrist's first command takes it into low-level servoing.
+    wrist = control(page, "arm-demo", "kortex/WristCyclicC61/Command")
+    await wrist.locator("input[type=checkbox]").first.check()
+    await wrist.get_by_role("button", name="Send").click()
+    await expect(wrist.locator("output.result")).to_have_attribute("data-state", "ok", timeout=WAIT_MS)
+    arm_state = page.locator('[data-topic="arm-demo/arm_state"] .arm-state')
+    await expect(arm_state).to_have_attribute("data-state", "ARMSTATE_SERVOING_LOW_LEVEL", timeout=WAIT_MS)
+    await expect(arm_state).to_have_text("servoing low level (6)")
     microbit_state = page.locator('[data-topic="microbit-demo/state"]')
     await expect(microbit_state.locator('[data-field="A"]')).to_be_visible(timeout=WAIT_MS)
     await expect(microbit_state.locator('[data-field="magnetic_field µT"]')).to_be_visible(timeout=WAIT_MS)

@@ -371,6 +371,10 @@ async def _daemon_with_outputs_set(tmp_path: Path, arm: SimulatedArm) -> tuple[R
     return gateway, client, child
 
 
+#: How long the second freeze lasts (s): long enough for the cyclic process's socket buffer to fill.
+FROZEN_PAST_THE_BUFFER_S = 5.0
+
+
 def _requests_between(arm: SimulatedArm, start: float, end: float) -> int:
     [session] = [s for s in arm.sessions.values() if s.link.kind == "udp"]
     return sum(1 for t in session.cyclic_times if start <= t <= end)
@@ -391,9 +395,13 @@ async def test_cycles_go_on_while_the_gateway_is_frozen_and_a_stall_zeroes_the_o
         assert arm.wrist.digital_outputs_state == 0xFF  # a short freeze changes nothing
         # Frozen past the stall limit (1 s): nothing in the gateway could end a lease or e-stop now.
         gateway.proc.send_signal(signal.SIGSTOP)
+        stopped_at = time.monotonic()
         try:
             await until(lambda: arm.wrist.digital_outputs_state == 0, timeout=3.0)
             assert arm.actuator_targets is not None  # the joints are still held, in low level
+            # Frozen 5 s in all: ~500 feedbacks at 100 Hz, more than the process's socket buffer holds
+            # (a few hundred), so some are dropped however slowly this host ran the freeze.
+            await asyncio.sleep(max(0.0, stopped_at + FROZEN_PAST_THE_BUFFER_S - time.monotonic()))
         finally:
             gateway.proc.send_signal(signal.SIGCONT)
         # Heard from again, the gateway's command (still leased to the client) goes out again.

@@ -9,6 +9,7 @@ import { Connection } from "./connection.js";
 import { allowControl, createControl, sentence } from "./controls.js";
 import { h, shortType } from "./dom.js";
 import { layoutCards, relayout } from "./layout.js";
+import { streamTitle } from "./names.js";
 import { createPicker } from "./picker.js";
 import { createWidget, eventLayout } from "./widgets.js";
 
@@ -466,11 +467,12 @@ function onState(message) {
 
 function createStream(device, message) {
   const widget = createWidget(message.type, known.get(message.type), device.info, message.topic);
+  const subtopic = message.topic.slice(device.info.id.length + 1);
   const meta = h("span", { class: "meta" });
   const el = h(
     "div",
     { class: "stream", dataset: { topic: message.topic, type: message.type } },
-    h("h3", {}, message.topic.slice(device.info.id.length + 1), h("small", {}, shortType(message.type)), meta),
+    h("h3", {}, streamTitle(device.info, subtopic, message.type), h("small", {}, shortType(message.type)), meta),
     widget.el,
   );
   // Panels follow the device's `publishes` order (its main state first), then topic names, whatever

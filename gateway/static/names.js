@@ -1,15 +1,34 @@
 // Readouts named as their makers name things: the micro:bit's buttons A and B, its magnetometer in
-// µT, the Kortex arm's state by its ArmState name, and the arm's cyclic-loop counters with what a
-// dropped cycle is and a warning when many are.
+// µT, a LEGO hub's ports by letter and its built-in sensors by what they are, the Kortex arm's state
+// by its ArmState name, and the arm's cyclic-loop counters with what a dropped cycle is and a warning
+// when many are.
 
-import { h } from "./dom.js";
+import { h, shortType } from "./dom.js";
 import { viewFor } from "./widgets.js";
 
 /** Button names by device kind, when the device does not name its own (`capabilities.controller`). */
 export const KIND_BUTTONS = { microbit: ["A", "B"], lego_hub: ["hub button"] };
+/** What a LEGO port's stream carries, by its message type (the attached or built-in device). */
+const LEGO_PORT_DEVICES = {
+  LegoMotor: "motor",
+  LegoTilt: "tilt sensor",
+  LegoColorDistance: "colour and distance sensor",
+};
 /** More dropped cycles than this share is worth a warning. */
 const DROPPED_WARN = 0.01;
 const TESLA_TO_MICRO = 1e6;
+
+/**
+ * A stream's heading: its topic below the device id, or its maker's name where the topic is an id.
+ * A LEGO hub's external connectors are "port A" to "port D" (LEGO's letters); its built-in devices
+ * sit on numbered ports (0x63 is the Technic hub's tilt sensor), named by what they are.
+ */
+export function streamTitle(device, subtopic, type) {
+  const port = device?.kind === "lego_hub" ? /^port\/(.+)$/.exec(subtopic) : null;
+  if (!port) return subtopic;
+  if (/^[A-Z]$/.test(port[1])) return `port ${port[1]}`;
+  return `built-in ${LEGO_PORT_DEVICES[shortType(type)] || "device"} (port ${port[1]})`;
+}
 
 /** hwgateway/MicrobitState: buttons A and B by name, the magnetic field in µT. */
 export function microbitStateWidget(described) {
