@@ -22,7 +22,7 @@ import logging
 import signal
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from gateway.config import load as load_config
 from gateway.core.adapter import DeviceKinds
 from gateway.core.client import Hub
 from gateway.core.config import Config, DeviceConfig
+from gateway.device_options import DeviceOptionsEditor
 from gateway.errors import ConfigError, DeviceUnavailable, ErrorCode
 from gateway.faces.contract import Face
 from gateway.faces.foxglove.server import FoxgloveServer
@@ -161,6 +162,8 @@ class Gateway:
         self.hub = Hub(self.bus, self.supervisor, self.router, config.server, config.auth.all_credentials())
         #: Applies the configuration file again (SIGHUP, the admin `reload` op); `config_path` None: the demo's.
         self.reloader = Reloader(self, config_path, load_config)
+        #: Edits a device's options (admin `device_options` and `configure_device` ops) through a reload.
+        self.device_options = DeviceOptionsEditor(self, load_config)
         self.hub.admin = GatewayAdmin(self)
         self.monitor = LoopMonitor()
         self.metrics = Metrics(self.hub, lambda: self.monitor.lag)
@@ -384,7 +387,7 @@ class Gateway:
 
 
 class GatewayAdmin:
-    """The admin operations of a running gateway (`gateway.core.client.AdminOps`): reload, scan and pair."""
+    """A running gateway's admin operations (`gateway.core.client.AdminOps`): reload, device options, scan, pair."""
 
     def __init__(self, gateway: Gateway) -> None:
         self._gateway = gateway
@@ -405,6 +408,14 @@ class GatewayAdmin:
         from gateway import scan
 
         return await scan.scan_op(self._gateway.config.devices, families, timeout_s, serial, kortex)
+
+    async def device_options_op(self, device: str) -> dict[str, Any]:
+        """A device's options as running, and which are overridden (`gateway.device_options`)."""
+        return self._gateway.device_options.options(device)
+
+    async def configure_device_op(self, device: str, options: Mapping[str, Any]) -> dict[str, Any]:
+        """Change a device's options and reload (`gateway.device_options`); the reload's report."""
+        return await self._gateway.device_options.configure(device, options)
 
     async def pair_op(self, kind: str, address: str, timeout_s: float | None, passkey: int | None) -> dict[str, Any]:
         """Pair a Bluetooth device through BlueZ (`devices.bluez.pairing`), one pairing window at a time."""

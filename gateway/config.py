@@ -13,6 +13,7 @@ from typing import Any
 from devices.registry import KINDS
 from gateway.core import config as core_config
 from gateway.core.config import Config, Extensions
+from gateway.core.config_overrides import Overrides
 from gateway.faces.ros2 import config_check as ros2_config
 from gateway.faces.rosbridge import names as rosbridge_names
 
@@ -30,6 +31,6 @@ def loads(text: str) -> Config:
     return core_config.loads(text, EXTENSIONS)
 
 
-def load(path: str | Path) -> Config:
-    """Read and parse the configuration file at `path`."""
-    return core_config.load(path, EXTENSIONS)
+def load(path: str | Path, overrides: Overrides | None = None) -> Config:
+    """Read and parse the configuration file at `path`, with its device overrides (or `overrides`) over it."""
+    return core_config.load(path, EXTENSIONS, overrides)

@@ -177,7 +177,7 @@ class Reloader:
         try:
             report = await self.reload()
         except ConfigError as error:
-            raise InvalidArgument(_error_lines(error)) from None
+            raise InvalidArgument(error_lines(error)) from None
         return report.as_dict()
 
     def _check_against_running(self, current: Config, new: Config) -> None:
@@ -237,6 +237,6 @@ class Reloader:
             report.applied.append("bindings.initial_set")
 
 
-def _error_lines(error: ConfigError) -> str:
+def error_lines(error: ConfigError) -> str:
     """Every problem of a `ConfigError`, one per line."""
     return "\n".join(str(problem) for problem in error.errors)

@@ -35,6 +35,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "gateway.config": "root",
     "gateway.record_cli": "root",
     "gateway.reload": "root",
+    "gateway.device_options": "root",
     "gateway.scan": "root",
     "gateway.pair": "root",
 }

@@ -12,7 +12,7 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -81,6 +81,12 @@ class AdminOps(Protocol):
 
     async def pair_op(self, kind: str, address: str, timeout_s: float | None, passkey: int | None) -> dict[str, Any]:
         """Pair a Bluetooth device through BlueZ (`hwgateway pair`); the outcome with each step taken."""
+
+    async def device_options_op(self, device: str) -> dict[str, Any]:
+        """A configured device's options as running, which of them are overridden, and the overrides file."""
+
+    async def configure_device_op(self, device: str, options: Mapping[str, Any]) -> dict[str, Any]:
+        """Set (None: reset) options of a device, checked as `check-config` checks, then reload; its report."""
 
 
 @dataclass
@@ -467,6 +473,21 @@ class Client:
         admin = self._require_admin("pair")
         log.warning("client %s asked for a %s pairing %s", self.id, kind, address or "(the first Wii Remote seen)")
         return await admin.pair_op(kind, address, timeout_s, passkey)
+
+    async def device_options(self, device: str) -> dict[str, Any]:
+        """A configured device's options as running (admin only); secrets are named, never sent."""
+        admin = self._require_admin("device_options")
+        return await admin.device_options_op(device)
+
+    async def configure_device(self, device: str, options: Mapping[str, Any]) -> dict[str, Any]:
+        """Change options of a device (admin only): each value set, None back to the file's; then a reload.
+
+        The result is layered over the configuration file and checked whole first: a problem changes
+        nothing and is `InvalidArgument`, every problem on a line. Returns the reload's report.
+        """
+        admin = self._require_admin("configure_device")
+        log.warning("client %s changes the options of %s: %s", self.id, device, ", ".join(sorted(options)))
+        return await admin.configure_device_op(device, options)
 
     async def estop(self) -> list[dict[str, Any]]:
         """Stop every device's actuators at once (never rate-limited); each device's outcome."""

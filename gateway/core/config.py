@@ -36,6 +36,7 @@ from typing import Any, Literal, TypeVar
 
 from gateway.bindings.spec import BindingsConfig, check_bindings, parse_bindings_section
 from gateway.core.adapter import NO_KINDS, DeviceKinds
+from gateway.core.config_overrides import Overrides, layer, overrides_path, read_overrides
 from gateway.credentials import Credential, Role, parse_digest
 from gateway.errors import ConfigError
 from gateway.topics import check_device_id
@@ -108,6 +109,10 @@ class ServerConfig:
     http_header_timeout_s: float = field(default=10.0, metadata=_range(0.1, 3600))
     http_max_headers: int = field(default=64, metadata=_range(8, 10_000))
     http_max_field_bytes: int = field(default=8190, metadata=_range(256, 1024 * 1024))
+    #: A TOML file of `[devices.<id>]` option values layered over this file's: where the dashboard's
+    #: and the admin `configure_device` op's edits are kept (`gateway.core.config_overrides`); a
+    #: relative path is from this file's folder. "": device options cannot be edited while running.
+    device_overrides: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -798,12 +803,31 @@ def loads(text: str, extensions: Extensions) -> Config:
     return parse(document, extensions)
 
 
-def load(path: str | Path, extensions: Extensions) -> Config:
-    """Read and parse the configuration file at `path`."""
+def load(path: str | Path, extensions: Extensions, overrides: Overrides | None = None) -> Config:
+    """Read and parse the configuration file at `path`, with its `[server] device_overrides` layered over it.
+
+    `overrides` replaces what the overrides file holds (to check an edit before it is written).
+    """
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as error:
         raise ConfigError("", f"cannot read {path}: {error.strerror or error}") from None
     except UnicodeDecodeError:
         raise ConfigError("", f"{path} is not UTF-8 text") from None
-    return loads(text, extensions)
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError("", f"not valid TOML: {error}") from None
+    layered = overrides_path(document, Path(path))
+    if layered is None:
+        if overrides:
+            raise ConfigError("server.device_overrides", "not set: device options cannot be changed")
+        return parse(document, extensions)
+    problems = layer(document, read_overrides(layered) if overrides is None else overrides, str(layered))
+    try:
+        config = parse(document, extensions)
+    except ConfigError as error:
+        raise ConfigError.combine([*problems, error]) from None
+    if problems:
+        raise ConfigError.combine(problems)
+    return config

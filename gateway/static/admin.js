@@ -1,7 +1,9 @@
-// The dashboard's admin tools: add a device (scan), pair a Bluetooth device, reload the configuration.
-// Each is an admin op of the public protocol (docs/protocol.md: scan, pair, reload); a token of another
-// role gets the gateway's `unauthorized`, shown as it comes. Nothing here writes the config file: a scan
-// and a pairing give the [devices.<id>] tables to paste into it, and Reload applies the file as it is.
+// The dashboard's admin tools: add a device (scan), pair a Bluetooth device, edit a device's options,
+// reload the configuration. Each is an admin op of the public protocol (docs/protocol.md: scan, pair,
+// device_options, configure_device, reload); a token of another role gets the gateway's `unauthorized`,
+// shown as it comes. Nothing here writes the config file: a scan and a pairing give the [devices.<id>]
+// tables to paste into it, Reload applies the file as it is, and an options edit is kept by the gateway
+// in its own overrides file ([server] device_overrides) and applied through a reload.
 
 import { h } from "./dom.js";
 
@@ -15,11 +17,12 @@ export function createAdmin(connection, { onReloaded }) {
   const scan = scanTool(connection);
   const pair = pairTool(connection);
   const reload = reloadTool(connection, onReloaded);
+  const options = optionsTool(connection, onReloaded);
   return h(
     "details",
     { class: "admin", id: "admin" },
-    h("summary", {}, "Add device · Pair · Reload (admin)"),
-    h("div", { class: "admin-tools" }, scan, pair, reload),
+    h("summary", {}, "Add device · Pair · Options · Reload (admin)"),
+    h("div", { class: "admin-tools" }, scan, pair, options, reload),
   );
 }
 
@@ -149,6 +152,28 @@ function pairTool(connection) {
 
 // -- Reload: apply the configuration file without a restart ------------------------------------------
 
+/** A reload's report (the `reload` and `configure_device` ops' result) as list items, what changed only. */
+function reportLines(report) {
+  return [
+    ["started", report.added],
+    ["stopped", report.removed],
+    ["restarted", report.restarted],
+    ["started bindings", report.bindings_added],
+    ["ended bindings", report.bindings_removed],
+    ["restarted bindings", report.bindings_restarted],
+    ["applied", report.applied],
+    ["needs a restart (kept as it runs)", report.restart_needed],
+    ["warning", report.warnings],
+  ]
+    .filter(([, items]) => items.length)
+    .map(([label, items]) => h("li", {}, `${label}: ${items.join(", ")}`));
+}
+
+/** Every problem of a refused op, one per line. */
+function problemLines(result) {
+  return result.error.message.split("\n").map((line) => h("li", {}, line));
+}
+
 function reloadTool(connection, onReloaded) {
   const button = h("button", { type: "button" }, "Reload config");
   const output = resultOutput();
@@ -162,23 +187,12 @@ function reloadTool(connection, onReloaded) {
     if (!result.ok) {
       failed(output, result);
       // An invalid file: every problem on a line of its own, nothing changed.
-      details.replaceChildren(...result.error.message.split("\n").map((line) => h("li", {}, line)));
+      details.replaceChildren(...problemLines(result));
       return;
     }
-    const report = result.data;
-    const lines = [
-      ["started", report.added],
-      ["stopped", report.removed],
-      ["restarted", report.restarted],
-      ["started bindings", report.bindings_added],
-      ["ended bindings", report.bindings_removed],
-      ["restarted bindings", report.bindings_restarted],
-      ["applied", report.applied],
-      ["needs a restart (kept as it runs)", report.restart_needed],
-      ["warning", report.warnings],
-    ].filter(([, items]) => items.length);
+    const lines = reportLines(result.data);
     show(output, "ok", lines.length ? "reloaded" : "reloaded: nothing changed");
-    details.replaceChildren(...lines.map(([label, items]) => h("li", {}, `${label}: ${items.join(", ")}`)));
+    details.replaceChildren(...lines);
     if (lines.length) onReloaded();
   });
   return h(
@@ -187,6 +201,129 @@ function reloadTool(connection, onReloaded) {
     h("h3", {}, "Reload"),
     h("p", { class: "hint" }, "Apply the config file as it is now: only what changed starts or stops."),
     button,
+    output,
+    details,
+  );
+}
+
+// -- Options: edit a configured device's options, applied through a reload ---------------------------
+
+/** An option's value as typed: JSON (a number, true, a list...), else the text itself as a string. */
+function parseValue(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+function optionsTool(connection, onReloaded) {
+  const device = h("select", { class: "options-device", "aria-label": "device" });
+  const showButton = h("button", { type: "button", class: "options-show" }, "Show options");
+  const apply = h("button", { type: "button", class: "options-apply", disabled: true }, "Apply");
+  const output = resultOutput();
+  const rows = h("div", { class: "options-rows" });
+  const details = h("ul", { class: "reload-report" });
+  /** What the rows were shown with: name -> {text, input, reset}. */
+  let shown = new Map();
+
+  async function listDevices() {
+    const result = await connection.request("list_devices", {});
+    if (!result.ok) return failed(output, result);
+    const chosen = device.value;
+    device.replaceChildren(...result.data.devices.map((d) => h("option", { value: d.id }, `${d.id} (${d.kind})`)));
+    if (chosen) device.value = chosen;
+  }
+
+  async function showOptions() {
+    const result = await connection.request("device_options", { device: device.value });
+    if (!result.ok) {
+      rows.replaceChildren();
+      apply.disabled = true;
+      return failed(output, result);
+    }
+    const { options, secret, overridden, file } = result.data;
+    shown = new Map();
+    rows.replaceChildren(
+      ...Object.entries(options).map(([name, value]) => {
+        const hidden = secret.includes(name);
+        const text = hidden ? "" : JSON.stringify(value);
+        const input = h("input", {
+          type: hidden ? "password" : "text",
+          value: text,
+          spellcheck: "false",
+          placeholder: hidden ? "hidden: type a new value to replace it" : "",
+          dataset: { option: name },
+        });
+        const entry = { text, input, reset: false };
+        shown.set(name, entry);
+        const reset = overridden.includes(name)
+          ? h("button", { type: "button", class: "option-reset", title: "back to the config file's value" }, "file value")
+          : null;
+        reset?.addEventListener("click", () => {
+          entry.reset = !entry.reset;
+          reset.setAttribute("aria-pressed", String(entry.reset));
+        });
+        return h(
+          "label",
+          { class: "option-row", dataset: { overridden: String(overridden.includes(name)) } },
+          h("span", { class: "key" }, name),
+          input,
+          reset,
+        );
+      }),
+    );
+    apply.disabled = false;
+    show(output, "ok", `${device.value}: edits are kept in ${file}`);
+  }
+
+  async function applyChanges() {
+    const changes = {};
+    for (const [name, entry] of shown) {
+      if (entry.reset) changes[name] = null;
+      else if (entry.input.value !== entry.text) changes[name] = parseValue(entry.input.value);
+    }
+    if (!Object.keys(changes).length) return show(output, "idle", "nothing changed");
+    apply.disabled = true;
+    details.replaceChildren();
+    show(output, "pending", "checking and applying…");
+    const result = await connection.request("configure_device", { device: device.value, options: changes }, EXTRA_WAIT_MS);
+    apply.disabled = false;
+    if (!result.ok) {
+      failed(output, result);
+      details.replaceChildren(...problemLines(result));
+      return;
+    }
+    onReloaded();
+    await showOptions(); // the values as they now run, and which are overridden
+    show(output, "ok", "applied");
+    details.replaceChildren(...reportLines(result.data));
+  }
+
+  device.addEventListener("focus", listDevices, { once: true });
+  device.addEventListener("change", () => {
+    rows.replaceChildren();
+    apply.disabled = true;
+  });
+  showButton.addEventListener("click", async () => {
+    details.replaceChildren();
+    if (!device.value) await listDevices();
+    await showOptions();
+  });
+  apply.addEventListener("click", applyChanges);
+  return h(
+    "section",
+    { class: "admin-tool", dataset: { tool: "options" } },
+    h("h3", {}, "Device options"),
+    h(
+      "p",
+      { class: "hint" },
+      "Change a configured device's options: the whole configuration is checked first, then only that " +
+        "device restarts, through its safe state. Values are JSON (numbers, true, \"text\", [lists]).",
+    ),
+    h("div", { class: "row" }, device, showButton),
+    rows,
+    apply,
     output,
     details,
   );

@@ -447,6 +447,24 @@ class Gateway:
         """
         return await self._call("reload", {}, timeout_s=max(self.request_timeout_s, RELOAD_WAIT_S))
 
+    async def device_options(self, device: str) -> dict[str, Any]:
+        """A configured device's options as running (admin tokens only).
+
+        The result has every option's value in `options` (secrets, named in `secret`, as null), the
+        names `overridden` by earlier edits, and the overrides `file` that holds those edits.
+        """
+        return await self._call("device_options", {"device": device})
+
+    async def configure_device(self, device: str, options: Mapping[str, Any]) -> dict[str, Any]:
+        """Change options of `device` (admin tokens only): each value set, None back to the config file's.
+
+        The gateway checks the whole configuration with the change first; a problem changes nothing
+        and raises `InvalidArgument` naming every problem. Otherwise it keeps the change in its
+        `[server] device_overrides` file and reloads: the result is the reload's (see `reload`).
+        """
+        fields = {"device": device, "options": dict(options)}
+        return await self._call("configure_device", fields, timeout_s=max(self.request_timeout_s, RELOAD_WAIT_S))
+
     async def scan(
         self,
         *,

@@ -356,6 +356,17 @@ class Session:
         _check_fields(request, "reload", frozenset({"op", "id"}))
         return await self.client.reload()
 
+    async def _device_options(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        _check_fields(request, "device_options", frozenset({"op", "id", "device"}))
+        return await self.client.device_options(_string(request, "device_options", "device"))
+
+    async def _configure_device(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        _check_fields(request, "configure_device", frozenset({"op", "id", "device", "options"}))
+        options = request.get("options")
+        if not isinstance(options, dict) or not options or not all(isinstance(key, str) for key in options):
+            raise BadRequest("configure_device.options: expected an object of option names to values (null: reset)")
+        return await self.client.configure_device(_string(request, "configure_device", "device"), options)
+
     async def _scan(self, request: Mapping[str, Any]) -> dict[str, Any]:
         _check_fields(request, "scan", frozenset({"op", "id", "families", "timeout_s", "serial", "kortex"}))
         families = _strings(request, "scan", "families") if "families" in request else None
@@ -425,6 +436,8 @@ OPS: dict[str, Callable[[Session, Mapping[str, Any]], Awaitable[dict[str, Any]]]
     "unlock": Session._unlock,
     "configure": Session._configure,
     "reload": Session._reload,
+    "device_options": Session._device_options,
+    "configure_device": Session._configure_device,
     "scan": Session._scan,
     "pair": Session._pair,
 }
