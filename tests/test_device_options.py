@@ -21,6 +21,7 @@ from gateway.errors import ConfigError
 from hwgateway.client import DeviceUnavailable, InvalidArgument, Unauthorized, connect
 from tests.harness import until
 from tests.inprocess import InProcessGateway, running_gateway, start_in_process
+from tests.test_schemas import result_data_validator, violations
 
 ADMIN = "admin-token-for-option-edits"
 OPERATOR = "control-token-for-option-edits"
@@ -87,6 +88,7 @@ async def test_an_edit_restarts_only_its_device_and_is_kept_beside_the_untouched
     original = config_path.read_text()
     async with connect(url(gateway), token=ADMIN) as admin:
         shown = await admin.device_options("edited")
+        assert not violations(result_data_validator("device_options"), shown), shown
         assert shown["kind"] == "sim"
         assert shown["options"]["rate_hz"] == 50.0
         assert shown["options"]["leds"] == 2
@@ -96,6 +98,7 @@ async def test_an_edit_restarts_only_its_device_and_is_kept_beside_the_untouched
         async with admin.subscribe("other/state") as samples:
             first = await anext(samples)
             report = await admin.configure_device("edited", {"leds": 3})
+            assert not violations(result_data_validator("configure_device"), report), report
             assert report["restarted"] == ["edited"]
             assert report["unchanged"] == ["other"]
             assert report["safe_states"] == {"edited": "ok"}

@@ -467,12 +467,18 @@ class KortexAdapter(Adapter[KortexOptions]):
         """Raise when the RPC link is lost or silent (the cyclic process watches UDP); publish the loop's statistics."""
         silence_s = self.options.link_timeout_ms / 1000
         next_stats = time.monotonic() + STATS_PERIOD_S
+        due = time.monotonic() + WATCH_PERIOD_S
+        stalled = False
         while True:
             await asyncio.sleep(WATCH_PERIOD_S)
             now = time.monotonic()
+            # A tick a period late means the gateway itself was stalled (a loaded host, a long pause):
+            # what the robot sent meanwhile waits unread, so silence is judged at the next tick, once
+            # the reader has had its turn, not blamed on the link (never two ticks in a row).
+            stalled, due = not stalled and now - due > WATCH_PERIOD_S, now + WATCH_PERIOD_S
             if tcp.failure is not None:
                 raise tcp.failure
-            if now - tcp.last_received > silence_s:
+            if now - tcp.last_received > silence_s and not stalled:
                 raise LinkLost(f"{tcp.name}: nothing from the robot for {silence_s:g} s")
             if now >= next_stats:
                 next_stats += STATS_PERIOD_S
