@@ -371,8 +371,8 @@ async def _daemon_with_outputs_set(tmp_path: Path, arm: SimulatedArm) -> tuple[R
     return gateway, client, child
 
 
-#: How long the second freeze lasts (s): long enough for the cyclic process's socket buffer to fill.
-FROZEN_PAST_THE_BUFFER_S = 5.0
+#: How long the second freeze lasts (s): past the RPC link's 3 s timeout (`link_timeout_ms`).
+FROZEN_PAST_THE_LINK_TIMEOUT_S = 5.0
 
 
 def _requests_between(arm: SimulatedArm, start: float, end: float) -> int:
@@ -399,14 +399,15 @@ async def test_cycles_go_on_while_the_gateway_is_frozen_and_a_stall_zeroes_the_o
         try:
             await until(lambda: arm.wrist.digital_outputs_state == 0, timeout=3.0)
             assert arm.actuator_targets is not None  # the joints are still held, in low level
-            # Frozen 5 s in all: ~500 feedbacks at 100 Hz, more than the process's socket buffer holds
-            # (a few hundred), so some are dropped however slowly this host ran the freeze.
-            await asyncio.sleep(max(0.0, stopped_at + FROZEN_PAST_THE_BUFFER_S - time.monotonic()))
+            # Frozen past the RPC link's timeout (3 s): what the arm answered meanwhile waits unread, and
+            # the gateway must not take its own stall for a silent link when it wakes (no reconnect).
+            await asyncio.sleep(max(0.0, stopped_at + FROZEN_PAST_THE_LINK_TIMEOUT_S - time.monotonic()))
         finally:
             gateway.proc.send_signal(signal.SIGCONT)
         # Heard from again, the gateway's command (still leased to the client) goes out again.
         await until(lambda: arm.wrist.digital_outputs_state == 0xFF, timeout=5.0)
-        # What the process sent during the freeze went to the bus newest first; the rest is counted.
+        # What the process sent during the freeze went to the bus newest first; the rest is counted (by
+        # the same process: a reconnect would have started its counters again).
         await client.ok("subscribe", topics=["arm-1/cyclic"])
         await client.wait_for(
             lambda m: m["op"] == "state" and m["topic"] == "arm-1/cyclic" and m["data"]["feedback_dropped"] > 0,
