@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gateway.core.config import Config
-from gateway.core.config_overrides import Overrides, overrides_path, read_overrides, render
+from gateway.core.config_overrides import Overrides, read_overrides, render, resolve
 from gateway.errors import ConfigError, DeviceUnavailable, InvalidArgument, UnknownDevice
 from gateway.reload import error_lines
 
@@ -53,8 +53,7 @@ class DeviceOptionsEditor:
         config_path = self._gateway.reloader.path
         if config_path is None:
             raise DeviceUnavailable("this gateway was not started from a file (the demo): its options cannot be edited")
-        setting = self._gateway.config.server.device_overrides
-        layered = overrides_path({"server": {"device_overrides": setting}}, config_path)
+        layered = resolve(self._gateway.config.server.device_overrides, config_path)
         if layered is None:
             raise DeviceUnavailable(
                 "editing device options is off: set [server] device_overrides to a file the gateway may write "

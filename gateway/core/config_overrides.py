@@ -28,13 +28,17 @@ FIXED_KEYS = frozenset({"kind"})
 Overrides = dict[str, dict[str, Any]]
 
 
-def overrides_path(document: Mapping[str, Any], config_path: Path) -> Path | None:
-    """The overrides file a parsed configuration names (relative to its own folder), or None when none."""
-    server = document.get("server")
-    name = server.get(OVERRIDES_KEY, "") if isinstance(server, Mapping) else ""
-    if not isinstance(name, str) or not name:
+def resolve(setting: object, config_path: Path) -> Path | None:
+    """The overrides file a `device_overrides` setting names (relative to the config's folder); None: none."""
+    if not isinstance(setting, str) or not setting:
         return None  # a wrong type is reported by the [server] section's own check
-    return config_path.parent / name
+    return config_path.parent / setting
+
+
+def overrides_path(document: Mapping[str, Any], config_path: Path) -> Path | None:
+    """The overrides file a parsed configuration names, or None when it names none."""
+    server = document.get("server")
+    return resolve(server.get(OVERRIDES_KEY) if isinstance(server, Mapping) else None, config_path)
 
 
 def parse_overrides(text: str, source: str) -> Overrides:
