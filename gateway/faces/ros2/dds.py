@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 _ANY = SampleState.Any | ViewState.Any | InstanceState.Any
 #: Samples taken from a reader at once.
 TAKE_BATCH = 64
+#: eProsima's DDS vendor id (Fast DDS, the default RMW of ROS 2), as Cyclone's configuration writes it.
+EPROSIMA_VENDOR = "1.15"
 
 
 def domain_config(interfaces: tuple[str, ...]) -> str:
@@ -46,12 +48,19 @@ def domain_config(interfaces: tuple[str, ...]) -> str:
     acknowledge what it wrote): the participant is deleted on the event loop at shutdown, and a ROS
     subscriber that vanished without a goodbye would hold every stream's writer for that second, the
     devices' safe states waiting behind them.
+
+    The XTypes type information eProsima's peers (vendor 1.15) announce is ignored, so their endpoints
+    match by type name, as rmw does: Fast DDS 3 (ROS 2 Kilted) announces type objects Cyclone 11
+    refuses as invalid (any type with an array or a sequence) and declares its types appendable where
+    ours are final, so without this no Kilted reader of a stream and no Kilted writer of an
+    array-typed command ever matched. The type hashes in USER_DATA still say which type each side has.
     """
     listed = "".join(f'<NetworkInterface name={quoteattr(name)} multicast="true"/>' for name in interfaces)
     return (
         '<CycloneDDS><Domain id="any"><General>'
-        f"<Interfaces>{listed}</Interfaces><AllowMulticast>true</AllowMulticast>"
-        "</General><Internal><WriterLingerDuration>0 s</WriterLingerDuration></Internal></Domain></CycloneDDS>"
+        f"<Interfaces>{listed}</Interfaces><AllowMulticast>true</AllowMulticast></General>"
+        f"<Compatibility><IgnoreTypeInformation>{EPROSIMA_VENDOR}</IgnoreTypeInformation></Compatibility>"
+        "<Internal><WriterLingerDuration>0 s</WriterLingerDuration></Internal></Domain></CycloneDDS>"
     )
 
 
