@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+log = logging.getLogger(__name__)
+
 #: Seconds to wait for the robots' ports to accept connections (0.3 s idle; a loaded CI is slower).
-START_TIMEOUT_S = 30.0
+START_TIMEOUT_S = 20.0
 
 _SCENARIO = """<!DOCTYPE aseba-playground>
 <aseba-playground>
@@ -51,7 +54,19 @@ class Playground:
         self.process: asyncio.subprocess.Process | None = None
 
     async def start(self) -> None:
-        """Write the scenario and start the playground; return once every robot's port accepts."""
+        """Write the scenario and start the playground; return once every robot's port accepts.
+
+        A start whose ports are not all listening in time is tried once more. Twice in one session
+        here (once on an idle machine) a playground left one robot's port unbound for 30 s; the cause
+        was not found, and a start a minute later took 0.1 s, as starts usually do.
+        """
+        try:
+            await self._start_once()
+        except TimeoutError as error:
+            log.warning("%s; starting it again", error)
+            await self._start_once()
+
+    async def _start_once(self) -> None:
         executable = shutil.which("asebaplayground")
         if executable is None:
             raise FileNotFoundError("asebaplayground is not installed (Debian package aseba)")
@@ -95,7 +110,10 @@ class Playground:
                 if self.process is not None and self.process.returncode is not None:
                     raise RuntimeError(f"asebaplayground exited with {self.process.returncode}: {self.log()}")
                 if loop.time() > deadline:
-                    raise TimeoutError(f"asebaplayground did not listen on {robot.port} in {START_TIMEOUT_S} s")
+                    output = self.log().strip() or "(no output)"
+                    raise TimeoutError(
+                        f"asebaplayground did not listen on {robot.port} in {START_TIMEOUT_S} s; its output: {output}"
+                    )
                 await asyncio.sleep(0.05)
 
     def log(self) -> str:

@@ -269,6 +269,9 @@ class TdmSession:
                 return
         self.state = SessionState.OPEN
         self._push(codec.handshake(PROTOCOL_VERSION, MAX_MESSAGE_BYTES, self._local, self._ws_port))
+        # The node list follows the handshake at once, even empty (no robot connected yet): clients
+        # wait for a first NodesChanged (thymio-api's connect, tdmclient's wait_for_node).
+        self._push(codec.nodes_changed(self._shown_now()))
         devices = [h.id for h in self._node_handles()]
         if devices:
             self.client.subscribe([f"{device}/node/*/events/*" for device in devices], None)
@@ -284,8 +287,7 @@ class TdmSession:
         if isinstance(request, Handshake):
             self._push(codec.handshake(PROTOCOL_VERSION, MAX_MESSAGE_BYTES, self._local, self._ws_port))
         elif isinstance(request, RequestListOfNodes):
-            shown = [self._node_info(h.id, h.status, h.locked_by) for h in self._node_handles()]
-            self._push(codec.nodes_changed([info for info in shown if info is not None]))
+            self._push(codec.nodes_changed(self._shown_now()))
         elif isinstance(request, NodeRequest):
             await self._node_request(request)
         elif isinstance(request, NamedValues):
@@ -573,6 +575,12 @@ class TdmSession:
         self._push(codec.vm_state_changed(nodes.node_id(device), state))
 
     # -- output ------------------------------------------------------------------------------
+
+    def _shown_now(self) -> list[NodeInfo]:
+        """Every node this client may see that is connected now (each is then known to be shown)."""
+        shown = [self._node_info(h.id, h.status, h.locked_by) for h in self._node_handles()]
+        self._shown.update(info.name for info in shown if info is not None)
+        return [info for info in shown if info is not None]
 
     def _node_info(self, device: str, status: str, locked_by: str | None) -> NodeInfo | None:
         if status != "connected":
