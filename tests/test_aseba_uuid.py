@@ -9,6 +9,7 @@ one. The network's handling of DeviceInfo replies that name no robot, and the `s
 from __future__ import annotations
 
 import asyncio
+import itertools
 import uuid
 from collections.abc import AsyncIterator
 
@@ -71,7 +72,8 @@ async def test_a_uuid_reply_becomes_the_device_identity_before_it_is_connected(a
         assert rig.adapter.network.nodes[1].uuid == ROBOT_UUID
     finally:
         await rig.stop()
-    assert rig.identities[-1] is None  # the link closed: whatever is behind it next is unknown
+    changes = [identity for identity, _ in itertools.groupby(rig.identities)]
+    assert changes == [None, str(ROBOT_UUID)]  # unknown as the link opens, then told, and kept
 
 
 async def test_a_node_that_never_answers_connects_without_an_identity(silent: SimulatedThymio) -> None:

@@ -239,6 +239,9 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         else:
             target = parse_target(self.options.target) if self.options.target else discover_usb()
         self.target = target
+        # Whatever this link leads to is unknown until it tells (kept until now: while the device is not
+        # connected it is shown nowhere, and clearing it while still "connected" would show it apart).
+        self.ctx.set_identity(None)
         wait_s = self._closed_at + RECONNECT_GAP_S - time.monotonic()
         if wait_s > 0:
             await asyncio.sleep(wait_s)
@@ -270,7 +273,6 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             with contextlib.suppress(ConnectionError, OSError):
                 await asyncio.wait_for(network.drain(), 0.5)
             self.network = None
-            self.ctx.set_identity(None)  # a link opened again may lead to another robot
             self.programs.clear()
             self.scripts.clear()
             self.event_names.clear()
@@ -390,18 +392,23 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         if node.description is not None:
             self.ctx.publish(f"node/{node.id}/description", self.description_of(node))
         network = self.network
-        self.ctx.set_identity(self.identity())  # before "connected": a face folding duplicates never shows two
+        identity = self.identity()
         wanted = self.options.node_id
         described = network is not None and any(
             n.connected and n.description and wanted in (0, n.id) for n in network.nodes.values()
         )
         if described:
+            # Set before "connected" (the UUID, asked first, usually came before the description), so a
+            # face folding duplicates does not show the device apart from its robot for a moment.
+            self.ctx.set_identity(identity)
             self.ctx.set_status("connected")
-        elif wanted:
+            return
+        if wanted:
             # Its robot left a link others stay on (a dongle's): the device is not there, whatever the link.
             self.ctx.set_status("connecting", f"Aseba node {wanted} is not on the link")
         else:
             self.ctx.set_status("connecting", "no described Aseba node on the link")
+        self.ctx.set_identity(identity)
 
     def _wants_program(self, node: NodeState) -> bool:
         return self.options.thymio_program and node.name == THYMIO_NAME
