@@ -1,11 +1,11 @@
 """One TDM client: its requests (decoded by `protocols.tdm`) mapped onto the client core.
 
 A TDM node is an `aseba` device (the node its commands address), one per robot: devices that reach
-the same robot (the same UUID, `DeviceHandle.identity`) are one node (`nodes.one_per_robot`), and
-what each client was last told of the nodes is kept, so any device event sends what changed since
-(`_nodes_changed`): a duplicate hidden, or shown when the one shown before left. The TDM's lock is the gateway's
-exclusive control lock (`Client.lock`), so a node locked here is locked for every face, and a
-client that leaves releases it. Programs are compiled by the gateway's own Aseba compiler against
+the same robot (the same UUID, `DeviceHandle.identity`) are one node (`nodes.one_per_robot`). What
+each client was last told of the nodes is kept, so any device event sends what changed since
+(`_nodes_changed`): a duplicate hidden, or shown when the one shown before left. The TDM's lock is
+the gateway's exclusive control lock (`Client.lock`), so a node locked here is locked for every
+face, and a client that leaves releases it. Programs are compiled by the gateway's own Aseba compiler against
 the node's live description and the events the client registered (`hwgateway/AsebaCompile`);
 watched variables are read with `hwgateway/AsebaVariables` once every `VARIABLES_PERIOD_S` for every
 session watching the node (`gateway.faces.tdm.variables`).
@@ -320,7 +320,7 @@ class TdmSession:
         """True when `device` reaches a robot this client is shown through another device (a duplicate)."""
         handle = self.client.device(device)
         if handle is None or handle.identity is None:
-            return False  # the common case, and every event's: no folding to work out
+            return False  # the common case: no folding to work out for each event and variable read
         return all(shown.id != device for shown in self._node_handles())
 
     def _node_handles(self) -> list[Any]:
