@@ -45,11 +45,14 @@ class DeviceHandle:
         self.connected_since: float | None = None
         #: The session id of the client holding the exclusive control lock (None: unlocked).
         self.locked_by: str | None = None
+        #: The hardware's own identity as its adapter reports it (`DeviceContext.set_identity`: a
+        #: Thymio's UUID); devices reaching one robot over two links share it. None: unknown.
+        self.identity: str | None = None
         #: True once a reload began taking the device away: the router refuses its commands (none may
         #: undo the e-stop of its safe state).
         self.retiring = False
         self._bus = bus
-        context = DeviceContext(config.id, bus, self.set_status)
+        context = DeviceContext(config.id, bus, self.set_status, self.set_identity)
         self.adapter: Adapter[Any] = factory(context, config.options)
         self.task: asyncio.Task[None] | None = None
 
@@ -67,6 +70,13 @@ class DeviceHandle:
             extra={"device": self.id, "status": status},
         )
         self._bus.device_event(self.event())
+
+    def set_identity(self, identity: str | None) -> None:
+        """Record the hardware's identity; a change is published as a device event (faces that fold re-read it)."""
+        if identity != self.identity:
+            self.identity = identity
+            log.info("device %s: hardware identity %s", self.id, identity, extra={"device": self.id})
+            self._bus.device_event(self.event())
 
     def set_lock(self, holder: str | None) -> None:
         """Record and publish who holds the exclusive control lock (None: nobody)."""

@@ -21,7 +21,11 @@ class AdapterRig(Generic[AdapterT]):
         self.device_id = device_id
         self.bus = Bus()
         self.statuses: list[tuple[str, str]] = []
-        self.ctx = DeviceContext(device_id, self.bus, lambda status, detail: self.statuses.append((status, detail)))
+        #: Every hardware identity the adapter reported (`DeviceContext.set_identity`), in order.
+        self.identities: list[str | None] = []
+        self.ctx = DeviceContext(
+            device_id, self.bus, lambda status, detail: self.statuses.append((status, detail)), self.identities.append
+        )
         self.adapter = adapter_cls(self.ctx, options)
         self.task: asyncio.Task[None] | None = None
 

@@ -40,6 +40,11 @@ Programming from source (the TDM face uses these): `hwgateway/AsebaVMDescription
 (Aseba source and global events, compiled against the live description; loaded like a script, left
 reset), `hwgateway/AsebaVMControl` (run, stop, pause, step, reset) and `hwgateway/AsebaVariables`.
 
+Identity: a Thymio II (protocol 6 or later) tells its UUID (`devices.aseba.network`); the UUID of
+the node the device addresses is the device's identity (`DeviceContext.set_identity`, and
+`capabilities()["uuid"]`), so two devices reaching one robot (on USB and on a radio dongle) are
+known as one robot. A node that never answers leaves the device without one.
+
 The services address the node `node_id` of the config (0: the lowest id on the link), because a
 gateway command names a device, not a node: configure one device per node to address several.
 """
@@ -50,6 +55,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -100,6 +106,8 @@ VM_COMMANDS = {
 #: crash when a client reconnects within a few ms of leaving.
 RECONNECT_GAP_S = 0.5
 THYMIO_NAME = "thymio-II"
+#: Derives a simulated Thymio's default UUID from its device id.
+SIM_UUID_NAMESPACE = uuid.UUID("6f1c2a7e-93d4-4b0f-8e5a-2c7d9b1e4f30")
 MOTOR_VARIABLES = ("motor.left.target", "motor.right.target")
 #: thymio_msgs and generic commands, and how each becomes events of the gateway's Thymio program.
 THYMIO_COMMANDS: dict[str, Callable[[Any], thymio.Events]] = {
@@ -177,7 +185,28 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             # repeats these commands within this many ms.
             "lease_renewal_ms": {MOTORS: self.options.motor_lease_ms, SET_VARIABLE: self.options.motor_lease_ms},
             **({"sim_buttons": list(_sim_button_names())} if self.options.simulate else {}),
+            # The robot's own UUID (empty: not told): one robot on two links has the same on both.
+            "uuid": self.identity() or "",
         }
+
+    def sim_uuid(self) -> uuid.UUID:
+        """The simulated Thymio's UUID: `sim_uuid`, else one derived from the device id (the same every run)."""
+        if self.options.sim_uuid:
+            return uuid.UUID(self.options.sim_uuid)
+        return uuid.uuid5(SIM_UUID_NAMESPACE, self.ctx.device_id)
+
+    def identity(self) -> str | None:
+        """The UUID (text) of the node the device addresses, when it is on the link and told it; else None."""
+        network = self.network
+        if network is None:
+            return None
+        if self.options.node_id:
+            node = network.nodes.get(self.options.node_id)
+        else:  # the node `target_node` picks, known before its description is complete
+            node = min((n for n in network.nodes.values() if n.connected), key=lambda n: n.id, default=None)
+        if node is None or not node.connected or node.uuid is None:
+            return None
+        return str(node.uuid)
 
     def event_layouts(self, node_id: int) -> list[dict[str, Any]]:
         """The named events of the program on `node_id`, in event-id order.
@@ -204,12 +233,15 @@ class AsebaAdapter(Adapter[AsebaOptions]):
             if self._sim is None:
                 from devices.sim.thymio import SimulatedThymio
 
-                self._sim = SimulatedThymio(demo=self.options.sim_motion == "demo")
+                self._sim = SimulatedThymio(demo=self.options.sim_motion == "demo", uuid=self.sim_uuid())
                 await self._sim.start()
             target = Target("tcp", host=self._sim.host, port=self._sim.port)
         else:
             target = parse_target(self.options.target) if self.options.target else discover_usb()
         self.target = target
+        # Whatever this link leads to is unknown until it tells (kept until now: while the device is not
+        # connected it is shown nowhere, and clearing it while still "connected" would show it apart).
+        self.ctx.set_identity(None)
         wait_s = self._closed_at + RECONNECT_GAP_S - time.monotonic()
         if wait_s > 0:
             await asyncio.sleep(wait_s)
@@ -360,17 +392,23 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         if node.description is not None:
             self.ctx.publish(f"node/{node.id}/description", self.description_of(node))
         network = self.network
+        identity = self.identity()
         wanted = self.options.node_id
         described = network is not None and any(
             n.connected and n.description and wanted in (0, n.id) for n in network.nodes.values()
         )
         if described:
+            # Set before "connected" (the UUID, asked first, usually came before the description), so a
+            # face folding duplicates does not show the device apart from its robot for a moment.
+            self.ctx.set_identity(identity)
             self.ctx.set_status("connected")
-        elif wanted:
+            return
+        if wanted:
             # Its robot left a link others stay on (a dongle's): the device is not there, whatever the link.
             self.ctx.set_status("connecting", f"Aseba node {wanted} is not on the link")
         else:
             self.ctx.set_status("connecting", "no described Aseba node on the link")
+        self.ctx.set_identity(identity)
 
     def _wants_program(self, node: NodeState) -> bool:
         return self.options.thymio_program and node.name == THYMIO_NAME

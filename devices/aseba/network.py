@@ -2,9 +2,12 @@
 
 The network reads frames from the link, keeps a table of nodes (`NodeState`), broadcasts ListNodes
 every `list_nodes_period_s` (discovery and keep-alive), asks each new node for its description,
-and marks a node disconnected after `node_timeout_s` of silence. Variable reads collect every
-`Variables` frame of the reply (a real Thymio splits them into 47-word frames). It knows nothing of
-the gateway: the adapter passes callbacks for node changes and user events.
+and marks a node disconnected after `node_timeout_s` of silence. A node of protocol 6 or later is
+asked for its UUID (GetDeviceInfo) as soon as it is present, before its description, so the UUID
+usually arrives first; one that never answers (the playground's) just has none: nothing waits for
+it. Variable reads collect every `Variables` frame of the reply (a real Thymio splits them into
+47-word frames). It knows nothing of the gateway: the adapter passes callbacks for node changes and
+user events.
 """
 
 from __future__ import annotations
@@ -13,15 +16,19 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from protocols.aseba.description import DescriptionAssembler, NodeDescription, VariablesReassembly
 from protocols.aseba.framing import HOST_SOURCE, FrameReader
 from protocols.aseba.messages import (
+    DEVICE_INFO_PROTOCOL_VERSION,
     MIN_PROTOCOL_VERSION,
     PROTOCOL_VERSION,
     Description,
+    DeviceInfo,
+    DeviceInfoType,
     LocalEventDescription,
     Message,
     MessageType,
@@ -42,6 +49,9 @@ log = logging.getLogger(__name__)
 MAX_REQUEST_WORDS = 256
 #: Bytes read from the link at once.
 READ_SIZE = 4096
+#: GetDeviceInfo(UUID) requests sent to a node that does not answer, one every `UUID_RETRY_S` seconds.
+MAX_UUID_REQUESTS = 3
+UUID_RETRY_S = 2.0
 #: Reports of VM errors, logged with the node id (they pause the node's VM).
 _VM_ERRORS = {
     MessageType.ARRAY_ACCESS_OUT_OF_BOUNDS: "array access out of bounds",
@@ -56,7 +66,11 @@ class NodeError(Exception):
 
 @dataclass(slots=True)
 class NodeState:
-    """What the network knows of one node: its id, protocol version, description once complete."""
+    """What the network knows of one node: its id, protocol version, description once complete.
+
+    `uuid`: the robot's own UUID once it answered GetDeviceInfo (None: not asked, no answer yet, or
+    never: a node older than protocol 6, a simulator that does not implement it).
+    """
 
     id: int
     protocol_version: int = 0
@@ -66,6 +80,9 @@ class NodeState:
     assembler: DescriptionAssembler = field(default_factory=DescriptionAssembler)
     description_requested: float = 0.0
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    uuid: uuid.UUID | None = None
+    uuid_requests: int = 0
+    uuid_requested: float = 0.0
 
     @property
     def name(self) -> str:
@@ -80,7 +97,7 @@ EventCallback = Callable[[UserMessage], None]
 class AsebaNetwork:
     """The nodes behind one byte stream; call `serve` in a task, then use the request methods.
 
-    `on_node` is called whenever a node appears, is described, or connects/disconnects;
+    `on_node` is called whenever a node appears, is described, tells its UUID, or connects/disconnects;
     `on_event` with every user event a node sends. Times are in seconds.
     """
 
@@ -159,6 +176,8 @@ class AsebaNetwork:
                     self._on_node(node)
                 elif node.connected and node.description is None and now - node.description_requested > 2.0:
                     self._request_description(node)
+                if self._uuid_overdue(node, now):
+                    self._request_uuid(node)
             await asyncio.sleep(self.list_nodes_period_s)
 
     def send(self, frame: bytes) -> None:
@@ -182,6 +201,30 @@ class AsebaNetwork:
         node.assembler = DescriptionAssembler()
         self.send(command(MessageType.GET_NODE_DESCRIPTION, node.id, PROTOCOL_VERSION))
 
+    def _uuid_overdue(self, node: NodeState, now: float) -> bool:
+        """True when a node asked for its UUID has not answered in `UUID_RETRY_S` (a frame lost on a radio link)."""
+        if not node.connected or node.uuid is not None or not 0 < node.uuid_requests < MAX_UUID_REQUESTS:
+            return False
+        return now - node.uuid_requested > UUID_RETRY_S
+
+    def _request_uuid(self, node: NodeState) -> None:
+        node.uuid_requests += 1
+        node.uuid_requested = time.monotonic()
+        self.send(command(MessageType.GET_DEVICE_INFO, node.id, DeviceInfoType.UUID))
+
+    def _add_device_info(self, node: NodeState, info: DeviceInfo) -> None:
+        if info.info != DeviceInfoType.UUID:
+            return
+        if len(info.data) != 16 or not any(info.data):
+            # A nil UUID names no robot (every unset one would be the same "robot").
+            log.warning("aseba node %d: unusable UUID %s ignored", node.id, info.data.hex())
+            return
+        found = uuid.UUID(bytes=info.data)
+        if found != node.uuid:
+            node.uuid = found
+            log.info("aseba node %d: UUID %s", node.id, found)
+            self._on_node(node)
+
     async def _dispatch(self, message: Message) -> None:
         if message.source == HOST_SOURCE:
             return  # another host's traffic, echoed by a switch
@@ -191,7 +234,10 @@ class AsebaNetwork:
             node.protocol_version = version
             if version < MIN_PROTOCOL_VERSION:
                 log.warning("aseba node %d speaks protocol %d, older than %d", node.id, version, MIN_PROTOCOL_VERSION)
-            elif node.description is None and not node.description_requested:
+                return
+            if version >= DEVICE_INFO_PROTOCOL_VERSION and node.uuid is None and not node.uuid_requests:
+                self._request_uuid(node)  # first: its one-frame answer comes before the description's frames
+            if node.description is None and not node.description_requested:
                 self._request_description(node)
             return
         node = self._node(message.source)
@@ -199,6 +245,8 @@ class AsebaNetwork:
             message, Description | NamedVariableDescription | LocalEventDescription | NativeFunctionDescription
         ):
             self._add_description_part(node, message)
+        elif isinstance(message, DeviceInfo):
+            self._add_device_info(node, message)
         elif isinstance(message, UserMessage):
             self._on_event(message)
         elif isinstance(message, WordMessage) and message.type is MessageType.VARIABLES:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -33,6 +34,9 @@ class AsebaOptions:
     `simulate`: ignore `target` and start a simulated Thymio II (`devices.sim.thymio`, the Python
     Aseba VM behind a TCP server on 127.0.0.1) in the gateway (demo); it accepts `hwgateway/SimButton`.
     `sim_motion`: "rest", or "demo": the simulated Thymio presses one touch button after another.
+    `sim_uuid`: the UUID the simulated Thymio answers GetDeviceInfo with (text, e.g.
+    ``"2b9e1c3a-0d4f-4e8b-9a6c-5f7e2d1b3c4a"``); empty: one derived from the device id, the same on
+    every run. Two simulated devices with the same `sim_uuid` are one robot on two links.
     """
 
     target: str = ""
@@ -47,7 +51,15 @@ class AsebaOptions:
     script_folders: tuple[str, ...] = ()
     simulate: bool = False
     sim_motion: Literal["rest", "demo"] = "rest"
+    sim_uuid: str = ""
 
     def __post_init__(self) -> None:
         if self.target and not self.simulate:
             parse_target(self.target)  # a ValueError names what is wrong, at load instead of on every retry
+        if self.sim_uuid:
+            try:
+                parsed = uuid.UUID(self.sim_uuid)
+            except ValueError:
+                raise ValueError(f"sim_uuid: {self.sim_uuid!r} is not a UUID") from None
+            if parsed.int == 0:
+                raise ValueError("sim_uuid: the nil UUID names no robot")

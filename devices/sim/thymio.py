@@ -8,6 +8,9 @@ the timer0/timer1 local events every `TICK_S`. Any number of clients may connect
 node sends goes to all of them. For the demo, fast tests and the benchmark. `press` holds a touch
 button as a person would; `demo` presses one after another (half a second every two seconds).
 
+It is protocol 6: GetDeviceInfo(UUID) is answered with `uuid` (None: not answered, as Debian's
+playground does not), so two devices given one UUID are one robot on two links.
+
 Fault injection (tests): `mute_after_description_frames` makes the node go silent for `mute_s`
 seconds part-way through its next description; `send_garbage` writes bytes that are no valid frame to every client.
 """
@@ -22,11 +25,14 @@ import logging
 import sys
 import time
 from dataclasses import dataclass, field
+from uuid import UUID
 
 from protocols.aseba.description import DescriptionAssembler, NodeDescription
 from protocols.aseba.framing import FrameReader
 from protocols.aseba.messages import (
     Description,
+    DeviceInfo,
+    DeviceInfoType,
     LocalEventDescription,
     Message,
     MessageType,
@@ -47,7 +53,7 @@ log = logging.getLogger(__name__)
 TICK_S = 0.01
 #: Words per Variables frame, as on a real Thymio (ASEBA_LIMITED_MESSAGE_SIZE).
 VARIABLES_FRAME_WORDS = 47
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 
 #: The touch buttons `press` takes, in the demo script's order.
 BUTTON_NAMES = ("forward", "backward", "left", "right", "center")
@@ -206,8 +212,10 @@ def thymio_natives(outputs: ThymioOutputs) -> dict[str, Native]:
 class SimulatedThymio:
     """A Thymio II node `node_id` on a TCP port of 127.0.0.1; `start`, then connect to `port`."""
 
-    def __init__(self, node_id: int = 1, port: int = 0, demo: bool = False) -> None:
+    def __init__(self, node_id: int = 1, port: int = 0, demo: bool = False, uuid: UUID | None = None) -> None:
         self.node_id = node_id
+        #: What GetDeviceInfo(UUID) answers (None: it is not answered).
+        self.uuid = uuid
         #: The demo's script: one button after another, pressed for DEMO_PRESS_S of every DEMO_STEP_S.
         self.demo = demo
         #: Buttons pressed by `press` (a person at the dashboard), by name: when each is released (monotonic s).
@@ -399,6 +407,8 @@ class SimulatedThymio:
             self._state()
         elif type_ is MessageType.GET_EXECUTION_STATE:
             self._state()
+        elif type_ is MessageType.GET_DEVICE_INFO and args and args[0] == DeviceInfoType.UUID and self.uuid:
+            self._send(DeviceInfo(self.node_id, DeviceInfoType.UUID, self.uuid.bytes))
 
     def _state(self) -> None:
         self._send(WordMessage(self.node_id, MessageType.EXECUTION_STATE_CHANGED, (self.vm.pc, self.vm.flags)))

@@ -36,10 +36,17 @@ class Command:
 class DeviceContext:
     """The adapter's handle on the gateway: publish samples under its id and report availability."""
 
-    def __init__(self, device_id: str, bus: Bus, on_status: Callable[[DeviceStatus, str], None]) -> None:
+    def __init__(
+        self,
+        device_id: str,
+        bus: Bus,
+        on_status: Callable[[DeviceStatus, str], None],
+        on_identity: Callable[[str | None], None] | None = None,
+    ) -> None:
         self.device_id = device_id
         self._bus = bus
         self._on_status = on_status
+        self._on_identity = on_identity
         self._prefix = device_id + "/"
         #: Adds a device at run time (`add_device(config, factory)`, the supervisor's `add`): the replay
         #: device lists the recorded devices with it. None outside a supervisor.
@@ -56,6 +63,16 @@ class DeviceContext:
     def set_status(self, status: DeviceStatus, detail: str = "") -> None:
         """Report availability: call with "connected" once the device answers."""
         self._on_status(status, detail)
+
+    def set_identity(self, identity: str | None) -> None:
+        """Report the hardware's own identity (a Thymio's UUID as text), None when unknown.
+
+        Two devices that reach the same hardware over two links (a Thymio on USB and on a radio
+        dongle) report the same identity, so a face can show it once. Call it before
+        `set_status("connected")` when it is known by then.
+        """
+        if self._on_identity is not None:
+            self._on_identity(identity)
 
 
 class Adapter(abc.ABC, Generic[OptionsT]):

@@ -19,6 +19,8 @@ from protocols.errors import ProtocolError
 PROTOCOL_VERSION = 5
 #: The oldest target protocol version accepted (every newer one is accepted too).
 MIN_PROTOCOL_VERSION = 4
+#: The first target protocol version that answers GetDeviceInfo (a Thymio II's UUID and name).
+DEVICE_INFO_PROTOCOL_VERSION = 6
 #: First id of the non-user ranges: bootloader 0x80xx, node reports 0x90xx, host commands 0xA0xx.
 USER_MESSAGE_LIMIT = 0x8000
 
@@ -153,6 +155,14 @@ class NodeSpecificError:
     source: int
     pc: int
     message: str
+
+
+class DeviceInfoType(IntEnum):
+    """What a DeviceInfo / GetDeviceInfo carries (aseba-target-thymio2 `AsebaHandleDeviceInfoMessages`)."""
+
+    UUID = 1
+    NAME = 2
+    RF_SETTINGS = 3
 
 
 @dataclass(frozen=True, slots=True)

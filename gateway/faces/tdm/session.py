@@ -1,8 +1,11 @@
 """One TDM client: its requests (decoded by `protocols.tdm`) mapped onto the client core.
 
-A TDM node is an `aseba` device (the node its commands address). The TDM's lock is the gateway's
-exclusive control lock (`Client.lock`), so a node locked here is locked for every face, and a
-client that leaves releases it. Programs are compiled by the gateway's own Aseba compiler against
+A TDM node is an `aseba` device (the node its commands address), one per robot: devices that reach
+the same robot (the same UUID, `DeviceHandle.identity`) are one node (`nodes.one_per_robot`). What
+each client was last told of the nodes is kept, so any device event sends what changed since
+(`_nodes_changed`): a duplicate hidden, or shown when the one shown before left. The TDM's lock is
+the gateway's exclusive control lock (`Client.lock`), so a node locked here is locked for every
+face, and a client that leaves releases it. Programs are compiled by the gateway's own Aseba compiler against
 the node's live description and the events the client registered (`hwgateway/AsebaCompile`);
 watched variables are read with `hwgateway/AsebaVariables` once every `VARIABLES_PERIOD_S` for every
 session watching the node (`gateway.faces.tdm.variables`).
@@ -15,6 +18,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from gateway.bus import DeviceEvent, Outgoing, Sample
@@ -140,7 +144,8 @@ class TdmSession:
         #: What this client was sent of each node whose variables it watches (name -> words).
         self._known: dict[str, dict[str, tuple[int, ...]]] = {}
         self._vm_state: dict[str, VMExecutionState] = {}
-        self._shown: set[str] = set()
+        #: The nodes this client was last told are there (device -> what it was told).
+        self._sent: dict[str, NodeInfo] = {}
         self._finished = asyncio.Event()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -271,8 +276,8 @@ class TdmSession:
         self._push(codec.handshake(PROTOCOL_VERSION, MAX_MESSAGE_BYTES, self._local, self._ws_port))
         # The node list follows the handshake at once, even empty (no robot connected yet): clients
         # wait for a first NodesChanged (thymio-api's connect, tdmclient's wait_for_node).
-        self._push(codec.nodes_changed(self._shown_now()))
-        devices = [h.id for h in self._node_handles()]
+        self._push(codec.nodes_changed(self._nodes_changed()))
+        devices = [h.id for h in self._visible_devices()]  # a hidden duplicate's events too: it may be shown later
         if devices:
             self.client.subscribe([f"{device}/node/*/events/*" for device in devices], None)
         self.client.join()  # every device's availability follows: NodesChanged for the TDM nodes
@@ -287,7 +292,8 @@ class TdmSession:
         if isinstance(request, Handshake):
             self._push(codec.handshake(PROTOCOL_VERSION, MAX_MESSAGE_BYTES, self._local, self._ws_port))
         elif isinstance(request, RequestListOfNodes):
-            self._push(codec.nodes_changed(self._shown_now()))
+            gone = [info for info in self._nodes_changed() if info.status is NodeStatus.DISCONNECTED]
+            self._push(codec.nodes_changed([*gone, *self._sent.values()]))
         elif isinstance(request, NodeRequest):
             await self._node_request(request)
         elif isinstance(request, NamedValues):
@@ -309,9 +315,20 @@ class TdmSession:
 
     # -- requests ----------------------------------------------------------------------------
 
-    def _node_handles(self) -> list[Any]:
-        """The TDM nodes this client sees (every one, or those its token's device patterns match)."""
+    def _visible_devices(self) -> list[Any]:
+        """The devices of node kinds this client sees (every one, or those its token's device patterns match)."""
         return [h for h in self.client.devices() if nodes.is_node(h.kind) and self.client.may_see(h.id)]
+
+    def _hidden(self, device: str) -> bool:
+        """True when `device` reaches a robot this client is shown through another device (a duplicate)."""
+        handle = self.client.device(device)
+        if handle is None or handle.identity is None:
+            return False  # the common case: no folding to work out for each event and variable read
+        return all(shown.id != device for shown in self._node_handles())
+
+    def _node_handles(self) -> list[Any]:
+        """The TDM nodes this client sees: its visible devices, one per robot."""
+        return nodes.one_per_robot(self._visible_devices())
 
     def _device(self, node_id: bytes) -> str:
         """The connected device a node id names (a group id too, when the group has one node); `Error unknown_node`."""
@@ -453,6 +470,8 @@ class TdmSession:
         known = self._known.get(device)
         if known is None or self.state is not SessionState.OPEN or not self.client.may_see(device):
             return
+        if self._hidden(device):
+            return
         changed = []
         for name, words in variables:
             if known.get(name) != words:
@@ -576,12 +595,6 @@ class TdmSession:
 
     # -- output ------------------------------------------------------------------------------
 
-    def _shown_now(self) -> list[NodeInfo]:
-        """Every node this client may see that is connected now (each is then known to be shown)."""
-        shown = [self._node_info(h.id, h.status, h.locked_by) for h in self._node_handles()]
-        self._shown.update(info.name for info in shown if info is not None)
-        return [info for info in shown if info is not None]
-
     def _node_info(self, device: str, status: str, locked_by: str | None) -> NodeInfo | None:
         if status != "connected":
             return None
@@ -596,7 +609,7 @@ class TdmSession:
             return self._render_device(item)
         if isinstance(item, Sample) and "/events/" in item.topic:
             device = item.topic.split("/", 1)[0]
-            if not self._watch.get(device, 0) & WatchableInfo.EVENTS:
+            if not self._watch.get(device, 0) & WatchableInfo.EVENTS or self._hidden(device):
                 return None
             name = event_name(self.hub.bus, item.topic)  # escaped in the topic (gateway.topics.name_segment)
             words = tuple(item.message.data)
@@ -609,25 +622,24 @@ class TdmSession:
         return None
 
     def _render_device(self, event: DeviceEvent) -> bytes | None:
-        handle = self.client.device(event.device)
-        if handle is None or not nodes.is_node(handle.kind) or not self.client.may_see(event.device):
+        if not nodes.is_node(event.kind):
             return None
-        # Rendering must give the same bytes each time: an item the socket could not take is rendered again.
-        info = self._node_info(event.device, event.status, event.locked_by)
-        if info is None:
-            if event.device not in self._shown:
-                return None
-            info = NodeInfo(
-                nodes.node_id(event.device),
-                self.shared.group_id(event.device),
-                NodeStatus.DISCONNECTED,
-                NodeType.THYMIO2,
-                event.device,
-            )
-        else:
-            self._shown.add(event.device)
-        key = f"tdm:{self.transport.framing}:nodes:{info.status.name}"
-        return event.encoded(key, lambda: self._frame(codec.nodes_changed([info])))
+        # The nodes as they are now, whatever event brought this: one device's change may show or hide
+        # a duplicate, and events a slow client skipped (its mailbox keeps the newest) change nothing.
+        changes = self._nodes_changed()
+        return self._frame(codec.nodes_changed(changes)) if changes else None
+
+    def _nodes_changed(self) -> list[NodeInfo]:
+        """What changed in the nodes this client sees since it was last told (the gone first, DISCONNECTED)."""
+        now: dict[str, NodeInfo] = {}
+        for handle in self._node_handles():
+            info = self._node_info(handle.id, handle.status, handle.locked_by)
+            if info is not None:
+                now[handle.id] = info
+        gone = [replace(old, status=NodeStatus.DISCONNECTED) for device, old in self._sent.items() if device not in now]
+        changed = [info for device, info in now.items() if self._sent.get(device) != info]
+        self._sent = now
+        return [*gone, *changed]
 
     def _frame(self, message: bytes) -> bytes:
         return self.transport.frame(message)
