@@ -65,6 +65,8 @@ SEED_TYPES = {
     "hwgateway/msg/GatewayStatus",
 }
 
+#: The node rclpy's graph gives an endpoint no `ros_discovery_info` has claimed (yet).
+BARE_DDS_NODE = "_CREATED_BY_BARE_DDS_APP_"
 #: Every test of this file gets DDS domains of its own (a pytest-xdist worker each: 8 apart).
 _DOMAIN_BASE = 40 + 8 * int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
 
@@ -202,12 +204,20 @@ async def test_rclpy_lists_our_graph_and_decodes_every_stream_as_the_native_face
             async def listed() -> bool:
                 nonlocal graph
                 graph = await peer.request("graph")
+                # The graph settles in steps: a node's endpoints join it when its `ros_discovery_info`
+                # sample listing them arrives, which may be after the endpoints themselves.
                 return (
                     all(name in graph["topics"] and graph["endpoints"][name]["publishers"] for name in expected)
                     and ["hwgateway", "/"] in graph["nodes"]
+                    and all(
+                        endpoint["node"] != BARE_DDS_NODE
+                        for name, endpoints in graph["endpoints"].items()
+                        if name in expected or name in names.command_topics
+                        for endpoint in (*endpoints["publishers"], *endpoints["subscribers"])
+                    )
                 )
 
-            await eventually(listed, "rclpy lists our nodes and topics", timeout=20.0)
+            await eventually(listed, "rclpy lists our nodes and topics, each topic under its node", timeout=20.0)
 
             # Nodes: the gateway's and one per device, in its ROS namespace.
             nodes = {tuple(node) for node in graph["nodes"]}
