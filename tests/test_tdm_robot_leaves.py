@@ -73,8 +73,10 @@ class Relay:
         sink.close()
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
+@pytest_asyncio.fixture(loop_scope="module")
 async def playground(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Playground]:
+    # One playground per test: it crashes when a robot's client reconnects within a few ms of
+    # leaving, as the next test's would right after this one's relay is cut.
     require_peer("asebaplayground")
     running = Playground(tmp_path_factory.mktemp("playground"), [free_port(), free_port()])
     await running.start()
