@@ -65,8 +65,8 @@ REFUSED = DATA / "aseba_corpus" / "refused"
 FAKE_NODE_ID = 1
 #: Seconds asebamassloader gets to compile and load one program.
 REFERENCE_TIMEOUT_S = 20.0
-#: How many asebamassloader processes run at once.
-REFERENCE_PARALLEL = 4
+#: How many asebamassloader processes run at once (each sits idle about 1 s before it connects).
+REFERENCE_PARALLEL = 16
 #: Time for the playground's VM to take an event and run its handler (it runs on its simulation step).
 SETTLE_S = 0.12
 #: Seconds to wait for a robot's description or a variable read.
