@@ -11,8 +11,9 @@ each a fresh server process measured alone by psutil while this process holds ev
   turn leaves in one write per client, across devices (the gateway's design with no gateway code).
 
 Every client subscribes with P patterns (`*/state`, which takes every device, and P-1 others:
-`bench-k/*`, overlapping it). With churn C, every client also makes C subscribe/unsubscribe changes
-a second of one more subscription of P patterns that match nothing.
+`bench-k/*`, overlapping it). With churn C, every client (or the first
+`--churners` of them) also makes C subscribe/unsubscribe changes a second of one more subscription of
+P patterns that match nothing.
 
 `--cpu-quota PCT` runs every side's server under the same CPU quota (PCT % of one core) in a cgroup
 of its own: cgroup v2 when its cpu controller can be used, else cgroup v1's cpu controller; where
@@ -20,9 +21,10 @@ neither is writable the run goes on without a quota and says so.
 
 The default sweeps (one axis at a time, from 10 clients x 10 devices x 1 pattern, no churn):
 clients 1, 10, 50, 200, 500 of one device; devices 1, 10, 50, 100 for 10 clients; patterns 1, 16,
-64 without and with 5 changes a second. Printed per point: delivered (share of D x rate x clients),
-msg/s, server CPU, µs per delivered message, p99; then the gateway's ratios to both bare sides,
-and per sweep where the gateway stops delivering everything (delivered < `--complete`).
+64 without and with 5 changes a second on every client, and 64 with one client of ten churning.
+Printed per point: delivered (share of D x rate x clients), msg/s, server CPU, µs per delivered
+message, p99; then the gateway's ratios to both bare sides, and per sweep where the gateway stops
+delivering everything (delivered < `--complete`).
 
 Run:  scripts/loopback-only.sh .venv/bin/python bench/scale.py [--transport msgpack] [--seconds 3] \
           [--repeats 1] [--cpu-quota 25] [--sweep devices] [--clients 10 --devices 100 ...]
@@ -93,6 +95,8 @@ class Point:
     patterns: int = 1
     churn: float = 0.0
     rate: float = 100.0
+    #: How many of the clients churn (None: every one).
+    churners: int | None = None
 
     @property
     def expected_per_s(self) -> float:
@@ -100,7 +104,8 @@ class Point:
         return self.clients * self.devices * self.rate
 
     def label(self) -> str:
-        churn = f" churn {self.churn:g}/s" if self.churn else ""
+        who = "" if self.churners is None else f" on {self.churners} cl"
+        churn = f" churn {self.churn:g}/s{who}" if self.churn else ""
         return f"{self.clients} cl x {self.devices} dev x {self.rate:g} Hz, {self.patterns} pat{churn}"
 
 
@@ -113,6 +118,8 @@ def sweeps(names: Sequence[str], rate: float) -> list[Point]:
         points += [Point("devices", 10, n, rate=rate) for n in (1, 10, 50, 100)]
     if "patterns" in names:
         points += [Point("patterns", 10, 10, p, c, rate) for c in (0.0, 5.0) for p in (1, 16, 64)]
+        # The issue's case: one client of ten churning at 64 patterns.
+        points.append(Point("patterns", 10, 10, 64, 5.0, rate, churners=1))
     return points
 
 
@@ -329,6 +336,7 @@ async def fleet_of(transport: str, port: int, point: Point, window: Window) -> A
             fleet.tasks += [
                 asyncio.create_task(churn(c, t, n, point))
                 for n, (c, t) in enumerate(zip(fleet.connections, fleet.tallies, strict=True))
+                if point.churners is None or n < point.churners
             ]
         yield fleet
     finally:
@@ -493,6 +501,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--devices", type=_floats, help="... devices (a list: a sweep of devices)")
     parser.add_argument("--patterns", type=int, default=1, help="... patterns per client")
     parser.add_argument("--churn", type=float, default=0.0, help="... subscription changes per client per second")
+    parser.add_argument("--churners", type=int, help="... how many clients churn (default: every one)")
     parser.add_argument("--rate", type=float, default=100.0, help="Hz per device (default 100)")
     parser.add_argument("--sides", default=",".join(SIDES), help="default gateway,baseline,floor")
     parser.add_argument("--seconds", type=float, default=3.0, help="measurement window (default 3)")
@@ -506,7 +515,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def plan_points(args: argparse.Namespace) -> list[Point]:
     if args.clients is not None:
         counts = args.devices or [1.0]
-        return [Point("custom", args.clients, int(n), args.patterns, args.churn, args.rate) for n in counts]
+        return [
+            Point("custom", args.clients, int(n), args.patterns, args.churn, args.rate, args.churners) for n in counts
+        ]
     return sweeps(args.sweep.split(","), args.rate)
 
 
