@@ -18,7 +18,7 @@ import pytest_asyncio
 from gateway.config import load
 from gateway.credentials import hash_token
 from gateway.errors import ConfigError
-from hwgateway.client import DeviceUnavailable, InvalidArgument, Unauthorized, connect
+from hwgateway.client import BadRequest, DeviceUnavailable, InvalidArgument, Unauthorized, connect
 from tests.harness import until
 from tests.inprocess import InProcessGateway, running_gateway, start_in_process
 from tests.test_schemas import result_data_validator, violations
@@ -139,6 +139,9 @@ async def test_a_bad_edit_changes_nothing_and_names_every_problem(gateway: InPro
             await admin.configure_device("nobody", {"leds": 1})
         with pytest.raises(InvalidArgument, match=r"configure_device\.options"):
             await admin.configure_device("edited", {"leds": [1, None]})
+        for not_an_object in ([["leds", 1]], "leds=1", None):  # past the client's own typing
+            with pytest.raises(BadRequest, match="expected an object of option names"):
+                await admin._call("configure_device", {"device": "edited", "options": not_an_object})
     assert gateway.gateway.supervisor.devices == before
     assert (overrides_file(gateway).read_text() if overrides_file(gateway).exists() else None) == written
 
