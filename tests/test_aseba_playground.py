@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from devices.aseba.network import AsebaNetwork
 from devices.aseba.thymio_program import EVENTS
 from devices.sim.aseba_playground import Playground
 from tests.conftest import require_peer
@@ -250,3 +251,26 @@ async def test_a_start_that_is_given_up_leaves_no_playground_behind(tmp_path_fac
     with contextlib.suppress(asyncio.CancelledError):
         await starting
     assert playground.process.returncode is not None  # stopped, not left running on its ports
+
+
+async def test_clients_one_after_another_after_wait_released(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Without `wait_released` between them, the second or third client crashed the playground (SIGSEGV)."""
+    require_peer("asebaplayground")
+    playground = Playground(tmp_path_factory.mktemp("one-after-another"), [free_port()])
+    await playground.start()
+    try:
+        for _ in range(8):
+            await playground.wait_released()
+            reader, writer = await asyncio.open_connection("127.0.0.1", playground.robots[0].port)
+            network = AsebaNetwork(reader, writer, on_node=lambda node: None, on_event=lambda event: None)
+            serving = asyncio.create_task(network.serve())
+            node = await network.wait_described(1, REPLY_TIMEOUT_S)
+            assert node.description is not None
+            assert node.description.name == "thymio-II"
+            serving.cancel()
+            await asyncio.gather(serving, return_exceptions=True)
+            await network.close()
+        assert playground.process is not None
+        assert playground.process.returncode is None, playground.log()
+    finally:
+        await playground.stop()

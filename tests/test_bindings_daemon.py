@@ -71,7 +71,7 @@ async def test_sigterm_of_the_daemon_process_stops_the_robot(playground: Playgro
         await client.close()
         observer.client = None
         assert await daemon.stop(signal.SIGTERM) == 0
-        await observer.open_own_link(robot)
+        await observer.open_own_link(playground)
         assert await observer.targets() == (0, 0)
     finally:
         if daemon.proc.returncode is None:

@@ -22,14 +22,13 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import pytest_asyncio
 
-from devices.aseba.adapter import RECONNECT_GAP_S
 from devices.aseba.network import AsebaNetwork
 from devices.aseba.transport import Target, open_link
 from devices.gamepad import sdl_backend
 from devices.gamepad.model import VirtualSpec
 from devices.gamepad.sdl_backend import SdlBackend
 from devices.gamepad.sdl_virtual import VirtualPad
-from devices.sim.aseba_playground import Playground, PlaygroundRobot
+from devices.sim.aseba_playground import Playground
 from gateway.bindings.device import BindingDevice
 from tests.conftest import require_peer
 from tests.harness import Client, connect, free_port, gateway_config
@@ -164,9 +163,10 @@ class Observer:
                 values.append(answer["data"][0])
         return values[0], values[1]
 
-    async def open_own_link(self, robot: PlaygroundRobot) -> None:
-        """Read over a link of the test's own (after the gateway closed its link)."""
-        await asyncio.sleep(RECONNECT_GAP_S)  # the playground crashes when a client reconnects at once
+    async def open_own_link(self, playground: Playground) -> None:
+        """Read the playground's first robot over a link of the test's own (after the gateway closed its link)."""
+        await playground.wait_released()
+        robot = playground.robots[0]
         reader, writer = await open_link(Target("tcp", host="127.0.0.1", port=robot.port))
         network = AsebaNetwork(reader, writer, on_node=lambda node: None, on_event=lambda message: None)
         self._serving = asyncio.create_task(network.serve())
@@ -453,6 +453,6 @@ async def test_sigterm_stops_the_robot(
 ) -> None:
     await drive(sdl, pad, observer, "driving before SIGTERM")
     assert await gateway.stop() == 0
-    await observer.open_own_link(playground.robots[0])
+    await observer.open_own_link(playground)
     await observer.until((0, 0), "SIGTERM")
     await stick(sdl, pad)

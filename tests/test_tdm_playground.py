@@ -34,6 +34,7 @@ async def playground(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
 async def test_tdmclient_runs_a_program_on_the_playground_vm(
     playground: Playground, tmp_path_factory: pytest.TempPathFactory, ws: bool
 ) -> None:
+    await playground.wait_released()  # the last test's gateway has left the robot
     tmp_path = tmp_path_factory.mktemp("gateway")
     tcp, websocket = free_port(), free_port()
     devices = f"""

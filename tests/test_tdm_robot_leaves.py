@@ -75,8 +75,9 @@ class Relay:
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def playground(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Playground]:
-    # One playground per test: it crashes when a robot's client reconnects within a few ms of
-    # leaving, as the next test's would right after this one's relay is cut.
+    # One playground per test: it crashes when a robot's next client connects before it has closed
+    # its end of the last one (Playground.wait_released), as the next test's would right after this
+    # one's relay is cut.
     require_peer("asebaplayground")
     running = Playground(tmp_path_factory.mktemp("playground"), [free_port(), free_port()])
     await running.start()

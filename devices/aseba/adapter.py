@@ -103,7 +103,7 @@ VM_COMMANDS = {
     "reset": MessageType.RESET,
 }
 #: Least time between closing the link and opening it again (s): the playground (and Dashel nodes)
-#: crash when a client reconnects within a few ms of leaving.
+#: crash when a client connects before they have closed their end of the last one (30 to 45 ms idle).
 RECONNECT_GAP_S = 0.5
 THYMIO_NAME = "thymio-II"
 #: Derives a simulated Thymio's default UUID from its device id.

@@ -2,8 +2,10 @@
 
 For tests and benchmarks only. The playground binds every interface and has no option to bind
 loopback, so `start` refuses to run unless the process is in a network namespace whose only
-interface is `lo` (``scripts/loopback-only.sh``). It accepts one client per robot and crashes when
-a client reconnects within a few ms of leaving, so callers keep one connection per robot.
+interface is `lo` (``scripts/loopback-only.sh``). It accepts one client per robot and crashes
+(SIGSEGV) when a client connects before it has closed its end of the client that left (it does so
+on its next simulation steps, 30 to 45 ms on an idle machine): callers keep one connection per robot,
+or await `wait_released` before a robot's next client connects.
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ log = logging.getLogger(__name__)
 
 #: Seconds to wait for the robots' ports to accept connections (0.3 s idle; a loaded CI is slower).
 START_TIMEOUT_S = 20.0
+#: Seconds to wait for the playground to close its end of the clients that left (45 ms idle).
+RELEASE_TIMEOUT_S = 20.0
+#: The kernel's TCP state number (/proc/net/tcp) of a connection whose peer closed and whose own end is
+#: still open.
+_TCP_CLOSE_WAIT = 8
 
 _SCENARIO = """<!DOCTYPE aseba-playground>
 <aseba-playground>
@@ -116,6 +123,23 @@ class Playground:
                     )
                 await asyncio.sleep(0.05)
 
+    async def wait_released(self) -> None:
+        """Return once the playground has closed its end of every client that left.
+
+        A client that connects before that crashes the playground: await this before a robot's next
+        client connects (a new gateway, a test's own link). Raises TimeoutError after
+        RELEASE_TIMEOUT_S, and RuntimeError if the playground has exited.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + RELEASE_TIMEOUT_S
+        ports = {robot.port for robot in self.robots}
+        while _closing_ports() & ports:
+            if self.process is not None and self.process.returncode is not None:
+                raise RuntimeError(f"asebaplayground exited with {self.process.returncode}: {self.log()}")
+            if loop.time() > deadline:
+                raise TimeoutError(f"asebaplayground did not close its clients' ends in {RELEASE_TIMEOUT_S} s")
+            await asyncio.sleep(0.01)
+
     def log(self) -> str:
         """The playground's output so far (last 2000 characters)."""
         path = self.workdir / "playground.log"
@@ -143,3 +167,15 @@ def _port_taken(port: int) -> bool:
         except OSError:
             return True
     return False
+
+
+def _closing_ports() -> set[int]:
+    """Local ports of this network namespace's TCP connections whose peer closed and whose own end is open."""
+    ports: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if int(fields[3], 16) == _TCP_CLOSE_WAIT:
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
