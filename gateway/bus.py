@@ -219,6 +219,9 @@ class Subscriber:
         #: Topic -> the ids of this subscriber's subscriptions that match it, with their send
         #: interval (s): the topics whose routes hold this subscriber, and why.
         self.routed: dict[str, dict[int, float]] = {}
+        #: Ids of the subscriptions that match no published topic yet (they receive nothing, so they
+        #: do not set the fan-out group: a client's short-lived or early subscription keeps it in its group).
+        self.idle: set[int] = set()
 
     @property
     def depth(self) -> int:
@@ -247,15 +250,19 @@ class Subscriber:
                 self._bus.regroup(self)
 
     def fanout_signature(self) -> frozenset[str] | None:
-        """What this subscriber receives, as its patterns, when it takes every sample of them.
+        """What this subscriber receives, as the patterns of its subscriptions that match a topic.
 
-        Subscribers with equal signatures receive exactly the same samples. None when it is
-        detached, subscribed to nothing, or holds a rate-limited subscription (its own timing).
+        Subscribers with equal signatures receive exactly the same samples. Subscriptions that match
+        no published topic yet are left out while another one does (the bus calls `changed` when one
+        first matches): a client's short-lived subscription keeps it in its group. When none matches
+        a topic yet, all of them count. None when it is detached, subscribed to nothing, or holds a
+        rate-limited subscription that counts (its own timing).
         """
         if self._bus is None or not self.subscriptions:
             return None
+        counted = [sub for sub in self.subscriptions.values() if sub.id not in self.idle]
         patterns: set[str] = set()
-        for subscription in self.subscriptions.values():
+        for subscription in counted or self.subscriptions.values():
             if subscription.min_interval:
                 return None
             patterns.update(subscription.patterns)
@@ -353,7 +360,7 @@ class Bus:
         self.published[topic] += 1
         route = self._routes.get(topic)
         if route is None:
-            route = self._routes[topic] = self._route(topic)
+            route = self._route(topic)
         for add in route.groups:
             add(sample)
         for subscriber, interval in route.singles:
@@ -423,6 +430,7 @@ class Bus:
         subscription = subscriber.subscriptions.pop(subscription_id, None)
         if subscription is None:
             return False
+        subscriber.idle.discard(subscription_id)
         for topic, matched in list(subscriber.routed.items()):
             if matched.pop(subscription_id, None) is None:
                 continue
@@ -449,10 +457,11 @@ class Bus:
                 self._route_subscription(subscriber, subscription)
 
     def _route(self, topic: str) -> Route:
-        """The route of a topic published for the first time: every subscription is asked once."""
-        route = Route()
+        """Make the route of a topic published for the first time: every subscription is asked once."""
+        route = self._routes[topic] = Route()
         self._topics_by_first[topic.split("/", 1)[0]].append(topic)
         parts = topic.split("/")
+        woken: list[Subscriber] = []
         for subscriber in self._subscribers:
             matched = {
                 subscription.id: subscription.min_interval
@@ -462,6 +471,13 @@ class Bus:
             if matched:
                 subscriber.routed[topic] = matched
                 route.put(subscriber, min(matched.values()))
+                if not subscriber.idle.isdisjoint(matched):
+                    subscriber.idle.difference_update(matched)
+                    woken.append(subscriber)
+        # A subscription that matched nothing now does: the subscriber's fan-out signature changed,
+        # and its face moves it to its new group (this route included) before the first sample.
+        for subscriber in woken:
+            subscriber.changed()
         return route
 
     def _route_subscription(self, subscriber: Subscriber, subscription: Subscription) -> None:
@@ -470,7 +486,12 @@ class Bus:
         Its cost is its own patterns times the topics they may match (a pattern whose first segment
         is literal is tried only on that device's topics), whatever the other subscribers hold.
         """
-        for topic in self._candidates(subscription):
+        topics = self._candidates(subscription)
+        if not topics:
+            subscriber.idle.add(subscription.id)
+            return
+        subscriber.idle.discard(subscription.id)
+        for topic in topics:
             matched = subscriber.routed.setdefault(topic, {})
             matched[subscription.id] = subscription.min_interval
             self._routes[topic].put(subscriber, min(matched.values()))

@@ -9,6 +9,7 @@ subscriptions would send it; the cost tests count the pattern matches a change m
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import pytest
@@ -121,6 +122,36 @@ def test_routes_after_any_changes_are_those_of_a_fresh_bus(sequence: list[Step])
                 step,
                 topic,
             )
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps)
+def test_equal_fanout_signatures_route_the_same_topics_and_every_change_is_told(sequence: list[Step]) -> None:
+    """A face groups subscribers by `fanout_signature`: equal ones must route the same topics, always.
+
+    Subscriptions that match no published topic are left out of the signature; the bus must call
+    `changed` whenever the signature moves (here also when a topic's first publication makes an
+    idle subscription match), so that a face can regroup before the first sample.
+    """
+    bus = Bus()
+    subscribers = [Subscriber(f"s{i}", "json") for i in range(4)]
+    told: list[frozenset[str] | None] = [None] * len(subscribers)
+    for index, subscriber in enumerate(subscribers):
+        subscriber.on_change = lambda index=index: told.__setitem__(index, subscribers[index].fanout_signature())
+    held: list[list[int]] = [[] for _ in subscribers]
+    for step in sequence:
+        action, who, what = step
+        if action in ("group", "ungroup"):
+            continue  # the face's own doing, not a change of what is received
+        if action == "subscribe" and what % 3 == 0:  # a pattern that matches no topic, ever
+            held[who].append(bus.subscribe(subscribers[who], ["never/*"], None, newest=False))
+            continue
+        apply(bus, subscribers, [], held, step)
+        signatures = [subscriber.fanout_signature() for subscriber in subscribers]
+        assert signatures == told, step
+        for one, other in itertools.combinations(range(len(subscribers)), 2):
+            if signatures[one] is not None and signatures[one] == signatures[other]:
+                assert set(subscribers[one].routed) == set(subscribers[other].routed), (step, one, other)
 
 
 def count_matches(monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -266,6 +266,37 @@ async def test_subscribing_and_unsubscribing_in_mid_iteration_keep_what_was_publ
         assert changing.grouped
 
 
+async def test_a_subscription_that_matches_nothing_yet_keeps_the_client_in_its_group_until_a_topic_matches_it() -> None:
+    bus, render = Bus(), CountingRender()
+    publish_tick(bus, 0)
+    async with clients(bus, 2, render) as (waiting, other):
+        for client in (waiting, other):  # each one's snapshot when it subscribed
+            assert seqs(await read_messages(client.peer, 4)) == [(topic, 1) for topic in TOPICS]
+        shared = other.group
+        subscription = bus.subscribe(waiting.subscriber, ["later/*"], None)  # no such topic yet
+        assert waiting.group is shared  # a subscription that receives nothing changes nothing
+        state = controller_state(1.0)
+        bus.publish("dev/a", state)
+        bus.publish("later/x", state)  # the first sample of a topic it matches, in mid-iteration
+        bus.publish("dev/b", state)
+        assert waiting.group is not shared
+        await asyncio.sleep(0)
+        assert seqs(await read_messages(waiting.peer, 3)) == [("dev/a", 2), ("later/x", 1), ("dev/b", 2)]
+        assert seqs(await read_messages(other.peer, 2)) == [("dev/a", 2), ("dev/b", 2)]
+
+        assert bus.unsubscribe(waiting.subscriber, subscription)
+        assert waiting.group is shared
+        bus.subscribe(waiting.subscriber, ["never/*"], None)
+        assert waiting.group is shared
+        publish_tick(bus, 2)
+        bus.publish("later/x", state)  # no longer subscribed
+        await asyncio.sleep(0)
+        expected = [("dev/a", 3), ("dev/b", 3), ("dev/c", 2), ("dev/d", 2)]
+        assert seqs(await read_messages(waiting.peer, 4)) == expected
+        assert seqs(await read_messages(other.peer, 4)) == expected
+        await rejoined(waiting)
+
+
 async def test_a_client_closing_or_vanishing_in_mid_iteration_leaves_the_others_unaffected() -> None:
     bus, render = Bus(), CountingRender()
     loop = asyncio.get_running_loop()
