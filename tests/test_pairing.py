@@ -23,7 +23,10 @@ from dbusmock.testcase import BusType, PrivateDBus, SpawnedMock
 from devices.bluez.dbus import BluezUnavailable
 from devices.bluez.pairing import BLE, PAIRED, REFUSED, TIMED_OUT, WIIMOTE, PairRequest, pair
 from gateway.app import GatewayAdmin
+from gateway.config import loads
+from gateway.core.discovery import slug
 from gateway.credentials import hash_token
+from gateway.scan import ScanRequest, render, scan
 from hwgateway.client import DeviceUnavailable, InvalidArgument, Unauthorized, connect
 from tests.harness import until
 from tests.inprocess import start_in_process
@@ -246,3 +249,43 @@ role = "read"
             assert timed_out["message"].startswith("the Wii Remote 00:1F:32:00:00:01 was not seen within 1.5 s")
     finally:
         await running.stop()
+
+
+async def test_scan_lists_the_wii_remotes_bluez_knows_and_one_pressed_during_its_window(bluez: Bluez) -> None:
+    bluez.mock("AddAdapter", ADAPTER_NAME, "gateway")
+    bluez.mock("AddDevice", ADAPTER_NAME, "11:22:33:44:55:66", "Some Phone")  # not a remote: not listed
+    scanning = asyncio.create_task(scan(ScanRequest(families=("wiimote",), timeout_s=3.0)))
+    await asyncio.sleep(0.5)  # the discovery window is open
+    # The remote shows up only now, as when its sync button is pressed during the window.
+    await asyncio.to_thread(bluez.mock, "AddPairable", ADAPTER_NAME, REMOTE, REMOTE_NAME, "pin")
+    report = await asyncio.wait_for(scanning, 15)
+    address = REMOTE.lower()
+    assert report.skipped == []
+    assert [finding.as_dict() for finding in report.findings] == [
+        {
+            "kind": "wiimote",
+            "id": "wiimote-" + slug(address),
+            "address": address,
+            "summary": f"{REMOTE_NAME} at {address} (seen)",
+            "options": {"address": address},
+            "notes": [f"not paired: `hwgateway pair {address}` (press the red sync button) so it reconnects by itself"],
+        }
+    ]
+    config = loads(render(report.findings))  # what it prints is a config `check-config` takes
+    assert [(device.id, device.kind) for device in config.devices] == [("wiimote-" + slug(address), "wiimote")]
+
+    assert (await pair(PairRequest(WIIMOTE, address, timeout_s=5.0))).outcome == PAIRED
+    known = await scan(ScanRequest(families=("wiimote",), timeout_s=0.0))  # no window: what BlueZ holds
+    assert [(finding.summary, finding.notes) for finding in known.findings] == [
+        (f"{REMOTE_NAME} at {address} (connected)", ())
+    ]
+
+
+async def test_scan_without_an_adapter_says_so_for_wii_remotes_and_goes_on(bluez: Bluez) -> None:
+    report = await scan(ScanRequest(families=("wiimote", "gamepad"), timeout_s=1.0))
+    assert [(skipped.family, skipped.reason) for skipped in report.skipped] == [
+        (
+            "wiimote",
+            "no Bluetooth adapter: plug one in, or check `rfkill list` and that the kernel sees it (`btmgmt info`)",
+        )
+    ]

@@ -3,7 +3,8 @@
 Serial: Debian's asebaplayground (the real Aseba VM) behind socat pseudo-terminals: one robot alone,
 and two behind asebaswitch (as a wireless dongle carries several robots on one port). Gamepads: SDL
 virtual joysticks, one SDL maps and one it cannot. BLE: the Bumble virtual radio with a simulated
-micro:bit and LEGO hub. Kortex: the simulated arm, both API versions. BlueZ: tests/test_bluez.py.
+micro:bit and LEGO hub. Kortex: the simulated arm, both API versions. Wii Remotes (BlueZ's
+D-Bus API, python-dbusmock): tests/test_pairing.py.
 """
 
 from __future__ import annotations

@@ -120,8 +120,18 @@ async def powered_adapter(bus: MessageBus) -> Adapter:
     )
 
 
-async def discover(bus: MessageBus, adapter: Adapter, seconds: float) -> None:
-    """Let `adapter` look for devices for `seconds` (a Wii Remote shows up while its sync or 1+2 is pressed)."""
+async def discover(bus: MessageBus, adapter: Adapter, seconds: float, transport: str | None = None) -> None:
+    """Let `adapter` look for devices for `seconds` (a Wii Remote shows up while its sync or 1+2 is pressed).
+
+    `transport` ("bredr": classic, as Wii Remotes; "le": Bluetooth LE) limits the search to one radio
+    where BlueZ takes discovery filters (BlueZ drops this client's filter when it disconnects).
+    """
+    if transport is not None:
+        from dbus_fast import Variant
+
+        only = {"Transport": Variant("s", transport)}
+        with contextlib.suppress(BluezCallFailed):  # a BlueZ without filters discovers both
+            await call(bus, adapter.path, ADAPTER, "SetDiscoveryFilter", "a{sv}", [only])
     await call(bus, adapter.path, ADAPTER, "StartDiscovery")
     try:
         await asyncio.sleep(seconds)

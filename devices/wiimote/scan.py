@@ -18,7 +18,7 @@ async def scan_wiimotes(discover_s: float) -> list[Finding]:
     try:
         adapter = await powered_adapter(bus)
         if discover_s > 0:
-            await discover(bus, adapter, discover_s)
+            await discover(bus, adapter, discover_s, transport="bredr")  # Wii Remotes are classic devices
         return [_finding(remote) for remote in remotes_of(await managed_objects(bus))]
     finally:
         bus.disconnect()
