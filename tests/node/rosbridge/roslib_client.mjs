@@ -1,11 +1,13 @@
-// roslib (roslibjs) 2.x, unchanged, against the gateway's rosbridge endpoint.
-// Usage: node roslib_client.mjs <ws url> <none|cbor|fragment>
-// Prints one JSON object with what it saw; tests/test_rosbridge_roslib.py checks it.
-import * as ROSLIB from "roslib";
+// roslib (roslibjs), unchanged, against the gateway's rosbridge endpoint: 2.x ("roslib", ES module)
+// or 1.x ("roslib-1", npm's roslib 1.4.1 as Node apps load it, CommonJS).
+// Usage: node roslib_client.mjs <ws url> <none|cbor|fragment> [roslib|roslib-1]
+// Prints one JSON object with what it saw; tests/test_rosbridge_clients.py checks it.
+const [url, mode = "none", library = "roslib"] = process.argv.slice(2);
+const loaded = await import(library);
+const ROSLIB = loaded.Ros ? loaded : loaded.default;
 
-const [url, mode = "none"] = process.argv.slice(2);
 const TIMEOUT_MS = 8000;
-const result = { mode, steps: [] };
+const result = { mode, library, steps: [] };
 
 function withTimeout(promise, what, ms = TIMEOUT_MS) {
   return Promise.race([
