@@ -56,6 +56,7 @@ from protocols.aseba.compiler.parser import parse  # noqa: E402
 from protocols.aseba.description import NodeDescription  # noqa: E402
 from protocols.aseba.messages import MessageType, UserMessage, command  # noqa: E402
 from protocols.errors import ProtocolError  # noqa: E402
+from tests.harness import free_port  # noqa: E402 - ports below the ephemeral range, a slice per xdist worker
 
 DATA = REPO_ROOT / "tests" / "data"
 DESCRIPTION_FRAMES = DATA / "thymio-playground-description.json"
@@ -92,16 +93,22 @@ def description() -> NodeDescription:
 class FakeNode:
     """A TCP node that replays captured description frames and records SetBytecode until Run."""
 
-    def __init__(self, port: int) -> None:
-        self.port = port
+    def __init__(self) -> None:
+        #: The port it listens on, on 127.0.0.1 (set by `start`).
+        self.port = 0
         self.frames = [(t, bytes.fromhex(p)) for t, p in json.loads(DESCRIPTION_FRAMES.read_text())]
         self.bytecode: dict[int, int] = {}
         self.done = asyncio.Event()
         self.server: asyncio.Server | None = None
 
     async def start(self) -> None:
-        """Listen on 127.0.0.1:`port`."""
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        """Listen on 127.0.0.1, on a port the kernel picks (`port`).
+
+        Not a port probed free beforehand: with many compilations at once (and their connections'
+        own ports), another could take it in between (it did, in a CI run: "address already in use").
+        """
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
         """Stop listening."""
@@ -152,16 +159,6 @@ def make_locale(folder: Path) -> Path:
     return folder
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @dataclass(frozen=True, slots=True)
 class Compiled:
     """One compiler's result: the words, or the error it printed."""
@@ -172,11 +169,10 @@ class Compiled:
 
 async def reference_compile(aesl: Path, locale: Path) -> Compiled:
     """Compile `aesl` with asebamassloader against the playground Thymio's description."""
-    port = free_port()
-    node = FakeNode(port)
+    node = FakeNode()
     await node.start()
     process = await asyncio.create_subprocess_exec(
-        "asebamassloader", "--once", str(aesl), f"tcp:127.0.0.1;{port}",
+        "asebamassloader", "--once", str(aesl), f"tcp:127.0.0.1;{node.port}",
         env={**os.environ, "LOCPATH": str(locale)},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -402,7 +398,11 @@ async def compile_all(paths: Sequence[Path], locale: Path) -> list[Result]:
             reference = await reference_compile(path, locale)
         return Result(f"{path.parent.name}/{path.name}", ours, reference)
 
-    return list(await asyncio.gather(*(one(path) for path in paths)))
+    # A task group, so that one that fails stops the others (and their asebamassloader processes)
+    # rather than leaving them running behind the error.
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(one(path)) for path in paths]
+    return [task.result() for task in tasks]
 
 
 def prepare(path: Path) -> tuple[CompiledScript | None, set[str]]:
