@@ -17,10 +17,12 @@ DEB_PACKAGES := util-linux iproute2 systemd chromium aseba socat locales nodejs 
 # Node test clients, each with a committed package-lock.json that `npm ci` installs as it is.
 NODE_TEST_DIRS := tests/node/rosbridge tests/node/foxglove tests/node/mcap tests/node/thymio
 
-# The ROS 2 test peer (tests/test_ros2_face.py): rclpy from PyPI in its own venv, with rclpy's classes of
-# every gateway message package built by rosidl (scripts/build-ros2-peer.sh; wheels ~2 min once, messages ~8 min of CPU).
+# The ROS 2 test peers (tests/test_ros2_face.py): rclpy from PyPI in a venv per distribution (Jazzy, and
+# Kilted as a second one), with rclpy's classes of every gateway message package built by rosidl
+# (scripts/build-ros2-peer.sh; per peer: wheels ~2 min once, messages ~8 min of CPU).
 ROS2_PEER := .venv-ros2
-ROS2_PEER_INPUTS := scripts/build-ros2-peer.sh tests/ros2_peer/requirements.txt tests/ros2_peer/msg_packages.py \
+ROS2_PEER_KILTED := .venv-ros2-kilted
+ROS2_PEER_INPUTS := scripts/build-ros2-peer.sh tests/ros2_peer/msg_packages.py \
 	$(wildcard gateway/ros/*.py) $(wildcard gateway/messages/*.py)
 
 # Home Assistant's own code for tests/test_ha_discovery.py: homeassistant and just the packages its MQTT
@@ -40,10 +42,13 @@ $(VENV)/.test: pyproject.toml $(VENV)/.runtime
 	$(BIN)/pip install --quiet -e '.[test,dev,gamepad,ble,demo,zeroconf,ros2]'
 	touch $@
 
-$(ROS2_PEER)/.stamp: $(VENV)/.test $(ROS2_PEER_INPUTS)
-	PYTHON=$(PYTHON) scripts/build-ros2-peer.sh $(ROS2_PEER)
+$(ROS2_PEER)/.stamp: $(VENV)/.test $(ROS2_PEER_INPUTS) tests/ros2_peer/requirements.txt
+	PYTHON=$(PYTHON) scripts/build-ros2-peer.sh $(ROS2_PEER) tests/ros2_peer/requirements.txt
 
-ros2-peer: deb-deps $(ROS2_PEER)/.stamp
+$(ROS2_PEER_KILTED)/.stamp: $(VENV)/.test $(ROS2_PEER_INPUTS) tests/ros2_peer/requirements-kilted.txt
+	PYTHON=$(PYTHON) scripts/build-ros2-peer.sh $(ROS2_PEER_KILTED) tests/ros2_peer/requirements-kilted.txt
+
+ros2-peer: deb-deps $(ROS2_PEER)/.stamp $(ROS2_PEER_KILTED)/.stamp
 
 $(HA_VENV)/.stamp: tests/ha/requirements.txt
 	rm -rf $(HA_VENV)
@@ -103,4 +108,4 @@ bench: $(VENV)/.test
 	scripts/loopback-only.sh $(BIN)/python bench/fanout.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(ROS2_PEER) $(HA_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(ROS2_PEER) $(ROS2_PEER_KILTED) $(HA_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,8 +1,9 @@
 """Drive the real ROS 2 peer (`tests/ros2_peer/peer.py`, rclpy in `.venv-ros2`) from the gateway's venv.
 
 `RosPeer.start(domain_id)` runs the peer as a subprocess on DDS domain `domain_id` and waits for its
-`ready`; `request(op, **fields)` sends one JSON request and returns its `ok` (raising `PeerError`
-with the peer's error); messages the peer receives are kept per ROS topic in `messages`.
+`ready` (`distro="kilted"`: the Kilted peer of `.venv-ros2-kilted`; `make ros2-peer` builds both);
+`request(op, **fields)` sends one JSON request and returns its `ok` (raising `PeerError` with the
+peer's error); messages the peer receives are kept per ROS topic in `messages`.
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-#: The peer's venv (`make ros2-peer`); `HWGW_ROS2_PEER` names another one.
-PEER_VENV = Path(os.environ.get("HWGW_ROS2_PEER", ROOT / ".venv-ros2"))
+#: Each ROS 2 distribution's peer venv (`make ros2-peer`); `HWGW_ROS2_PEER` names another Jazzy one.
+PEER_VENVS = {
+    "jazzy": Path(os.environ.get("HWGW_ROS2_PEER", ROOT / ".venv-ros2")),
+    "kilted": ROOT / ".venv-ros2-kilted",
+}
 PEER_SCRIPT = Path(__file__).resolve().parent / "peer.py"
 #: Seconds the peer may take to import rclpy and start its node (on two loaded cores).
 START_TIMEOUT_S = 30.0
@@ -41,9 +45,9 @@ class RosPeer:
         self._reader = asyncio.create_task(self._read(), name="ros2-peer reader")
 
     @classmethod
-    async def start(cls, domain_id: int, name: str = "hwgateway_test_peer") -> RosPeer:
-        """Run the peer as node `name` on DDS domain `domain_id` and wait until its node is up."""
-        python = PEER_VENV / "bin" / "python"
+    async def start(cls, domain_id: int, name: str = "hwgateway_test_peer", distro: str = "jazzy") -> RosPeer:
+        """Run `distro`'s peer as node `name` on DDS domain `domain_id` and wait until its node is up."""
+        python = PEER_VENVS[distro] / "bin" / "python"
         # Not the gateway's PYTHONPATH: its `hwgateway` package (the client library) would hide the
         # ROS message package `hwgateway` that rosidl built into the peer's venv.
         env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}

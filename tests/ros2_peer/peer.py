@@ -5,8 +5,9 @@ gateway's: rclpy and the classes rosidl built for the gateway's packages live th
 stdin is one JSON object with an `id`; the answer is `{"id": ..., "ok": ...}` on stdout. Messages
 received on subscribed topics are events `{"event": "message", "topic", "data", "source_ns", "received_ns"}`.
 
-Requests: `graph` (nodes, topics with types, and each topic's publishers and subscribers with node,
-type and type hash, as `ros2 topic info -v` shows them), `subscribe` (topic, type: `pkg/msg/Type`),
+Requests: `graph` (nodes, topics with types, each topic's publishers and subscribers with node,
+type and type hash, as `ros2 topic info -v` shows them, and each node's own topics, as `ros2 node
+info` does), `subscribe` (topic, type: `pkg/msg/Type`),
 `subscribe_timed` (topic, type, stamp_field: count and time without reporting each message),
 `create_publisher` (topic, type), `publish` (topic, type, data by ROS field names), `publish_raw`
 (topic, type, hex CDR: rclpy sends the bytes as they are), `matched` (topic: the subscriptions our
@@ -112,10 +113,19 @@ class Peer:
                     ("subscribers", node.get_subscriptions_info_by_topic),
                 )
             }
+        nodes = node.get_node_names_and_namespaces()
         return {
-            "nodes": [[name, namespace] for name, namespace in node.get_node_names_and_namespaces()],
+            "nodes": [[name, namespace] for name, namespace in nodes],
             "topics": {topic: types for topic, types in topics},
             "endpoints": endpoints,
+            # What `ros2 node info` lists: each node's own publishers and subscriptions, by topic.
+            "node_info": {
+                namespace.rstrip("/") + "/" + name: {
+                    "publishers": dict(node.get_publisher_names_and_types_by_node(name, namespace)),
+                    "subscribers": dict(node.get_subscriber_names_and_types_by_node(name, namespace)),
+                }
+                for name, namespace in nodes
+            },
         }
 
     def subscribe(self, topic: str, type_name: str) -> bool:
