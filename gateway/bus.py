@@ -129,11 +129,14 @@ class Subscription:
     min_interval: float
     #: `patterns` parsed once (`Subscription.of` fills it).
     parsed: tuple[Pattern, ...]
+    #: True when one of its patterns matches every topic (`**`).
+    everything: bool = False
 
     @classmethod
     def of(cls, subscription_id: int, patterns: tuple[str, ...], min_interval: float) -> Subscription:
         """A subscription with its patterns checked and parsed; `InvalidArgument` names a bad one."""
-        return cls(subscription_id, patterns, min_interval, parse_patterns(patterns))
+        parsed = parse_patterns(patterns)
+        return cls(subscription_id, patterns, min_interval, parsed, any(not p.fixed for p in parsed))
 
     def matches(self, topic: str) -> bool:
         """True when any pattern matches `topic`."""
@@ -217,8 +220,11 @@ class Subscriber:
         self._bus: Bus | None = None
         self._group: Group | None = None
         #: Topic -> the ids of this subscriber's subscriptions that match it, with their send
-        #: interval (s): the topics whose routes hold this subscriber, and why.
+        #: interval (s): the topics whose routes hold this subscriber, and why. Empty while `wide`.
         self.routed: dict[str, dict[int, float]] = {}
+        #: True while it receives every topic at one interval through the bus's route of all topics
+        #: (a `**` subscription at its shortest interval): no topic's own route holds it.
+        self.wide = False
         #: Ids of the subscriptions that match no published topic yet (they receive nothing, so they
         #: do not set the fan-out group: a client's short-lived or early subscription keeps it in its group).
         self.idle: set[int] = set()
@@ -320,6 +326,8 @@ class Subscriber:
 
     def forget_unmatched(self) -> None:
         """Drop unsent samples of topics that no subscription matches any more."""
+        if self.wide:
+            return
         for key in list(self._pending):
             if not key.startswith("$") and key not in self.routed:
                 del self._pending[key]
@@ -340,8 +348,11 @@ class Bus:
         self._latest: dict[str, Sample] = {}
         self._seq: dict[str, int] = {}
         self._subscribers: set[Subscriber] = set()
-        #: Per published topic: who receives it.
+        #: Per published topic: who receives it (besides `_everything`'s subscribers).
         self._routes: dict[str, Route] = {}
+        #: Who receives every topic at one interval (`Subscriber.wide`): a `**` subscriber joins or
+        #: leaves this one route, not one per topic, so a connection storm costs each join the same.
+        self._everything = Route()
         #: First segment (device id) -> its published topics: where a pattern naming a device can match.
         self._topics_by_first: defaultdict[str, list[str]] = defaultdict(list)
         self._ids = itertools.count(1)
@@ -361,16 +372,17 @@ class Bus:
         route = self._routes.get(topic)
         if route is None:
             route = self._route(topic)
-        for add in route.groups:
-            add(sample)
-        for subscriber, interval in route.singles:
-            # `Subscriber.offer` inlined: this loop runs once per sample per client.
-            if not interval and not subscriber._pending:
-                direct = subscriber.direct
-                if direct is not None and direct(sample):
-                    subscriber.delivered += 1
-                    continue
-            subscriber.enqueue(sample, interval)
+        for each in (route, self._everything):
+            for add in each.groups:
+                add(sample)
+            for subscriber, interval in each.singles:
+                # `Subscriber.offer` inlined: this loop runs once per sample per client.
+                if not interval and not subscriber._pending:
+                    direct = subscriber.direct
+                    if direct is not None and direct(sample):
+                        subscriber.delivered += 1
+                        continue
+                subscriber.enqueue(sample, interval)
         return sample
 
     def device_event(self, event: DeviceEvent) -> None:
@@ -395,15 +407,26 @@ class Bus:
         self._subscribers.discard(subscriber)
         subscriber.discard()
         subscriber._bus = None
-        for topic in subscriber.routed:
-            self._routes[topic].remove(subscriber)
-        subscriber.routed.clear()
+        self._unroute(subscriber)
+        self._everything.remove(subscriber)
+        subscriber.wide = False
         subscriber.changed()
 
     def regroup(self, subscriber: Subscriber) -> None:
         """Route `subscriber`'s topics through its new fan-out group (or one by one)."""
+        if subscriber.wide:
+            self._everything.put(subscriber, self._everything.members[subscriber][0])
         for topic, matched in subscriber.routed.items():
             self._routes[topic].put(subscriber, min(matched.values()))
+
+    def matched_topics(self, subscriber: Subscriber, subscription_id: int) -> list[str]:
+        """The published topics `subscriber`'s subscription `subscription_id` matches, from the routes."""
+        if not subscriber.wide:
+            return [topic for topic, ids in subscriber.routed.items() if subscription_id in ids]
+        subscription = subscriber.subscriptions.get(subscription_id)
+        if subscription is None:
+            return []
+        return list(self._routes) if subscription.everything else self._candidates(subscription)
 
     def subscribe(
         self, subscriber: Subscriber, patterns: Iterable[str], max_rate_hz: float | None, newest: bool = True
@@ -412,7 +435,7 @@ class Bus:
         subscription = Subscription.of(next(self._ids), tuple(patterns), 1.0 / max_rate_hz if max_rate_hz else 0.0)
         subscriber.subscriptions[subscription.id] = subscription
         if subscriber._bus is self:
-            self._route_subscription(subscriber, subscription)
+            self._place(subscriber, subscription)
         else:
             self._add(subscriber)  # routes what it holds, this one included
         subscriber.changed()
@@ -420,6 +443,11 @@ class Bus:
             return subscription.id
         # No await between registering and the snapshot, so no sample falls in between. Every
         # published topic has a route, so the routes already say which topics this one matches.
+        if subscriber.wide:
+            interval = self._everything.members[subscriber][0]
+            for topic in self.matched_topics(subscriber, subscription.id):
+                subscriber.offer(self._latest[topic], interval)
+            return subscription.id
         for topic, matched in subscriber.routed.items():
             if subscription.id in matched:
                 subscriber.offer(self._latest[topic], min(matched.values()))
@@ -439,6 +467,8 @@ class Bus:
             else:
                 del subscriber.routed[topic]
                 self._routes[topic].remove(subscriber)
+        if subscriber._bus is self:
+            self._place(subscriber, None)
         subscriber.forget_unmatched()
         subscriber.changed()
         return True
@@ -453,8 +483,56 @@ class Bus:
             self._subscribers.add(subscriber)
             subscriber._bus = self
             # Attached again after a detach: what it still holds is routed again.
-            for subscription in subscriber.subscriptions.values():
+            self._place(subscriber, None, every=True)
+
+    @staticmethod
+    def _wide_interval(subscriber: Subscriber) -> float | None:
+        """The interval (s) at which `subscriber` receives every topic, when one does; else None.
+
+        It does when it holds a subscription matching every topic (`**`) whose interval is its
+        shortest: every topic's interval (the least of its matching subscriptions') is then that one.
+        """
+        everything: float | None = None
+        shortest = float("inf")
+        for subscription in subscriber.subscriptions.values():
+            shortest = min(shortest, subscription.min_interval)
+            if subscription.everything and (everything is None or subscription.min_interval < everything):
+                everything = subscription.min_interval
+        return everything if everything is not None and everything <= shortest else None
+
+    def _place(self, subscriber: Subscriber, added: Subscription | None, every: bool = False) -> None:
+        """Route `subscriber` after its subscriptions changed: `added` was just added (None: one left).
+
+        A subscriber that receives every topic at one interval is routed once, through `_everything`;
+        any other through each matched topic's route, `added` alone (or `every` subscription) routed
+        anew. Moving between the two routes all it holds again: that happens when its `**`
+        subscription comes or goes, not on a dashboard's churn of narrower ones.
+        """
+        interval = self._wide_interval(subscriber)
+        if interval is None:
+            if subscriber.wide:
+                self._everything.remove(subscriber)
+                subscriber.wide = False
+                every = True
+            for subscription in subscriber.subscriptions.values() if every else [added] if added else []:
                 self._route_subscription(subscriber, subscription)
+            return
+        if not subscriber.wide:
+            self._unroute(subscriber)
+            subscriber.wide = True
+        self._everything.put(subscriber, interval)
+        for subscription in subscriber.subscriptions.values() if every else [added] if added else []:
+            matches = bool(self._routes) if subscription.everything else bool(self._candidates(subscription))
+            if matches:
+                subscriber.idle.discard(subscription.id)
+            else:
+                subscriber.idle.add(subscription.id)
+
+    def _unroute(self, subscriber: Subscriber) -> None:
+        """Take `subscriber` out of every topic's own route."""
+        for topic in subscriber.routed:
+            self._routes[topic].remove(subscriber)
+        subscriber.routed.clear()
 
     def _route(self, topic: str) -> Route:
         """Make the route of a topic published for the first time: every subscription is asked once."""
@@ -463,6 +541,15 @@ class Bus:
         parts = topic.split("/")
         woken: list[Subscriber] = []
         for subscriber in self._subscribers:
+            if subscriber.wide:
+                # Routed through `_everything` already: only a subscription that matched nothing
+                # yet may wake.
+                if subscriber.idle:
+                    ids = {i for i in subscriber.idle if subscriber.subscriptions[i].matches(topic)}
+                    if ids:
+                        subscriber.idle.difference_update(ids)
+                        woken.append(subscriber)
+                continue
             matched = {
                 subscription.id: subscription.min_interval
                 for subscription in subscriber.subscriptions.values()

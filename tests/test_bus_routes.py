@@ -13,7 +13,7 @@ import itertools
 from dataclasses import dataclass, field
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gateway.bus import Bus, Outgoing, Sample, Subscriber
@@ -26,6 +26,7 @@ from gateway.topics import Pattern
 
 TOPICS = ("a/x", "a/y", "b/x", "b/y/z", "c/x")
 PATTERNS = ("a/*", "**", "*/x", "b/**", "c/x", "a/y", "**/z")
+RATES = (None, 10.0)
 
 
 @dataclass(eq=False)
@@ -39,6 +40,14 @@ class RecordingGroup:
         self.received.append(item.topic)
 
 
+#: Mailbox times (s), 10 s apart: a rate-limited topic held back by the last take is due again.
+_times = itertools.count(10**12, 10)
+
+
+def later() -> float:
+    return float(next(_times))
+
+
 def led() -> Led:
     return Led(index=0, rgb=(0.5, 0.0, 0.0))
 
@@ -48,9 +57,9 @@ def deliveries(bus: Bus, subscribers: list[Subscriber], groups: list[RecordingGr
     for group in groups:
         group.received.clear()
     for subscriber in subscribers:
-        subscriber.take_due(1e12)
+        subscriber.take_due(later())
     bus.publish(topic, led())
-    mailboxes = [sorted(item.key for item in subscriber.take_due(1e12)[0]) for subscriber in subscribers]
+    mailboxes = [sorted(item.key for item in subscriber.take_due(later())[0]) for subscriber in subscribers]
     return [mailboxes, [list(group.received) for group in groups]]
 
 
@@ -71,7 +80,10 @@ def apply(
     action, who, what = step
     subscriber = subscribers[who]
     if action == "subscribe":
-        held[who].append(bus.subscribe(subscriber, [PATTERNS[what % len(PATTERNS)]], None, newest=False))
+        # Every other pattern index with a rate limit: a `**` at 10 Hz beside an unlimited narrower
+        # subscription receives no topic at one interval, so it is routed per topic.
+        rate = RATES[(what // len(PATTERNS)) % len(RATES)]
+        held[who].append(bus.subscribe(subscriber, [PATTERNS[what % len(PATTERNS)]], rate, newest=False))
     elif action == "unsubscribe" and held[who]:
         bus.unsubscribe(subscriber, held[who].pop(what % len(held[who])))
     elif action == "detach":
@@ -100,13 +112,19 @@ def fresh_copy(subscribers: list[Subscriber], held: list[list[int]]) -> tuple[Bu
             continue
         for subscription_id in held[index]:
             subscription = original.subscriptions[subscription_id]
-            bus.subscribe(copy, subscription.patterns, None, newest=False)
+            rate = 1.0 / subscription.min_interval if subscription.min_interval else None
+            bus.subscribe(copy, subscription.patterns, rate, newest=False)
         copies.append(copy)
     return bus, copies
 
 
 @settings(max_examples=150, deadline=None)
 @given(steps)
+# A subscriber routed per topic takes `**` (it then receives every topic through one route), leaves
+# it again, and a `**` at 10 Hz beside an unlimited `a/*` (per topic: two intervals).
+@example([("publish", 0, 0), ("subscribe", 0, 0), ("subscribe", 0, 1), ("publish", 0, 1), ("unsubscribe", 0, 1)])
+@example([("publish", 0, 0), ("subscribe", 0, 8), ("subscribe", 0, 0), ("unsubscribe", 0, 1), ("detach", 0, 0)])
+@example([("subscribe", 1, 1), ("group", 1, 0), ("publish", 0, 3), ("subscribe", 1, 7), ("ungroup", 1, 0)])
 def test_routes_after_any_changes_are_those_of_a_fresh_bus(sequence: list[Step]) -> None:
     bus = Bus()
     subscribers = [Subscriber(f"s{i}", "json") for i in range(4)]
@@ -115,7 +133,19 @@ def test_routes_after_any_changes_are_those_of_a_fresh_bus(sequence: list[Step])
     for step in sequence:
         apply(bus, subscribers, groups, held, step)
         for subscriber in subscribers:
-            subscriber.take_due(1e12)
+            subscriber.take_due(later())
+        # Against the subscriptions themselves: each published topic is routed to each attached
+        # subscriber once (its topic's route or the route of every topic), at the interval its
+        # subscriptions ask (the least of those matching), and only when one matches.
+        for topic in bus.topics():
+            for subscriber in subscribers:
+                entries = [
+                    route.members[subscriber][0]
+                    for route in (bus._routes[topic], bus._everything)
+                    if subscriber in route.members
+                ]
+                wanted = subscriber.interval_for(topic) if subscriber.bus is bus else None
+                assert entries == ([] if wanted is None else [wanted]), (step, topic, subscriber.name)
         fresh, copies = fresh_copy(subscribers, held)
         for topic in TOPICS:
             assert deliveries(bus, subscribers, groups, topic) == deliveries(fresh, copies, groups, topic), (

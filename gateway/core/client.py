@@ -323,7 +323,7 @@ class Client:
         subscription = self.hub.bus.subscribe(self.subscriber, patterns, max_rate_hz, newest)
         # The bus has just routed every published topic this subscription matches: asking each
         # topic again would cost topics x patterns per subscribe.
-        matched = sorted(topic for topic, ids in self.subscriber.routed.items() if subscription in ids)
+        matched = sorted(self.hub.bus.matched_topics(self.subscriber, subscription))
         return subscription, matched
 
     def unsubscribe(self, subscription: int) -> None:
