@@ -72,6 +72,7 @@ def forget_routes(bus: Bus) -> None:
     """The routing before issue 42: every change threw the whole route table away."""
     bus._routes.clear()
     bus._topics_by_first.clear()
+    bus._topics_by_last.clear()
     for subscriber in bus.subscribers:
         subscriber.routed.clear()
 

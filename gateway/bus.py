@@ -355,6 +355,8 @@ class Bus:
         self._everything = Route()
         #: First segment (device id) -> its published topics: where a pattern naming a device can match.
         self._topics_by_first: defaultdict[str, list[str]] = defaultdict(list)
+        #: Last segment (a stream's name) -> its published topics: where `*/state` can match.
+        self._topics_by_last: defaultdict[str, list[str]] = defaultdict(list)
         self._ids = itertools.count(1)
         self.published: Counter[str] = Counter()
 
@@ -537,8 +539,9 @@ class Bus:
     def _route(self, topic: str) -> Route:
         """Make the route of a topic published for the first time: every subscription is asked once."""
         route = self._routes[topic] = Route()
-        self._topics_by_first[topic.split("/", 1)[0]].append(topic)
         parts = topic.split("/")
+        self._topics_by_first[parts[0]].append(topic)
+        self._topics_by_last[parts[-1]].append(topic)
         woken: list[Subscriber] = []
         for subscriber in self._subscribers:
             if subscriber.wide:
@@ -570,8 +573,9 @@ class Bus:
     def _route_subscription(self, subscriber: Subscriber, subscription: Subscription) -> None:
         """Add `subscription` to the routes of the published topics it matches.
 
-        Its cost is its own patterns times the topics they may match (a pattern whose first segment
-        is literal is tried only on that device's topics), whatever the other subscribers hold.
+        Its cost is its own patterns times the topics they may match (a pattern whose first or last
+        segment is literal is tried only on the topics that have it), whatever the other subscribers
+        hold.
         """
         topics = self._candidates(subscription)
         if not topics:
@@ -587,7 +591,13 @@ class Bus:
         """The published topics `subscription` matches, trying each pattern only where it can match."""
         found: dict[str, None] = {}
         for pattern in subscription.parsed:
-            topics = self._routes if pattern.first is None else self._topics_by_first.get(pattern.first, ())
+            topics: Iterable[str]
+            if pattern.first is not None:
+                topics = self._topics_by_first.get(pattern.first, ())
+            elif pattern.last is not None:
+                topics = self._topics_by_last.get(pattern.last, ())
+            else:
+                topics = self._routes
             for topic in topics:
                 if topic not in found and pattern.matches_parts(topic.split("/")):
                     found[topic] = None
