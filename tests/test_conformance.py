@@ -16,6 +16,7 @@ import json
 import os
 import socket
 import struct
+import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ from gateway.core.origins import HOSTED_VIEWERS
 from gateway.credentials import hash_token
 from gateway.faces.rosbridge.ops import MAX_PUBLISHERS
 from gateway.faces.tdm.nodes import node_id
+from gateway.servers.limits import LISTEN_BACKLOG
 from protocols.tdm import codec as tdm_codec
 from protocols.tdm.messages import ErrorType
 from tests.abuse_clients import (
@@ -636,6 +638,43 @@ async def test_a_flood_of_refused_frames_closes_the_client(gateway: tuple[Runnin
     with contextlib.suppress(ConnectionError):
         await conn.writer.drain()
     await conn.closed_within(10)
+
+
+def listen_backlogs() -> dict[str, int]:
+    """The backlog of each listening socket in this network namespace (ss's Send-Q), by local address.
+
+    TCP sockets by `host:port`, Unix ones by path. (`ss` is iproute2's, which the tests install.)
+    """
+    backlogs: dict[str, int] = {}
+    for kind in ("-ltnH", "-lxH"):
+        listed = subprocess.run(["ss", kind], capture_output=True, text=True, check=True).stdout
+        for line in listed.splitlines():
+            fields = line.split()
+            state = fields.index("LISTEN")
+            backlogs[fields[state + 3]] = int(fields[state + 2])
+    return backlogs
+
+
+async def test_every_listener_queues_a_storm_of_connections(gateway: tuple[RunningGateway, Ports]) -> None:
+    """Each listener holds LISTEN_BACKLOG connections until it accepts them (asyncio's 100 by default).
+
+    With 100, 250 clients connecting at once found the queue full: the kernel dropped their SYNs and
+    each tried again a second later (issue 42: a 500-client storm took 1.1 s, bare aiohttp 0.2 s).
+    """
+    _, ports = gateway
+    expected = min(LISTEN_BACKLOG, int(Path("/proc/sys/net/core/somaxconn").read_text()))
+    backlogs = listen_backlogs()
+    tcp = {
+        "http": ports.http,
+        "msgpack": ports.msgpack,
+        "rosbridge": ports.rosbridge,
+        "foxglove": ports.foxglove,
+        "tdm tcp": ports.tdm_tcp,
+        "tdm websocket": ports.tdm_ws,
+    }
+    found = {name: backlogs.get(f"127.0.0.1:{port}") for name, port in tcp.items()}
+    found["unix"] = backlogs.get(ports.unix)
+    assert found == dict.fromkeys(found, expected)
 
 
 @pytest.mark.parametrize("face", [f for f in FACES if not f.token_in_url], ids=lambda f: f.name)

@@ -18,7 +18,7 @@ from aiohttp import web
 
 from gateway.core.config import ServerConfig
 from gateway.errors import ErrorCode
-from gateway.servers.limits import HTTP_RESERVE, ConnectionLimits, Refused, Ticket
+from gateway.servers.limits import HTTP_RESERVE, LISTEN_BACKLOG, ConnectionLimits, Refused, Ticket
 from gateway.servers.socket_transport import close_or_abort
 from gateway.throttled_logs import RateLimitedLog
 from protocols.errors import ProtocolError
@@ -413,6 +413,7 @@ async def listen_guarded(
             host,
             port,
             reuse_address=True,
+            backlog=LISTEN_BACKLOG,
             ssl=tls,
             # A TLS handshake is part of the request headers' time.
             ssl_handshake_timeout=server.http_header_timeout_s if tls else None,

@@ -21,6 +21,12 @@ log = logging.getLogger(__name__)
 #: Connections beyond the cap that the HTTP listener still takes, to answer `/healthz` (and 503).
 HTTP_RESERVE = 16
 
+#: Connections the kernel holds for each listener until it accepts them (every face's listeners pass
+#: it). asyncio's default of 100 overflowed when 250 clients connected at once: the kernel dropped the
+#: rest's SYNs and each tried again a second later, so a storm took a second more (issue 42). The
+#: kernel caps it at net.core.somaxconn (4096 on Linux since 5.4).
+LISTEN_BACKLOG = 1024
+
 
 def raise_open_file_limit() -> int:
     """Raise the soft RLIMIT_NOFILE to the hard limit; return the soft limit now in force."""

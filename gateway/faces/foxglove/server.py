@@ -25,7 +25,7 @@ from gateway.faces.foxglove.catalog import Catalog
 from gateway.faces.foxglove.session import CAPABILITIES, FoxgloveSession
 from gateway.servers.hosts import HostPolicy, host_guard
 from gateway.servers.http_guard import GuardedHttpProtocol, guarded_factory, serve_guarded
-from gateway.servers.limits import ConnectionLimits
+from gateway.servers.limits import LISTEN_BACKLOG, ConnectionLimits
 from gateway.servers.upgrade import WebSocketTransport, accept, offered_subprotocols, receive_messages, vet_upgrade
 
 log = logging.getLogger(__name__)
@@ -96,6 +96,7 @@ class FoxgloveServer:
                 host,
                 port,
                 reuse_address=True,
+                backlog=LISTEN_BACKLOG,
                 ssl=tls,
                 ssl_handshake_timeout=server.http_header_timeout_s if tls else None,
             )

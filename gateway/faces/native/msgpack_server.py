@@ -15,7 +15,7 @@ from pathlib import Path
 from gateway.core.client import Hub
 from gateway.errors import ErrorCode
 from gateway.faces.native.session import Session
-from gateway.servers.limits import ConnectionLimits, Refused, Ticket
+from gateway.servers.limits import LISTEN_BACKLOG, ConnectionLimits, Refused, Ticket
 from gateway.servers.socket_transport import StreamWriterTransport, close_or_abort
 from gateway.servers.stream_listener import read_stream
 from gateway.wire import Encoding, encode
@@ -102,6 +102,7 @@ class MsgpackServer:
                     host,
                     port,
                     limit=READ_SIZE,
+                    backlog=LISTEN_BACKLOG,
                     ssl=tls,
                     ssl_handshake_timeout=self._hub.server.http_header_timeout_s if tls else None,
                 )
@@ -113,7 +114,9 @@ class MsgpackServer:
             path = Path(unix_path)
             try:
                 _remove_stale_socket(path)
-                server = await asyncio.start_unix_server(self._serve, str(path), limit=READ_SIZE)
+                server = await asyncio.start_unix_server(
+                    self._serve, str(path), limit=READ_SIZE, backlog=LISTEN_BACKLOG
+                )
             except OSError as error:
                 hint = ' (set server.unix_socket, or "" to disable it)' if not path.parent.is_dir() else ""
                 raise OSError(error.errno, f"unix socket {path}: {error.strerror or error}{hint}") from None

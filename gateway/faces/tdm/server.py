@@ -23,7 +23,7 @@ from gateway.faces.tdm.session import TdmSession
 from gateway.faces.tdm.shared import TdmShared
 from gateway.servers.hosts import HostPolicy, host_guard
 from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded, serve_guarded
-from gateway.servers.limits import ConnectionLimits, Refused, Ticket
+from gateway.servers.limits import LISTEN_BACKLOG, ConnectionLimits, Refused, Ticket
 from gateway.servers.socket_transport import StreamWriterTransport, close_or_abort
 from gateway.servers.stream_listener import read_stream
 from gateway.servers.upgrade import accept, close_websocket, receive_messages, vet_upgrade
@@ -122,7 +122,9 @@ class TdmServer:
         )
         self.ws_port = self._ws_listener.sockets[0].getsockname()[1]
         try:
-            self._tcp = await asyncio.start_server(self._serve_tcp, config.host, config.tcp_port, reuse_address=True)
+            self._tcp = await asyncio.start_server(
+                self._serve_tcp, config.host, config.tcp_port, reuse_address=True, backlog=LISTEN_BACKLOG
+            )
         except OSError as error:
             raise OSError(error.errno, f"TDM TCP {config.host}:{config.tcp_port}: {error.strerror}") from None
         self.tcp_port = self._tcp.sockets[0].getsockname()[1]
