@@ -138,7 +138,10 @@ async def test_two_thousand_cycles_with_5_percent_of_replies_lost() -> None:
         assert device.task is not None
         assert not device.task.done()  # no crash
         [session] = [s for s in arm.sessions.values() if s.link.kind == "udp"]
-        assert len(session.cyclic_times) >= counters.cycles - 50  # the requests reached the arm
+        # The requests reached the arm: all but those in flight, once the arm (on this loaded test
+        # loop) has read what its socket holds (a check at once saw 1910 of 2010 under a full run).
+        sent = counters.cycles
+        await device.until(lambda: len(session.cyclic_times) >= sent - 50, timeout=10)
         # No more losses from now on: once the last lost request's timeout passed, each was one drop.
         arm.faults.udp_reply_loss = 0.0
         lost = arm.udp_replies_lost
