@@ -511,19 +511,20 @@ class Bus:
         subscription comes or goes, not on a dashboard's churn of narrower ones.
         """
         interval = self._wide_interval(subscriber)
-        if interval is None:
-            if subscriber.wide:
-                self._everything.remove(subscriber)
-                subscriber.wide = False
-                every = True
-            for subscription in subscriber.subscriptions.values() if every else [added] if added else []:
-                self._route_subscription(subscriber, subscription)
-            return
-        if not subscriber.wide:
+        if interval is None and subscriber.wide:
+            self._everything.remove(subscriber)
+            subscriber.wide = False
+            every = True
+        elif interval is not None and not subscriber.wide:
             self._unroute(subscriber)
             subscriber.wide = True
+        fresh = list(subscriber.subscriptions.values()) if every else [added] if added is not None else []
+        if interval is None:
+            for subscription in fresh:
+                self._route_subscription(subscriber, subscription)
+            return
         self._everything.put(subscriber, interval)
-        for subscription in subscriber.subscriptions.values() if every else [added] if added else []:
+        for subscription in fresh:
             matches = bool(self._routes) if subscription.everything else bool(self._candidates(subscription))
             if matches:
                 subscriber.idle.discard(subscription.id)
