@@ -295,10 +295,15 @@ async def _until_listening(proc: asyncio.subprocess.Process) -> RunningGateway:
         async with asyncio.timeout(START_TIMEOUT_S):
             while not any(line.get("event") == "listening" for line in logs):
                 if drain.done():
+                    # Its output ended before the process was reaped: wait for it, else the process
+                    # object is collected "still running" and a later test fails on the warning.
+                    await proc.wait()
                     raise RuntimeError(f"gateway exited during start: {logs}")
                 await asyncio.sleep(0.02)
     except TimeoutError:
         proc.kill()
+        await proc.wait()
+        await drain
         raise RuntimeError(f"gateway did not start: {logs}") from None
     listening = next(line for line in logs if line.get("event") == "listening")
     http_port = int(listening["http"].rstrip("/").rsplit(":", 1)[1])
