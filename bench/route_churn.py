@@ -13,7 +13,12 @@ routing's alone; each figure is the median of `--repeats` runs in this thread's 
 - **storm**: 500 clients connect one after another, each subscribing to `**` over the 100 topics,
   one publication of every topic after each connection. Reported: the routing CPU of the whole
   storm (each join's round less the same publications with nothing changed) against 500 x one
-  join's (the goal: no more).
+  join's (the goal: no more), and the same in work: the Python and C function calls a join's round
+  makes beyond the same publications (counted by cProfile, so exact and free of the machine's
+  noise and caches). Beside them, a control: the CPU of making each joining client object, which
+  runs no bus code, over the storm against 500 x the first ten's. The CPU figures of a hot loop
+  grow with the working set (every publication walks every client), the control's alike; the
+  work count says whether the bus's own work grows.
 - Both are also run as "old": after every change the whole route table is thrown away and every
   subscriber is routed per topic, as the bus did before issue 42 (every topic's next publication
   asks every subscriber again; a `**` subscriber is in every topic's route, not in the one route of
@@ -25,6 +30,7 @@ Run:  .venv/bin/python bench/route_churn.py [--seconds 2] [--repeats 3]
 from __future__ import annotations
 
 import argparse
+import cProfile
 import functools
 import statistics
 import sys
@@ -45,6 +51,9 @@ CHANGES_PER_S = 5
 SUBSCRIPTIONS = 64
 PATTERNS_PER_SUBSCRIPTION = 64
 STORM_CLIENTS = 500
+#: Clients of the old routing's work count: its calls grow with the square of the clients, so 500
+#: would take minutes; the growth shows at 100.
+OLD_WORK_CLIENTS = 100
 MESSAGE = Led(index=0, rgb=(0.5, 0.0, 0.0))
 
 
@@ -112,22 +121,26 @@ def churn_run(seconds: float, churn: bool, old_routing: bool) -> tuple[float, fl
     return cpu / delivered * 1e6, ratio
 
 
-def storm_run(old_routing: bool) -> tuple[float, float]:
-    """(routing CPU of the whole storm, routing CPU of one connection), in seconds.
+def storm_run(old_routing: bool) -> tuple[float, float, float, float]:
+    """Routing CPU of the whole storm and of one connection, then the control's (s): see `main`.
 
     A connection's routing CPU is its round (its subscribe, then one publication of every topic)
     less the same publications again right after, when nothing changed: what remains is what the
     join cost the bus, whatever delivering to more and more clients costs. The storm's is the sum
     over every join (unclipped, so the noise of the differences averages out); one connection's is
-    the median of the first ten joins'.
+    the median of the first ten joins'. The control is the CPU of making each joining client, no
+    bus code, summed and as the median of the first ten.
     """
     bus = old_bus() if old_routing else Bus(clock=lambda: 0.0)
     for topic in TOPICS:
         bus.publish(topic, MESSAGE)
     overheads = []
+    controls = []
     for index in range(STORM_CLIENTS):
+        made = time.thread_time()
+        client = KeepingUp(f"c{index}")
         started = time.thread_time()
-        bus.subscribe(KeepingUp(f"c{index}"), ["**"], None)
+        bus.subscribe(client, ["**"], None)
         if old_routing:
             forget_routes(bus)
         for topic in TOPICS:
@@ -136,15 +149,47 @@ def storm_run(old_routing: bool) -> tuple[float, float]:
         for topic in TOPICS:
             bus.publish(topic, MESSAGE)
         overheads.append((joined - started) - (time.thread_time() - joined))
-    return sum(overheads), statistics.median(overheads[:10])
+        controls.append(started - made)
+    return sum(overheads), statistics.median(overheads[:10]), sum(controls), statistics.median(controls[:10])
 
 
-Run = Callable[[], tuple[float, float]]
+def calls_in(action: Callable[[], object]) -> int:
+    """The function calls (Python and C) `action` makes, counted by cProfile."""
+    profile = cProfile.Profile()
+    profile.runcall(action)
+    return sum(entry.callcount for entry in profile.getstats())
 
 
-def median_of(repeats: int, run: Run) -> tuple[float, float]:
+def storm_work(old_routing: bool, clients: int) -> list[int]:
+    """Per join of a storm of `clients`: the calls of its round less those of the same publications again."""
+    bus = old_bus() if old_routing else Bus(clock=lambda: 0.0)
+    for topic in TOPICS:
+        bus.publish(topic, MESSAGE)
+
+    def publish_all() -> None:
+        for topic in TOPICS:
+            bus.publish(topic, MESSAGE)
+
+    def join(client: KeepingUp) -> None:
+        bus.subscribe(client, ["**"], None)
+        if old_routing:
+            forget_routes(bus)
+        publish_all()
+
+    work = []
+    for index in range(clients):
+        client = KeepingUp(f"c{index}")
+        work.append(calls_in(functools.partial(join, client)) - calls_in(publish_all))
+    return work
+
+
+Run = Callable[[], tuple[float, ...]]
+
+
+def median_of(repeats: int, run: Run) -> tuple[float, ...]:
+    """The median of each figure over `repeats` runs."""
     results = [run() for _ in range(repeats)]
-    return statistics.median(r[0] for r in results), statistics.median(r[1] for r in results)
+    return tuple(statistics.median(figures) for figures in zip(*results, strict=True))
 
 
 def main() -> None:
@@ -163,11 +208,23 @@ def main() -> None:
         name = "old" if old else "new"
         print(f"{name:<8} {steady:>14.3f} {churned:>13.3f} {churned / steady:>12.2f}x {delivered:>10.2f}")
     print(f"\nstorm: {STORM_CLIENTS} clients join one after another, all {len(TOPICS)} topics published between joins")
-    print(f"{'routing':<8} {'routing CPU s':>14} {'500 x one s':>14} {'ratio':>7}")
+    print(f"{'routing':<8} {'routing CPU s':>14} {'500 x one s':>12} {'ratio':>6}", end="   ")
+    print(f"{'control s':>10} {'500 x one s':>12} {'ratio':>6}")
     for old in (False, True):
-        storm, first = median_of(args.repeats, functools.partial(storm_run, old))
+        storm, first, control, control_first = median_of(args.repeats, functools.partial(storm_run, old))
         name = "old" if old else "new"
-        print(f"{name:<8} {storm:>14.3f} {STORM_CLIENTS * first:>14.3f} {storm / (STORM_CLIENTS * first):>6.2f}x")
+        ratio, control_ratio = storm / (STORM_CLIENTS * first), control / (STORM_CLIENTS * control_first)
+        print(f"{name:<8} {storm:>14.3f} {STORM_CLIENTS * first:>12.3f} {ratio:>5.2f}x", end="   ")
+        print(f"{control:>10.4f} {STORM_CLIENTS * control_first:>12.4f} {control_ratio:>5.2f}x")
+    print("\nstorm in work: function calls of each join beyond its publications (exact, one run)")
+    print(f"{'routing':<8} {'clients':>8} {'first join':>11} {'last join':>10} {'storm':>12} {'ratio':>7}")
+    for old, clients in ((False, STORM_CLIENTS), (True, OLD_WORK_CLIENTS)):
+        work = storm_work(old, clients)
+        name = "old" if old else "new"
+        print(
+            f"{name:<8} {clients:>8} {work[0]:>11} {work[-1]:>10} {sum(work):>12}"
+            f" {sum(work) / (clients * statistics.median(work[:10])):>6.2f}x"
+        )
 
 
 if __name__ == "__main__":
