@@ -63,6 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psutil
 
+from bench.common import WAITING, thread_seconds_between, thread_times_ns
 from devices.sim.aseba_playground import Playground
 from gateway.credentials import hash_token
 from tests.harness import RunningGateway, free_port, gateway_config, start_gateway
@@ -297,7 +298,7 @@ async def run_size(
         }
         others_start = {name: sum(_cpu_s(p) for p in processes) for name, processes in others.items()}
         load_start = os.getloadavg()[0]
-        waited_start = _waited_s(daemon.pid)
+        waited_start = thread_times_ns(daemon.pid, WAITING)
         cpu_start, work_start = _cpu_s(daemon), time.perf_counter()
         messages_start = _variable_messages(teacher_api, students)
         await _gather([_lock(student, size, report) for student in students])
@@ -311,7 +312,8 @@ async def run_size(
         report.teacher_variable_messages_per_s = (messages[0] - messages_start[0]) / report.work_s
         report.student_variable_messages_per_s = (messages[1] - messages_start[1]) / size / report.work_s
         report.cpu_work_percent = 100 * (_cpu_s(daemon) - cpu_start) / report.work_s
-        report.waited_work_percent = 100 * (_waited_s(daemon.pid) - waited_start) / report.work_s
+        waited = thread_seconds_between(waited_start, thread_times_ns(daemon.pid, WAITING))
+        report.waited_work_percent = 100 * waited / report.work_s
         for name, processes in others.items():
             spent = sum(_cpu_s(p) for p in processes) - others_start[name]
             report.other_cpu_percent[name] = 100 * spent / report.work_s
@@ -332,17 +334,6 @@ async def run_size(
 def _cpu_s(process: psutil.Process) -> float:
     times = process.cpu_times()
     return float(times.user + times.system)
-
-
-def _waited_s(pid: int) -> float:
-    """Seconds the process's threads have spent runnable but waiting for a core (Linux schedstat; 0 elsewhere)."""
-    total = 0
-    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
-        try:
-            total += int(stat.read_text().split()[1])
-        except (OSError, IndexError, ValueError):  # a thread that ended meanwhile
-            continue
-    return total / 1e9
 
 
 async def _health_devices(gateway: RunningGateway) -> list[dict[str, Any]]:

@@ -50,6 +50,7 @@ REPO_ROOT = BENCH_DIR.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench.common import thread_seconds_between, thread_times_ns  # noqa: E402
 from bench.profile_breakdown import Breakdown, profile_breakdown  # noqa: E402 - after the path fix above
 from bench.profiled_gateway import START_SIGNAL, STOP_SIGNAL  # noqa: E402
 
@@ -606,21 +607,17 @@ class Usage:
     other_cpu_pct: float
 
 
-def _cpu_seconds(process: psutil.Process) -> float:
-    times = process.cpu_times()
-    return times.user + times.system
-
-
 def _host_busy_seconds() -> float:
     times = psutil.cpu_times()
     return sum(getattr(times, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq"))
 
 
 async def measure_window(server_pid: int, window: Window, seconds: float) -> Usage:
-    """Open the window for `seconds`, sampling the server's RSS; CPU is the cpu_times delta."""
+    """Open the window for `seconds`, sampling the server's RSS; CPU is the schedstat delta of each process."""
     server, client = psutil.Process(server_pid), psutil.Process()
     rss_peak = server.memory_info().rss
-    server_cpu, client_cpu, host_cpu = _cpu_seconds(server), _cpu_seconds(client), _host_busy_seconds()
+    server_cpu, client_cpu = thread_times_ns(server.pid), thread_times_ns(client.pid)
+    host_cpu = _host_busy_seconds()
     started = time.monotonic()
     window.start = time.time()
     deadline = started + seconds
@@ -629,8 +626,8 @@ async def measure_window(server_pid: int, window: Window, seconds: float) -> Usa
         rss_peak = max(rss_peak, server.memory_info().rss)
     window.end = time.time()
     wall = time.monotonic() - started
-    server_used = _cpu_seconds(server) - server_cpu
-    client_used = _cpu_seconds(client) - client_cpu
+    server_used = thread_seconds_between(server_cpu, thread_times_ns(server.pid))
+    client_used = thread_seconds_between(client_cpu, thread_times_ns(client.pid))
     other_used = _host_busy_seconds() - host_cpu - server_used - client_used
     return Usage(
         wall_s=wall,

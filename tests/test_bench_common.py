@@ -1,0 +1,75 @@
+"""bench/common.py: the per-thread CPU time the benchmarks read from schedstat."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from bench.common import WAITING, thread_seconds_between, thread_times_ns
+
+
+def spin(cpu_s: float) -> float:
+    """Keep this thread on a core for `cpu_s` of its own CPU time; the CPU time it took, in s."""
+    started = time.thread_time()
+    while time.thread_time() - started < cpu_s:
+        pass
+    return time.thread_time() - started
+
+
+def test_a_sleeping_thread_s_cpu_time_is_read_to_well_under_a_scheduler_tick() -> None:
+    # schedstat is brought up to date when a thread leaves its core, so it is read exactly while the
+    # thread sleeps, as a server between two turns does; the worker spins between two reads of it.
+    go, done, release, spent = threading.Event(), threading.Event(), threading.Event(), []
+
+    def work() -> None:
+        go.wait()
+        spent.append(spin(0.003))  # under a third of a 10 ms tick
+        done.set()
+        release.wait()
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    try:
+        assert worker.native_id is not None
+        time.sleep(0.01)
+        before = thread_times_ns(os.getpid())
+        go.set()
+        done.wait()
+        time.sleep(0.01)
+        after = thread_times_ns(os.getpid())
+    finally:
+        release.set()
+        worker.join()
+    used = thread_seconds_between(
+        {worker.native_id: before[worker.native_id]}, {worker.native_id: after[worker.native_id]}
+    )
+    assert spent[0] <= used < spent[0] + 0.001
+
+
+def test_a_thread_that_starts_in_the_window_counts_whole_and_waiting_is_another_field() -> None:
+    before = thread_times_ns(os.getpid())
+    started, release, spent = threading.Event(), threading.Event(), []
+
+    def work() -> None:
+        spent.append(spin(0.003))
+        started.set()
+        release.wait()
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    try:
+        started.wait()
+        time.sleep(0.01)
+        during = thread_times_ns(os.getpid())
+    finally:
+        release.set()
+        worker.join()
+    assert worker.native_id in during
+    assert worker.native_id not in before
+    assert thread_seconds_between(before, during) >= spent[0]
+    assert threading.get_native_id() in thread_times_ns(os.getpid(), WAITING)
+
+
+def test_a_process_that_is_gone_has_no_threads() -> None:
+    assert thread_times_ns(2**22 + 1) == {}
