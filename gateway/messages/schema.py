@@ -713,9 +713,52 @@ def _field_names(info: MessageInfo) -> frozenset[str]:
 
 
 def to_plain(value: Any) -> dict[str, Any]:
-    """Convert a message to a dict of plain data."""
-    info = info_of(type(value))
-    return {name: spec.plain(getattr(value, name)) for name, spec in info.fields}
+    """Convert a message to a dict of plain data (what each field's `Spec.plain` gives, in field order)."""
+    convert = _PLAIN_CONVERTERS.get(type(value))
+    if convert is None:
+        convert = _PLAIN_CONVERTERS[type(value)] = _plain_converter(info_of(type(value)))
+    return convert(value)
+
+
+#: Each message class's `to_plain`, built on its first use.
+_PLAIN_CONVERTERS: dict[type[Any], Callable[[Any], dict[str, Any]]] = {}
+
+
+def _plain_converter(info: MessageInfo) -> Callable[[Any], dict[str, Any]]:
+    """`to_plain` for one class, written out as one dict display: `{"a": value.a, "b": list(value.b)}`.
+
+    This runs once per published sample (fan-out encodes each sample once): a `Spec.plain` call per
+    field and per array element cost 3.4 µs for a 6-axis, 17-button pad state, and a generic
+    `dict(zip(...))` 1.3 µs for a two-field time alone; this display costs 0.7-1.2 µs for the pad
+    state, near a hand-written one (0.5). It is written as `dataclasses` writes `__init__`.
+    """
+    namespace: dict[str, Any] = {}
+    items = []
+    for index, (name, spec) in enumerate(info.fields):
+        convert = _converter(spec)
+        if convert is None:
+            items.append(f"{name!r}: value.{name}")
+        else:
+            namespace[f"convert_{index}"] = convert
+            items.append(f"{name!r}: convert_{index}(value.{name})")
+    # The source is built from the class's own field names only (identifiers), never from input.
+    exec(f"def to_plain(value):\n    return {{{', '.join(items)}}}\n", namespace)
+    converter: Callable[[Any], dict[str, Any]] = namespace["to_plain"]
+    return converter
+
+
+def _converter(spec: Spec) -> Callable[[Any], Any] | None:
+    """What makes a field's value plain; None when it is already (numbers, booleans, strings)."""
+    if isinstance(spec, Array):
+        item = _converter(spec.item)
+        if item is None:
+            return list
+        return lambda values: [item(value) for value in values]
+    if isinstance(spec, Nested):
+        return to_plain
+    if isinstance(spec, Int | Float | Bool | Str):
+        return None
+    return spec.plain
 
 
 def schema_of(cls: type[Any]) -> dict[str, Any]:
