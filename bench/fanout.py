@@ -1098,6 +1098,33 @@ def summary_line(group: Group, servers: dict[ServerKind, dict[str, Stat]]) -> st
     return f"{scenario} {transport}: " + (" | ".join(parts) if parts else "no baseline to compare with")
 
 
+def paired_line(group: Group, results: Sequence[RunResult]) -> str | None:
+    """`multi-topic ws: cpu/msg over bare-batched, repeat by repeat: gateway 0.97x (0.91-1.04) | …`.
+
+    Each repeat runs every side back to back, so a ratio within one repeat shares that minute's host;
+    the median of these ratios is steadier than the ratio of medians when the host drifts.
+    """
+    scenario, transport = group
+    by_repeat: dict[tuple[ServerKind, int], float] = {}
+    for result in results:  # one per side and repeat (a run redone after noise: its last attempt); the last counts
+        if (result.scenario, result.transport) == group:
+            by_repeat[result.server, result.repeat] = result.server_us_per_msg
+    parts = []
+    for kind in ("gateway", "multi"):
+        paired = [
+            by_repeat[kind, repeat] / floor
+            for (side, repeat), floor in by_repeat.items()
+            if side == "floor" and floor and (kind, repeat) in by_repeat
+        ]
+        if paired:
+            parts.append(
+                f"{side_name(transport, kind)} {statistics.median(paired):.2f}x ({min(paired):.2f}-{max(paired):.2f})"
+            )
+    if not parts:
+        return None
+    return f"{scenario} {transport}: cpu/msg over bare-batched, repeat by repeat: " + " | ".join(parts)
+
+
 def profile_table(profiles: Sequence[Profiled], summary: Summary) -> str:
     """The CPU breakdown of each profiled run: shares of its profiled time, applied to the measured µs/msg."""
     lines = [
@@ -1207,6 +1234,9 @@ def report(
     print()
     for group, servers in summary.items():
         print(summary_line(group, servers))
+    for group in summary:
+        if (line := paired_line(group, results)) is not None:
+            print(line)
     if profiles:
         print()
         print(profile_table(profiles, summary))

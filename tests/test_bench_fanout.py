@@ -1,0 +1,59 @@
+"""bench/fanout.py's repeat-by-repeat ratio to the bare-batched floor."""
+
+from __future__ import annotations
+
+import math
+
+from bench.fanout import RunResult, ServerKind, paired_line
+
+
+def run(server: ServerKind, repeat: int, us_per_msg: float, transport: str = "ws") -> RunResult:
+    return RunResult(
+        scenario="multi-topic",
+        server=server,
+        transport=transport,  # type: ignore[arg-type]
+        repeat=repeat,
+        clients=50,
+        rate=250.0,
+        topics=4,
+        window_s=5.0,
+        received=250_000,
+        skipped=0,
+        delivered_per_s=50_000.0,
+        expected_per_s=50_000.0,
+        published_per_s=1_000.0,
+        skipped_fraction=0.0,
+        p50_ms=1.0,
+        p99_ms=2.0,
+        max_ms=3.0,
+        server_cpu_pct=us_per_msg * 5.0,
+        server_us_per_msg=us_per_msg,
+        server_rss_peak_mb=70.0,
+        client_cpu_pct=40.0,
+        other_cpu_pct=math.nan,
+        clients_alive=50,
+    )
+
+
+def test_each_repeat_is_compared_with_the_floor_of_the_same_repeat_and_a_redone_run_counts() -> None:
+    # The host slows down in repeat 1: the ratio of medians would mix minutes, the paired one does not.
+    results = [
+        run("gateway", 0, 2.0),
+        run("floor", 0, 2.5),
+        run("multi", 0, 1.9),
+        run("gateway", 1, 4.4),
+        run("floor", 1, 4.0),
+        run("gateway", 2, 3.0),
+        run("floor", 2, 3.0),
+        run("floor", 2, 2.0),  # redone after noise: this one counts
+        run("gateway", 0, 9.9, transport="msgpack"),  # another group
+    ]
+    line = paired_line(("multi-topic", "ws"), results)
+    assert line == (
+        "multi-topic ws: cpu/msg over bare-batched, repeat by repeat: "
+        "gateway 1.10x (0.80-1.50) | gateway+multi 0.76x (0.76-0.76)"
+    )
+
+
+def test_no_floor_no_line() -> None:
+    assert paired_line(("multi-topic", "ws"), [run("gateway", 0, 2.0)]) is None
