@@ -1111,11 +1111,11 @@ def paired_line(group: Group, results: Sequence[RunResult]) -> str | None:
             by_repeat[result.server, result.repeat] = result.server_us_per_msg
     parts = []
     for kind in ("gateway", "multi"):
-        paired = [
-            by_repeat[kind, repeat] / floor
-            for (side, repeat), floor in by_repeat.items()
-            if side == "floor" and floor and (kind, repeat) in by_repeat
-        ]
+        paired = []
+        for (side, repeat), floor in by_repeat.items():
+            own = by_repeat.get((kind, repeat), math.nan)
+            if side == "floor" and floor > 0 and math.isfinite(own):  # NaN: a run that delivered nothing
+                paired.append(own / floor)
         if paired:
             parts.append(
                 f"{side_name(transport, kind)} {statistics.median(paired):.2f}x ({min(paired):.2f}-{max(paired):.2f})"

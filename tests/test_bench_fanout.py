@@ -47,6 +47,10 @@ def test_each_repeat_is_compared_with_the_floor_of_the_same_repeat_and_a_redone_
         run("floor", 2, 3.0),
         run("floor", 2, 2.0),  # redone after noise: this one counts
         run("gateway", 0, 9.9, transport="msgpack"),  # another group
+        run("gateway", 3, math.nan),  # a run that delivered nothing has no ratio
+        run("floor", 3, 2.0),
+        run("multi", 4, 2.0),
+        run("floor", 4, 0.0),
     ]
     line = paired_line(("multi-topic", "ws"), results)
     assert line == (
