@@ -63,6 +63,7 @@ from devices.kortex.cyclic import EVENT_LOOP_STALL_S, CyclicCodec, CyclicProcess
 from devices.kortex.cyclic_wire import ChildConfig
 from devices.kortex.errors import KortexRequestError, KortexTimeout, LinkLost
 from devices.kortex.options import ANALOG_CHANNELS, ANALOG_OUTPUT_MAX, KortexOptions
+from devices.kortex.silence import SilenceClock
 from devices.kortex.transport import MqttSettings, MqttTransport, open_mqtt, open_tcp
 from gateway.core.adapter import Adapter, Command
 from gateway.core.dispatch import CommandTable
@@ -467,18 +468,15 @@ class KortexAdapter(Adapter[KortexOptions]):
         """Raise when the RPC link is lost or silent (the cyclic process watches UDP); publish the loop's statistics."""
         silence_s = self.options.link_timeout_ms / 1000
         next_stats = time.monotonic() + STATS_PERIOD_S
-        due = time.monotonic() + WATCH_PERIOD_S
-        stalled = False
+        # Silence counted while the gateway is awake: a stalled gateway (a loaded host, a long pause)
+        # wakes to old bytes unread and a keep-alive not yet answered, which says nothing of the link.
+        silence = SilenceClock(silence_s, WATCH_PERIOD_S, time.monotonic())
         while True:
             await asyncio.sleep(WATCH_PERIOD_S)
-            now = time.monotonic()
-            # A tick a period late means the gateway itself was stalled (a loaded host, a long pause):
-            # what the robot sent meanwhile waits unread, so silence is judged at the next tick, once
-            # the reader has had its turn, not blamed on the link (never two ticks in a row).
-            stalled, due = not stalled and now - due > WATCH_PERIOD_S, now + WATCH_PERIOD_S
             if tcp.failure is not None:
                 raise tcp.failure
-            if now - tcp.last_received > silence_s and not stalled:
+            now = time.monotonic()
+            if silence.tick(now, tcp.last_received):
                 raise LinkLost(f"{tcp.name}: nothing from the robot for {silence_s:g} s")
             if now >= next_stats:
                 next_stats += STATS_PERIOD_S
