@@ -17,6 +17,7 @@ import os
 import socket
 import struct
 import subprocess
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ import websockets
 from tdmclient import FlatBuffer
 from tdmclient.thymio import ThymioFB
 
+from gateway.core.auth_guard import FIRST_DELAY_S
 from gateway.core.origins import HOSTED_VIEWERS
 from gateway.credentials import hash_token
 from gateway.faces.rosbridge.ops import MAX_PUBLISHERS
@@ -338,6 +340,7 @@ FACES = [
     Face("tdm ws", _tdm_ws, TDM_GARBAGE, garbage_opcode=0x2, ws_port=lambda p: p.tdm_ws),
 ]
 WS_FACES = [face for face in FACES if face.ws_port is not None]
+FACES_BY_NAME = {face.name: face for face in FACES}
 #: TDM's hostile values (nested vectors, bad flatbuffers) are in tests/test_tdm.py.
 HOSTILE_FACES = [face for face in FACES if face.hostile]
 
@@ -543,16 +546,31 @@ async def test_default_origins_off_admits_only_the_listeners_own_pages_and_the_l
 # -- auth ---------------------------------------------------------------------------------------
 
 
-async def test_a_wrong_token_is_refused_on_every_face(tmp_path: Path) -> None:
-    # A gateway of its own: wrong tokens slow every later attempt from this address (AuthGuard).
+async def test_a_wrong_token_is_refused_on_every_face_and_slows_the_next_on_any_face(tmp_path: Path) -> None:
+    # A gateway of its own: wrong tokens slow every later attempt from their address (AuthGuard).
     ports = free_ports(tmp_path)
     running = await start_gateway(tmp_path, conformance_config(tmp_path, ports, auth_timeout_s=60))
     try:
         assert running.msgpack_port is not None
         assert running.unix_socket is not None
         ports.http, ports.msgpack, ports.unix = running.http_port, running.msgpack_port, running.unix_socket
-        for face in FACES:
-            await _wrong_token_refused(ports, face)
+        # Each face from an address of its own, so that no attempt waits behind another face's failures
+        # (the delays double from one failure to the next: in one row the faces took 20 s).
+        for index, face in enumerate(FACES):
+            token = SOURCE.set(f"127.0.0.{10 + index}")
+            try:
+                await _wrong_token_refused(ports, face)
+            finally:
+                SOURCE.reset(token)
+        # One guard for every face: after the native WebSocket's failure from 127.0.0.10, a wrong token
+        # from the same address on msgpack/TCP waits its delay before it is answered.
+        token = SOURCE.set("127.0.0.10")
+        try:
+            started = time.monotonic()
+            await _wrong_token_refused(ports, FACES_BY_NAME["msgpack tcp"])
+            assert time.monotonic() - started >= FIRST_DELAY_S
+        finally:
+            SOURCE.reset(token)
     finally:
         assert await running.stop() == 0
 
