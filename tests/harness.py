@@ -433,7 +433,18 @@ class WsClient(Client):
             return message
 
     async def close(self) -> None:
-        await self.ws.close()
+        # websockets stops reading once `max_queue` messages wait unread, and the server's close frame
+        # would then wait behind them until `close_timeout` (10 s): keep reading while closing.
+        drain = asyncio.create_task(self._read_to_the_end())
+        try:
+            await self.ws.close()
+        finally:
+            await drain
+
+    async def _read_to_the_end(self) -> None:
+        with contextlib.suppress(websockets.ConnectionClosed):
+            async for _ in self.ws:
+                pass
 
 
 class MsgpackClient(Client):
