@@ -2,12 +2,12 @@
 
 The network reads frames from the link, keeps a table of nodes (`NodeState`), broadcasts ListNodes
 every `list_nodes_period_s` (discovery and keep-alive), asks each new node for its description,
-and marks a node disconnected after `node_timeout_s` of silence. A node of protocol 6 or later is
-asked for its UUID (GetDeviceInfo) as soon as it is present, before its description, so the UUID
-usually arrives first; one that never answers (the playground's) just has none: nothing waits for
-it. Variable reads collect every `Variables` frame of the reply (a real Thymio splits them into
-47-word frames). It knows nothing of the gateway: the adapter passes callbacks for node changes and
-user events.
+and marks a node disconnected after `node_timeout_s` of silence, counted while the gateway is awake
+(`gateway.silence`). A node of protocol 6 or later is asked for its UUID (GetDeviceInfo) as soon as
+it is present, before its description, so the UUID usually arrives first; one that never answers
+(the playground's) just has none: nothing waits for it. Variable reads collect every `Variables`
+frame of the reply (a real Thymio splits them into 47-word frames). It knows nothing of the
+gateway's bus or adapters: the adapter passes callbacks for node changes and user events.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gateway.silence import SilenceClock
 from protocols.aseba.description import DescriptionAssembler, NodeDescription, VariablesReassembly
 from protocols.aseba.framing import HOST_SOURCE, FrameReader
 from protocols.aseba.messages import (
@@ -166,13 +167,19 @@ class AsebaNetwork:
             await self._dispatch(message)
 
     async def _discover(self) -> None:
+        # Silence counted while the gateway is awake: waking from a stall longer than the timeout,
+        # a node has not yet had the time to answer this round's ListNodes (gateway/silence.py).
+        silences: dict[int, SilenceClock] = {}
         while True:
             self.send(command(MessageType.LIST_NODES, PROTOCOL_VERSION))
             now = time.monotonic()
             for node in list(self.nodes.values()):
-                if node.connected and now - node.last_seen > self.node_timeout_s:
+                silence = silences.get(node.id)
+                if silence is None:
+                    silence = silences[node.id] = SilenceClock(self.node_timeout_s, self.list_nodes_period_s, now)
+                if silence.tick(now, node.last_seen) and node.connected:
                     node.connected = False
-                    log.info("aseba node %d silent for %.1f s: disconnected", node.id, now - node.last_seen)
+                    log.info("aseba node %d silent for %.1f s: disconnected", node.id, silence.silent_s)
                     self._on_node(node)
                 elif node.connected and node.description is None and now - node.description_requested > 2.0:
                     self._request_description(node)

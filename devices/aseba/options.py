@@ -20,7 +20,8 @@ class AsebaOptions:
     events address, and the device is connected only while it is on the link; 0: the node with the
     lowest id (connected while any described node is).
     `list_nodes_period_ms`: how often ListNodes is broadcast (discovery and keep-alive).
-    `node_timeout_ms`: a node silent for this long is reported disconnected.
+    `node_timeout_ms`: a node silent for this long is reported disconnected (time the gateway itself was
+    stalled is not counted: `gateway.silence`).
     `request_timeout_ms`: wait for a description or a Variables reply.
     `connect_timeout_ms`: wait for the TCP connection or the serial port to open.
     `thymio_program`: load the gateway's Thymio program (`devices.aseba.thymio_program`) on every

@@ -63,7 +63,6 @@ from devices.kortex.cyclic import EVENT_LOOP_STALL_S, CyclicCodec, CyclicProcess
 from devices.kortex.cyclic_wire import ChildConfig
 from devices.kortex.errors import KortexRequestError, KortexTimeout, LinkLost
 from devices.kortex.options import ANALOG_CHANNELS, ANALOG_OUTPUT_MAX, KortexOptions
-from devices.kortex.silence import SilenceClock
 from devices.kortex.transport import MqttSettings, MqttTransport, open_mqtt, open_tcp
 from gateway.core.adapter import Adapter, Command
 from gateway.core.dispatch import CommandTable
@@ -72,6 +71,7 @@ from gateway.errors import DeviceUnavailable, InvalidArgument, UnknownCommand
 from gateway.messages.generic import Led
 from gateway.messages.kortex import Command as C61Command
 from gateway.messages.kortex import MessageId
+from gateway.silence import SilenceClock
 from protocols.errors import ProtocolError
 from protocols.kortex.frame import Frame, parse_payload
 from protocols.kortex.generated import (

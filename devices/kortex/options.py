@@ -37,7 +37,7 @@ class KortexOptions:
     (the robot closes an idle session, and stops an idle connection's motion, after these).
     `rpc_timeout_ms`: wait for an RPC reply (CreateSession, SetServoingMode, Unsubscribe ...).
     `link_timeout_ms`: a link from which nothing arrives for this long is lost (reconnect); time the
-    gateway itself was stalled (a paused process, a starved host) is not counted (`devices.kortex.silence`).
+    gateway itself was stalled (a paused process, a starved host) is not counted (`gateway.silence`).
     `analog_output_modes`: the mode each C61 analog output is configured in on the arm (channels
     A1, A2, B1, B2), which sets its range: [0, 10] V or [0, 25] mA. The gateway cannot read it
     (WristConfigC61.GetAnalogIOConfiguration's layout is not known), so it must be told.

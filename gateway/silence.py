@@ -1,10 +1,11 @@
-"""How long a link has been silent, counted only in the time the gateway was awake to hear it.
+"""How long a link or a node has been silent, counted only in the time the gateway was awake to hear it.
 
-A gateway that was stopped (SIGSTOP, a long pause, a starved host) for longer than the link's
+A gateway that was stopped (SIGSTOP, a long pause, a starved host) for longer than a link's
 timeout wakes to find the robot's last word older than that timeout, though the robot may have
 answered all along: its bytes wait unread, or its answer to the keep-alive sent on waking has not
-come back yet. Wall-clock silence would then end a healthy link. So each watchdog tick counts at most
-`MAX_TICKS_PER_STEP` periods of silence, whatever time really passed since the tick before.
+come back yet. Wall-clock silence would then end a healthy link. So each watchdog tick counts at
+most `MAX_TICKS_PER_STEP` periods of silence, whatever time really passed since the tick before.
+The watchdogs that judge silence use this clock: Kortex's RPC link and Aseba's nodes.
 """
 
 from __future__ import annotations

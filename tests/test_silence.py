@@ -1,8 +1,8 @@
-"""The RPC link's silence, counted in the time the gateway was awake (devices/kortex/silence.py)."""
+"""Silence of a link counted in the time the gateway was awake (gateway/silence.py)."""
 
 from __future__ import annotations
 
-from devices.kortex.silence import MAX_TICKS_PER_STEP, SilenceClock
+from gateway.silence import MAX_TICKS_PER_STEP, SilenceClock
 
 PERIOD_S = 0.1
 LIMIT_S = 3.0
