@@ -8,6 +8,7 @@ to every client with one `transport.write` each, as a bare broadcast server woul
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -42,11 +43,21 @@ def websocket_binary_frame(payload: bytes) -> bytes:
     return _websocket_frame(_WS_FIN_BINARY, payload)
 
 
+class _Packers(threading.local):
+    """One msgpack packer per thread: `msgpack.packb` builds a packer per call (0.6 of its 1.9 µs)."""
+
+    def __init__(self) -> None:
+        self.packer = msgpack.Packer(use_bin_type=True)  # autoreset: each `pack` returns its own bytes
+
+
+_packers = _Packers()
+
+
 def encode(message: Mapping[str, Any], encoding: Encoding) -> bytes:
     """One protocol message (a map) as the bytes to write on a socket of `encoding`."""
     if encoding == "json":
         return websocket_text_frame(orjson.dumps(message))
-    packed: bytes = msgpack.packb(message, use_bin_type=True)
+    packed: bytes = _packers.packer.pack(message)
     return packed
 
 
