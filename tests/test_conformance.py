@@ -111,6 +111,10 @@ class Conn:
         """One message: a masked WebSocket frame of `opcode`, or the bytes as they are on a stream."""
         self.writer.write(ws_frame(payload, opcode) if self.ws else payload)
 
+    def send_at_once(self, payloads: list[bytes], opcode: int = 0x1) -> None:
+        """Several messages as `send` writes them, in one write (one TCP segment when small)."""
+        self.writer.write(b"".join(ws_frame(payload, opcode) if self.ws else payload for payload in payloads))
+
     async def closed_within(self, timeout: float) -> bytes:
         """Everything the gateway sent until it closed the connection (TimeoutError when it does not)."""
         try:
@@ -702,17 +706,21 @@ async def test_unauthenticated_floods_are_closed_and_health_stays_green(
     running, ports = gateway
     conns = [await face.open(ports, None) for _ in range(4)]  # invalid frames, before any auth
     for conn in conns:
-        for _ in range(REFUSAL_BURST + 8):  # past the budget, and all read (no reset to lose the goodbye)
-            conn.send(face.garbage, face.garbage_opcode)
-        # All of it in the kernel before the gateway closes: a write of ours still pending then fails,
-        # and asyncio's stream ends with that error before reading the goodbye (seen once under load).
+        # Past the budget, in one write: the gateway reads it all before it closes. Bytes that came
+        # after its close would be unread there, the close a reset, and asyncio's stream here ends
+        # with that error before the goodbye it holds is read (seen under load, twice).
+        conn.send_at_once([face.garbage] * (REFUSAL_BURST + 8), face.garbage_opcode)
         with contextlib.suppress(ConnectionError):
             await conn.writer.drain()
-    for conn in conns:
-        said = await conn.closed_within(10)
-        # Closed for its refusals (the TDM: at its first message, which is no handshake), not by the auth deadline.
-        if face.name != "tdm tcp":  # the TDM's TCP protocol has no goodbye to carry a reason
-            assert b"refused requests" in said or b"handshake" in said, said[-300:]
+    try:
+        for conn in conns:
+            said = await conn.closed_within(10)
+            # Closed for its refusals (the TDM: at its first message, which is no handshake), not by the auth deadline.
+            if face.name != "tdm tcp":  # the TDM's TCP protocol has no goodbye to carry a reason
+                assert b"refused requests" in said or b"handshake" in said, said[-300:]
+    finally:
+        for conn in conns:  # a failure must not leave sockets for the next test's garbage collection
+            conn.close()
     async with aiohttp.ClientSession() as http, http.get(f"{running.base_url}/healthz") as response:
         assert response.status == 200
 
