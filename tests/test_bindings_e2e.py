@@ -420,7 +420,9 @@ async def test_stop_all_preempts_every_binding_until_resumed(
     await observer.until((0, 0), "paused from the API")
     await client.ok("command", device="drive", type="hwgateway/BindingResume", data={})
     await stick(sdl, pad)
-    await observer.until((0, 0), "released")
+    # Resumed: the release must reach the binding before the next test presses the deadman again.
+    await until(lambda: device.runtime.reason == "deadman released", "the deadman seen released after the resume")
+    assert await observer.targets() == (0, 0)
 
 
 async def test_priorities_between_bindings_and_clients(
@@ -430,6 +432,7 @@ async def test_priorities_between_bindings_and_clients(
     slow = binding(gateway, "slow")
     if slow.runtime.stopped:  # by the STOP ALL test, when it ran
         await client.ok("command", device="slow", type="hwgateway/BindingResume", data={})
+        await until(lambda: slow.runtime.reason == "deadman released", "slow's deadman seen released")
     await stick(sdl, pad, FULL_UP, l1=True, r1=True)  # both bindings' deadmen: drive (100) wins over slow (10)
     await observer.until((300, 300), "drive wins over slow")
     await until(lambda: slow.runtime.state == "yielded", "slow yields")

@@ -135,6 +135,20 @@ async def test_pause_and_resume_by_command_and_status(rig: RefusingRig) -> None:
     assert (status["state"], status["deadman_held"], status["target"]) == ("active", True, "dst-0")
 
 
+async def test_after_a_resume_a_release_between_two_ticks_rearms_the_deadman(rig: RefusingRig) -> None:
+    """The release and the press anew come in one event-loop turn: no tick reads the released sample."""
+    source, target, device = parts(rig)
+    source.send(0.5, True)
+    await until(lambda: target.received and target.received[-1][1] == 250, "driving")
+    await rig.router.execute("b-0", "hwgateway/BindingPause", {}, "c1", 5.0)
+    await rig.router.execute("b-0", "hwgateway/BindingResume", {}, "c1", 5.0)
+    await ticks(device, 3)
+    assert device.runtime.reason == "resumed: release and press the deadman"
+    source.send(0.5, False)
+    source.send(0.5, True)
+    await until(lambda: target.received[-1][1] == 250, "driving again")
+
+
 async def test_a_silent_source_reaches_the_safe_output_within_timeout_and_a_period(rig: RefusingRig) -> None:
     source, target, device = parts(rig)
     source.send(0.5, True)

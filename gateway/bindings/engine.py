@@ -82,6 +82,9 @@ class TickEvaluator(Protocol):
     def actions(self, latest: Mapping[str, Any], sample_age_s: float | None, now_s: float) -> Sequence[Fired]:
         """The button actions that fire now (press, release, double, toggle, thresholds; hold without a sample)."""
 
+    def deadman_held(self, latest: Mapping[str, Any]) -> bool:
+        """True when the newest message per stream holds the deadman (or the binding has none)."""
+
     def safe_output(self) -> Sequence[DeviceCommand]:
         """The one safe output (zero speed); driving starts again from it (the slew limiters are reset)."""
 
@@ -274,6 +277,10 @@ class BindingRuntime:
         """A new source sample: its button actions go out now (not when halted or paused)."""
         if self.stopped or self.paused or not self._running:
             return
+        if self._rearm and not self.evaluator.deadman_held(self.source.latest):
+            # A release counts in any sample after the resume, not only in the one a tick reads:
+            # a release shorter than an output period is still a release.
+            self._rearm = False
         now = self._clock()
         try:
             fired = self.evaluator.actions(self.source.latest, self.source.age(now), now)

@@ -46,6 +46,10 @@ class SpecEvaluator:
                 fired.append(Fired(None, action.switch_set))
         return fired
 
+    def deadman_held(self, latest: Mapping[str, Any]) -> bool:
+        """True when `latest` holds the deadman (see `Evaluator.deadman_held`)."""
+        return self._evaluator.deadman_held(latest)
+
     def safe_output(self) -> Sequence[DeviceCommand]:
         """The safe output, addressed (and the slew limiters restart from it)."""
         return self._addressed(self._evaluator.safe_commands())

@@ -120,7 +120,7 @@ class Evaluator:
         dt_s = 0.0 if self._last_tick_s is None else max(now_s - self._last_tick_s, 0.0)
         self._last_tick_s = now_s
         spec = self.spec
-        deadman_held = spec.deadman is None or _held(spec.deadman, latest)
+        deadman_held = self.deadman_held(latest)
         if sample_age_s is None:
             return self._safe_decision("no sample yet", deadman_held, None)
         if not sample_age_s <= spec.timeout_s:  # NaN counts as too old
@@ -139,6 +139,10 @@ class Evaluator:
             clamped = clamped or limited
             values[output.name] = state.limiter.step(target, dt_s)
         return OutputDecision(self._commands(values), values, False, "", deadman_held, clamped, turbo, sample_age_s)
+
+    def deadman_held(self, latest: Mapping[str, Any]) -> bool:
+        """True when `latest` (as in `output`) holds the deadman, or when the binding has none."""
+        return self.spec.deadman is None or _held(self.spec.deadman, latest)
 
     def safe_commands(self) -> tuple[OutputCommand, ...]:
         """The safe output (every output at its `safe` value); the limiters restart from it."""
