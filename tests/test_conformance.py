@@ -725,6 +725,34 @@ async def test_unauthenticated_floods_are_closed_and_health_stays_green(
         assert response.status == 200
 
 
+@pytest.mark.parametrize("face", [f for f in FACES if f.ws_port is None], ids=lambda f: f.name)
+async def test_a_flood_that_goes_on_after_the_close_still_reads_the_goodbye_and_a_clean_end(
+    gateway: tuple[RunningGateway, Ports], face: Face
+) -> None:
+    """The stream faces linger on close: a client still sending gets the goodbye and an end, not a reset."""
+    conn = await face.open(gateway[1], None)
+
+    async def flood() -> None:
+        with contextlib.suppress(ConnectionError):
+            while True:  # one message a write, on after the gateway's close, as a careless client does
+                conn.send(face.garbage, face.garbage_opcode)
+                await conn.writer.drain()
+                await asyncio.sleep(0.002)
+
+    flooding = asyncio.create_task(flood())
+    try:
+        await asyncio.sleep(0.5)  # not reading meanwhile: the gateway has closed by now
+        said = b""
+        async with asyncio.timeout(10):
+            while data := await conn.reader.read(65536):  # a reset raises ConnectionResetError here
+                said += data
+        if face.name != "tdm tcp":  # the TDM's TCP protocol has no goodbye to carry a reason
+            assert b"refused requests" in said, said[-300:]
+    finally:
+        flooding.cancel()
+        conn.close()
+
+
 @pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
 async def test_refusals_within_the_budget_are_answered_and_the_client_stays(
     gateway: tuple[RunningGateway, Ports], face: Face

@@ -3,6 +3,7 @@
 Real sockets throughout: a TCP connection on 127.0.0.1 (asyncio's selector transport, the direct
 path), a TLS one (no direct path: asyncio's `write`), and a peer that stops reading so that the
 kernel takes only part of a write. What the peer reads must be every accepted byte, in order.
+And `StreamWriterTransport.close`'s lingering close, with a peer that goes on sending.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import socket
 import ssl
 from collections.abc import AsyncIterator
 
+import pytest
 import trustme
 
-from gateway.servers.socket_transport import HIGH_WATER_BYTES, SocketTransport
+from gateway.errors import ErrorCode
+from gateway.servers.socket_transport import HIGH_WATER_BYTES, LINGER_S, SocketTransport, StreamWriterTransport
 
 
 @contextlib.asynccontextmanager
@@ -140,3 +143,43 @@ async def test_tls_has_no_direct_path_and_still_delivers_in_order() -> None:
         writer.close()
         server.close()
         await server.wait_closed()
+
+
+def _read_then_keep_sending(peer: socket.socket, then_close: bool) -> bytes:
+    """What the gateway sent until its FIN; the peer sends after each read and after the FIN, then maybe closes."""
+    peer.settimeout(5.0)
+    said = bytearray()
+    while chunk := peer.recv(65536):
+        said += chunk
+        peer.sendall(b"late bytes" * 1000)  # still sending after the close began
+    peer.sendall(b"more late bytes" * 1000)
+    if then_close:
+        peer.close()
+    return bytes(said)
+
+
+@pytest.mark.parametrize("peer_closes", [True, False])
+async def test_a_stream_close_lingers_until_the_peer_closes_and_no_longer_than_linger_s(peer_closes: bool) -> None:
+    """The goodbye, a FIN, then the peer's late bytes are dropped; a peer that never closes waits `LINGER_S`."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    peer = socket.create_connection(listener.getsockname())
+    ours, _ = listener.accept()
+    listener.close()
+    reader, writer = await asyncio.open_connection(sock=ours)
+    transport = StreamWriterTransport(writer, 0)
+    reading = asyncio.create_task(reader.read(65536))  # the listener's read loop, waiting
+    await asyncio.sleep(0)
+    transport.write(b"goodbye")
+    closing = asyncio.create_task(transport.close(ErrorCode.GOING_AWAY, "test"))
+    try:
+        started = asyncio.get_running_loop().time()
+        assert await asyncio.to_thread(_read_then_keep_sending, peer, peer_closes) == b"goodbye"
+        await asyncio.wait_for(closing, 5)
+        took = asyncio.get_running_loop().time() - started
+        assert (took < LINGER_S) if peer_closes else (took >= LINGER_S * 0.9), took
+        assert transport.room() < 0
+        assert writer.transport.is_closing()
+        # The listener's read loop, waiting all along, wakes without an error (the late bytes went nowhere else).
+        assert isinstance(await asyncio.wait_for(reading, 5), bytes)
+    finally:
+        peer.close()

@@ -16,6 +16,9 @@ HIGH_WATER_BYTES = 64 * 1024
 DRAIN_POLL_S = 0.005
 #: Seconds a closing connection may take to send what it has buffered before it is aborted.
 CLOSE_DRAIN_S = 1.0
+#: Seconds a stream connection the gateway closes waits, after its goodbye and FIN, for the peer to close
+#: its side (what the peer still sends meanwhile is read and dropped).
+LINGER_S = 1.0
 
 
 def close_or_abort(transport: asyncio.BaseTransport, drain_s: float = CLOSE_DRAIN_S) -> None:
@@ -47,6 +50,8 @@ class SocketTransport:
 
     def __init__(self, transport: asyncio.WriteTransport, send_buffer_bytes: int) -> None:
         self._transport = transport
+        #: True once the gateway ended its side (FIN sent): nothing more may be written.
+        self._ended = False
         self._direct = _selector_socket(transport)
         sock = transport.get_extra_info("socket")
         if send_buffer_bytes and sock is not None and sock.family != socket.AF_UNIX:
@@ -61,14 +66,14 @@ class SocketTransport:
     def room(self) -> int:
         """Bytes below the high-water mark of unsent data; negative when backed up or closing."""
         transport = self._transport
-        if transport.is_closing():
+        if self._ended or transport.is_closing():
             return -1
         return HIGH_WATER_BYTES - transport.get_write_buffer_size()
 
     def write(self, data: bytes) -> None:
         """Write `data` now (one send system call when nothing is buffered); dropped once closing."""
         transport = self._transport
-        if not transport.is_closing():
+        if not (self._ended or transport.is_closing()):
             transport.write(data)
 
     def try_write(self, data: bytes) -> bool:
@@ -85,7 +90,7 @@ class SocketTransport:
         """
         transport = self._transport
         unsent = transport.get_write_buffer_size()
-        if transport.is_closing() or (unsent and unsent + len(data) > HIGH_WATER_BYTES):
+        if self._ended or transport.is_closing() or (unsent and unsent + len(data) > HIGH_WATER_BYTES):
             return False
         sock = self._direct
         if unsent or sock is None:
@@ -126,7 +131,15 @@ class StreamWriterTransport(SocketTransport):
         self._writer = writer
 
     async def close(self, code: ErrorCode, reason: str) -> None:
-        """Close the socket; abort it when what is buffered does not drain in `CLOSE_DRAIN_S` (a peer not reading)."""
+        """Close the socket, lingering first; abort it when what is buffered does not drain in `CLOSE_DRAIN_S`.
+
+        Lingering: the gateway's side ends (FIN after the goodbye already written), then what the
+        peer still sends is read and dropped until it closes too, for at most `LINGER_S` s. Closing
+        a socket with unread bytes makes the kernel reset the connection, and a reset can destroy
+        the goodbye before the peer reads it: a client still sending when it is closed (a flood, a
+        pipelined batch) would get "connection reset" instead of the reason.
+        """
+        await self._linger()
         self._writer.close()
         try:
             async with asyncio.timeout(CLOSE_DRAIN_S):
@@ -135,3 +148,50 @@ class StreamWriterTransport(SocketTransport):
             self.abort()
         except OSError:  # ConnectionError included: the peer is gone, nothing left to close
             pass
+
+    async def _linger(self) -> None:
+        transport = self._writer.transport
+        if self._ended or not isinstance(transport, asyncio.Transport) or transport.is_closing():
+            return
+        if not transport.can_write_eof():  # TLS cannot half-close
+            return
+        self._ended = True
+        dropping = _DropUntilClosed(transport.get_protocol())
+        transport.set_protocol(dropping)
+        transport.resume_reading()  # the stream may have paused it with its buffer full
+        transport.write_eof()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(LINGER_S):
+                await dropping.peer_closed.wait()
+
+
+class _DropUntilClosed(asyncio.Protocol):
+    """Stands in for a stream's protocol while its connection lingers: drops what arrives, notes the peer's end.
+
+    The stream's own protocol still learns of the connection's loss, so a reader waiting on it wakes.
+    """
+
+    def __init__(self, stream_protocol: asyncio.BaseProtocol) -> None:
+        self._stream_protocol = stream_protocol
+        self.peer_closed = asyncio.Event()
+
+    def data_received(self, data: bytes) -> None:
+        """Drop it: the session is over."""
+
+    def eof_received(self) -> bool:
+        """The peer closed its side: keep the transport for the gateway's own close."""
+        self.peer_closed.set()
+        return True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """Hand the loss to the stream's protocol (its reader and `wait_closed` wake)."""
+        self.peer_closed.set()
+        self._stream_protocol.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """Flow control stays the stream's (its writer's `drain`)."""
+        self._stream_protocol.pause_writing()
+
+    def resume_writing(self) -> None:
+        """Flow control stays the stream's."""
+        self._stream_protocol.resume_writing()
