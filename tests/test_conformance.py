@@ -18,7 +18,7 @@ import socket
 import struct
 import subprocess
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -403,6 +403,42 @@ async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tup
     assert await running.stop() == 0
 
 
+ScenarioOf = Callable[[tuple[RunningGateway, Ports], Face], Coroutine[Any, Any, None]]
+
+
+class AllFacesAtOnce:
+    """Runs a scenario that mostly waits for a deadline on every face at once, each face still a test of its own.
+
+    The first face's test starts the scenario on every face of `faces`; each face's test then waits for
+    its own run and fails with its own error. The deadlines overlap instead of adding up.
+    """
+
+    def __init__(self) -> None:
+        self._runs: dict[ScenarioOf, dict[str, asyncio.Task[None]]] = {}
+
+    async def run(
+        self, scenario: ScenarioOf, gateway: tuple[RunningGateway, Ports], face: Face, faces: list[Face]
+    ) -> None:
+        runs = self._runs.get(scenario)
+        if runs is None:
+            runs = self._runs[scenario] = {each.name: asyncio.create_task(scenario(gateway, each)) for each in faces}
+        await runs[face.name]
+
+    async def cancel(self) -> None:
+        """Cancel the runs no test waited for (faces deselected with -k)."""
+        for task in (task for runs in self._runs.values() for task in runs.values()):
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def at_once() -> AsyncIterator[AllFacesAtOnce]:
+    runner = AllFacesAtOnce()
+    yield runner
+    await runner.cancel()
+
+
 # -- the Host and Origin guards (every WebSocket face; stream faces have no Host) ---------------
 
 #: Host headers no listener may answer: foreign names and malformed forms (see test_security's table).
@@ -616,8 +652,12 @@ async def test_slowloris_headers_are_cut_off_on_every_websocket_listener(
 
 @pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
 async def test_a_client_that_never_authenticates_is_closed_after_auth_timeout_s(
-    gateway: tuple[RunningGateway, Ports], face: Face
+    gateway: tuple[RunningGateway, Ports], face: Face, at_once: AllFacesAtOnce
 ) -> None:
+    await at_once.run(_never_authenticates, gateway, face, FACES)
+
+
+async def _never_authenticates(gateway: tuple[RunningGateway, Ports], face: Face) -> None:
     logged = len(gateway[0].logs)
     conn = await face.open(gateway[1], None)  # connected, and silent
     answer = await conn.closed_within(AUTH_TIMEOUT_S + 5)
@@ -637,14 +677,15 @@ async def test_a_client_that_never_authenticates_is_closed_after_auth_timeout_s(
 
 
 @pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
-async def test_a_half_frame_is_closed_after_read_timeout_s(gateway: tuple[RunningGateway, Ports], face: Face) -> None:
+async def test_a_half_frame_is_closed_after_read_timeout_s(
+    gateway: tuple[RunningGateway, Ports], face: Face, at_once: AllFacesAtOnce
+) -> None:
+    await at_once.run(_half_frame_closed, gateway, face, FACES)
+
+
+async def _half_frame_closed(gateway: tuple[RunningGateway, Ports], face: Face) -> None:
     conn = await face.open(gateway[1], ADMIN)
-    if conn.ws:
-        conn.writer.write(ws_frame_header(1000, face.garbage_opcode) + b"x" * 10)
-    elif face.name == "tdm tcp":
-        conn.writer.write(struct.pack("<I", 1000) + b"x" * 10)
-    else:
-        conn.writer.write(b"\xdb\x00\x00\x03\xe8" + b"x" * 10)  # msgpack str32 of 1000 bytes, 10 sent
+    _half_frame(face, conn)
     await conn.closed_within(READ_TIMEOUT_S + 5)
 
 
@@ -652,7 +693,13 @@ async def test_a_half_frame_is_closed_after_read_timeout_s(gateway: tuple[Runnin
 
 
 @pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
-async def test_a_flood_of_refused_frames_closes_the_client(gateway: tuple[RunningGateway, Ports], face: Face) -> None:
+async def test_a_flood_of_refused_frames_closes_the_client(
+    gateway: tuple[RunningGateway, Ports], face: Face, at_once: AllFacesAtOnce
+) -> None:
+    await at_once.run(_flood_of_refused_frames, gateway, face, FACES)
+
+
+async def _flood_of_refused_frames(gateway: tuple[RunningGateway, Ports], face: Face) -> None:
     conn = await face.open(gateway[1], ADMIN)
     await asyncio.sleep(0.3)  # authenticated (the auth deadline is not what closes it)
     for _ in range(REFUSAL_BURST * 20):
@@ -753,8 +800,12 @@ async def test_a_flood_that_goes_on_after_the_close_still_reads_the_goodbye_and_
 
 @pytest.mark.parametrize("face", FACES, ids=_ids(FACES))
 async def test_refusals_within_the_budget_are_answered_and_the_client_stays(
-    gateway: tuple[RunningGateway, Ports], face: Face
+    gateway: tuple[RunningGateway, Ports], face: Face, at_once: AllFacesAtOnce
 ) -> None:
+    await at_once.run(_refusals_within_the_budget, gateway, face, FACES)
+
+
+async def _refusals_within_the_budget(gateway: tuple[RunningGateway, Ports], face: Face) -> None:
     conn = await face.open(gateway[1], ADMIN)
     await asyncio.sleep(0.3)
     for _ in range(REFUSAL_BURST // 2):
@@ -773,10 +824,13 @@ async def test_every_websocket_face_closes_a_peer_that_never_answers_pings(tmp_p
         assert running.msgpack_port is not None
         assert running.unix_socket is not None
         ports.http, ports.msgpack, ports.unix = running.http_port, running.msgpack_port, running.unix_socket
-        for face in WS_FACES:
+
+        async def pinged_then_closed(face: Face) -> None:
             conn = await face.open(ports, ADMIN)  # a raw client: it never answers a ping
             data = await conn.closed_within(5)
-            assert 0x9 in [opcode for opcode, _ in ws_server_frames(data)], face.name  # pinged, then closed
+            assert 0x9 in [opcode for opcode, _ in ws_server_frames(data)], face.name
+
+        await asyncio.gather(*(pinged_then_closed(face) for face in WS_FACES))  # the deadlines overlap
     finally:
         assert await running.stop() == 0
 
@@ -1154,7 +1208,7 @@ STOP_BOUND_S = 10.0
 
 
 def _half_frame(face: Face, conn: Conn) -> None:
-    """Begin a 1,000-byte frame and send 10 bytes of it (the same half frames as the read-deadline test)."""
+    """Begin a 1,000-byte frame and send 10 bytes of it (a msgpack str32 on msgpack)."""
     if conn.ws:
         conn.writer.write(ws_frame_header(1000, face.garbage_opcode) + b"x" * 10)
     elif face.name == "tdm tcp":
