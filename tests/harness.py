@@ -493,17 +493,25 @@ def _small_buffer_socket(port: int, receive_buffer: int) -> socket.socket:
 
 
 async def connect(
-    gateway: GatewayUnderTest, transport: TransportName, receive_buffer: int | None = None, **ws_options: Any
+    gateway: GatewayUnderTest,
+    transport: TransportName,
+    receive_buffer: int | None = None,
+    source: str | None = None,
+    **ws_options: Any,
 ) -> Client:
     """Connect a client over `transport` and read its `hello`.
 
     `receive_buffer` fixes the client's kernel receive buffer (bytes), as a slow network would, instead
-    of Linux's autotuning up to tens of megabytes on loopback.
+    of Linux's autotuning up to tens of megabytes on loopback. `source`: the 127.0.0.0/8 address a TCP
+    connection comes from (the gateway counts some things per address), not with `receive_buffer`.
     """
     client: Client
+    local_addr = None if source is None else (source, 0)
     if transport == "ws":
         if receive_buffer is not None:
             ws_options["sock"] = _small_buffer_socket(gateway.http_port, receive_buffer)
+        elif local_addr is not None:
+            ws_options["local_addr"] = local_addr
         ws = await websockets.connect(
             f"ws://127.0.0.1:{gateway.http_port}/ws", max_size=None, compression=None, **ws_options
         )
@@ -513,7 +521,7 @@ async def connect(
         if receive_buffer is not None:
             streams = await asyncio.open_connection(sock=_small_buffer_socket(gateway.msgpack_port, receive_buffer))
         else:
-            streams = await asyncio.open_connection("127.0.0.1", gateway.msgpack_port)
+            streams = await asyncio.open_connection("127.0.0.1", gateway.msgpack_port, local_addr=local_addr)
         client = MsgpackClient(*streams)
     else:
         assert gateway.unix_socket is not None

@@ -20,6 +20,7 @@ from tests.harness import (
     TRANSPORTS,
     GatewayUnderTest,
     MsgpackClient,
+    TransportName,
     WsClient,
     connect,
     gateway_config,
@@ -167,25 +168,32 @@ async def test_each_attempt_waits_its_delay_before_its_check() -> None:
     assert guard.delay_for("a") == 0.0
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_wrong_tokens_are_slowed_then_the_connection_is_closed(tmp_path: Path, transport: str) -> None:
+async def test_wrong_tokens_are_slowed_then_the_connection_is_closed(tmp_path: Path) -> None:
+    """On each transport at once, from an address of its own (the guard counts per address)."""
     async with running_gateway(
         tmp_path, gateway_config(tmp_path, extra='[auth]\ntokens = ["s3cret-token-0123"]\n')
     ) as gateway:
-        client = await connect(gateway, transport)  # type: ignore[arg-type]
-        # Each waits its delay (0, 0.25, 0.5, 1, 2 s: the guard's own test above); 10 s guards a hang.
-        for _ in range(MAX_FAILURES_PER_CONNECTION):
-            assert (await client.error("auth", timeout=10.0, token="guess"))["code"] == "unauthorized"
-        closing = await client.wait_for(lambda m: m["op"] == "close")
-        assert closing["code"] == "unauthorized"
-        await client.close()
-        # The next connection from the same address waits too (4 s), and the right token still works.
-        again = await connect(gateway, transport)  # type: ignore[arg-type]
-        assert (await again.request("auth", timeout=10.0, token="s3cret-token-0123"))["data"]["authenticated"] is True
-        await again.close()
+
+        async def guess_then_right(transport: TransportName, source: str | None) -> None:
+            client = await connect(gateway, transport, source=source)
+            # Each waits its delay (0, 0.25, 0.5, 1, 2 s: the guard's own test above); 10 s guards a hang.
+            for _ in range(MAX_FAILURES_PER_CONNECTION):
+                assert (await client.error("auth", timeout=10.0, token="guess"))["code"] == "unauthorized"
+            closing = await client.wait_for(lambda m: m["op"] == "close")
+            assert closing["code"] == "unauthorized"
+            await client.close()
+            # The next connection from the same address waits too (4 s), and the right token still works.
+            again = await connect(gateway, transport, source=source)
+            answer = await again.request("auth", timeout=10.0, token="s3cret-token-0123")
+            assert answer["data"]["authenticated"] is True, transport
+            await again.close()
+
+        sources: dict[TransportName, str | None] = {"ws": "127.0.0.1", "tcp": "127.0.0.2", "unix": None}
+        assert set(sources) == set(TRANSPORTS)
+        await asyncio.gather(*(guess_then_right(transport, source) for transport, source in sources.items()))
         warnings = [line for line in gateway.logs if "wrong token" in line.get("event", "")]
-        assert len(warnings) == 1, warnings  # aggregated: one line per address per interval
-        assert "(next attempt waits 0.25 s)" in warnings[0]["event"]
+        assert len(warnings) == 3, warnings  # aggregated: one line per address per interval
+        assert all("(next attempt waits 0.25 s)" in line["event"] for line in warnings), warnings
 
 
 async def test_parallel_connections_do_not_guess_faster(tmp_path: Path) -> None:
