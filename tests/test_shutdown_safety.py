@@ -96,7 +96,7 @@ async def test_sigterm_with_stuck_clients_puts_every_device_in_its_safe_state_an
         for transport in TRANSPORTS:
             for _ in range(2):
                 small = 4096 if transport != "unix" else None  # a Unix socket's buffers are fixed
-                options = {"close_timeout": 0.5} if transport == "ws" else {}
+                options: dict[str, Any] = {"close_timeout": 0.5} if transport == "ws" else {}
                 client = await connect(gateway, transport, receive_buffer=small, **options)
                 await _stop_reading(client)
                 stuck.append(client)
