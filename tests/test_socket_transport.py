@@ -18,7 +18,13 @@ import pytest
 import trustme
 
 from gateway.errors import ErrorCode
-from gateway.servers.socket_transport import HIGH_WATER_BYTES, LINGER_S, SocketTransport, StreamWriterTransport
+from gateway.servers.socket_transport import (
+    HIGH_WATER_BYTES,
+    LINGER_QUIET_S,
+    LINGER_S,
+    SocketTransport,
+    StreamWriterTransport,
+)
 
 
 @contextlib.asynccontextmanager
@@ -145,22 +151,28 @@ async def test_tls_has_no_direct_path_and_still_delivers_in_order() -> None:
         await server.wait_closed()
 
 
-def _read_then_keep_sending(peer: socket.socket, then_close: bool) -> bytes:
-    """What the gateway sent until its FIN; the peer sends after each read and after the FIN, then maybe closes."""
+def _read_then_keep_sending(peer: socket.socket, then: str) -> bytes:
+    """What the gateway sent until its FIN; then the peer closes ("close"), does nothing ("quiet"), or
+    sends once and stays ("sent").
+    """
     peer.settimeout(5.0)
     said = bytearray()
     while chunk := peer.recv(65536):
         said += chunk
-        peer.sendall(b"late bytes" * 1000)  # still sending after the close began
-    peer.sendall(b"more late bytes" * 1000)
-    if then_close:
+    if then == "close":
+        peer.sendall(b"late bytes" * 1000)  # still sending after the gateway's FIN
         peer.close()
+    elif then == "sent":
+        peer.sendall(b"late bytes" * 1000)
     return bytes(said)
 
 
-@pytest.mark.parametrize("peer_closes", [True, False])
-async def test_a_stream_close_lingers_until_the_peer_closes_and_no_longer_than_linger_s(peer_closes: bool) -> None:
-    """The goodbye, a FIN, then the peer's late bytes are dropped; a peer that never closes waits `LINGER_S`."""
+@pytest.mark.parametrize("then", ["close", "quiet", "sent"])
+async def test_a_stream_close_lingers_while_the_peer_sends_and_no_longer_than_linger_s(then: str) -> None:
+    """The goodbye, a FIN, then the peer's late bytes are dropped until it closes or `LINGER_S` is up.
+
+    A peer that sends nothing after the FIN is waited for `LINGER_QUIET_S` only.
+    """
     listener = socket.create_server(("127.0.0.1", 0))
     peer = socket.create_connection(listener.getsockname())
     ours, _ = listener.accept()
@@ -170,13 +182,20 @@ async def test_a_stream_close_lingers_until_the_peer_closes_and_no_longer_than_l
     reading = asyncio.create_task(reader.read(65536))  # the listener's read loop, waiting
     await asyncio.sleep(0)
     transport.write(b"goodbye")
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     closing = asyncio.create_task(transport.close(ErrorCode.GOING_AWAY, "test"))
     try:
-        started = asyncio.get_running_loop().time()
-        assert await asyncio.to_thread(_read_then_keep_sending, peer, peer_closes) == b"goodbye"
+        peer_side = asyncio.create_task(asyncio.to_thread(_read_then_keep_sending, peer, then))
         await asyncio.wait_for(closing, 5)
-        took = asyncio.get_running_loop().time() - started
-        assert (took < LINGER_S) if peer_closes else (took >= LINGER_S * 0.9), took
+        took = loop.time() - started
+        assert await asyncio.wait_for(peer_side, 10) == b"goodbye"
+        if then == "sent":
+            assert LINGER_S * 0.9 <= took < LINGER_S + 0.5, took
+        elif then == "quiet":
+            assert LINGER_QUIET_S * 0.9 <= took < LINGER_S * 0.9, took
+        else:
+            assert took < LINGER_S * 0.9, took
         assert transport.room() < 0
         assert writer.transport.is_closing()
         # The listener's read loop, waiting all along, wakes without an error (the late bytes went nowhere else).

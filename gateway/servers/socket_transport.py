@@ -16,9 +16,13 @@ HIGH_WATER_BYTES = 64 * 1024
 DRAIN_POLL_S = 0.005
 #: Seconds a closing connection may take to send what it has buffered before it is aborted.
 CLOSE_DRAIN_S = 1.0
-#: Seconds a stream connection the gateway closes waits, after its goodbye and FIN, for the peer to close
-#: its side (what the peer still sends meanwhile is read and dropped).
+#: Seconds a stream connection the gateway closes waits at most, after its goodbye and FIN, for the peer
+#: to close its side (what the peer still sends meanwhile is read and dropped).
 LINGER_S = 1.0
+#: Seconds after which the lingering ends early when the peer sent nothing since it began: a peer that
+#: is not sending cannot be reset by its own bytes, and an idle client must not hold the gateway's stop.
+#: A peer that did send is waited for until it closes or `LINGER_S` is up, even across pauses.
+LINGER_QUIET_S = 0.2
 
 
 def close_or_abort(transport: asyncio.BaseTransport, drain_s: float = CLOSE_DRAIN_S) -> None:
@@ -134,10 +138,11 @@ class StreamWriterTransport(SocketTransport):
         """Close the socket, lingering first; abort it when what is buffered does not drain in `CLOSE_DRAIN_S`.
 
         Lingering: the gateway's side ends (FIN after the goodbye already written), then what the
-        peer still sends is read and dropped until it closes too, for at most `LINGER_S` s. Closing
-        a socket with unread bytes makes the kernel reset the connection, and a reset can destroy
-        the goodbye before the peer reads it: a client still sending when it is closed (a flood, a
-        pipelined batch) would get "connection reset" instead of the reason.
+        peer still sends is read and dropped until it closes too, for at most `LINGER_S` s (or
+        `LINGER_QUIET_S` when it sends nothing meanwhile). Closing a socket with unread bytes makes the
+        kernel reset the connection, and a reset can destroy the goodbye before the peer reads it:
+        a client still sending when it is closed (a flood, a pipelined batch) would get
+        "connection reset" instead of the reason.
         """
         await self._linger()
         self._writer.close()
@@ -161,8 +166,12 @@ class StreamWriterTransport(SocketTransport):
         transport.resume_reading()  # the stream may have paused it with its buffer full
         transport.write_eof()
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(LINGER_S):
+            async with asyncio.timeout(LINGER_QUIET_S):
                 await dropping.peer_closed.wait()
+        if dropping.sent_since and not dropping.peer_closed.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(LINGER_S - LINGER_QUIET_S):
+                    await dropping.peer_closed.wait()
 
 
 class _DropUntilClosed(asyncio.Protocol):
@@ -174,9 +183,12 @@ class _DropUntilClosed(asyncio.Protocol):
     def __init__(self, stream_protocol: asyncio.BaseProtocol) -> None:
         self._stream_protocol = stream_protocol
         self.peer_closed = asyncio.Event()
+        #: True once the peer sent something after the lingering began.
+        self.sent_since = False
 
     def data_received(self, data: bytes) -> None:
         """Drop it: the session is over."""
+        self.sent_since = True
 
     def eof_received(self) -> bool:
         """The peer closed its side: keep the transport for the gateway's own close."""
