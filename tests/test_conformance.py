@@ -753,8 +753,10 @@ async def test_unauthenticated_floods_are_closed_and_health_stays_green(
     running, ports = gateway
     conns = [await face.open(ports, None) for _ in range(4)]  # invalid frames, before any auth
     for conn in conns:
-        # Past the budget, in one write (a flood that goes on after the close is the next test's).
-        conn.send_at_once([face.garbage] * (REFUSAL_BURST + 8), face.garbage_opcode)
+        # Far past the budget, in one write (a flood that goes on after the close is the next test's):
+        # the budget refills at max_requests_per_s (200/s), so a loaded gateway that takes 40 ms over
+        # BURST + 8 refusals refills the 8 and waits for the auth deadline (seen once in CI here).
+        conn.send_at_once([face.garbage] * (REFUSAL_BURST * 10), face.garbage_opcode)
         with contextlib.suppress(ConnectionError):
             await conn.writer.drain()
     try:
