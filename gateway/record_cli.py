@@ -153,6 +153,9 @@ def _count_replayable(args: argparse.Namespace) -> int:
         raise _Stopped
 
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGINT)}
+    # Said once a stop is handled: a large file takes seconds to read, and a supervisor (or a test)
+    # that waits for this line knows a SIGTERM from now on ends the reading cleanly (exit 0).
+    print(f"hwgateway replay: reading {args.file}", file=sys.stderr, flush=True)
     try:
         indexed = index_recording(args.file, patterns=tuple(args.topics), prefix=args.prefix)
         if indexed is not None:  # played as it is read: no limit on its size

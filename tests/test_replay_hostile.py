@@ -283,8 +283,10 @@ async def test_hwgateway_replay_stops_at_sigterm_while_reading_and_plays_a_loope
         "--msgpack-port", "-1", "--unix-socket", str(tmp_path / "r.sock"), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )  # fmt: skip
-    await asyncio.sleep(1.0)  # reading the file (seconds for 2,000,000 messages)
-    proc.send_signal(signal.SIGTERM)
+    assert proc.stderr is not None
+    started = await asyncio.wait_for(proc.stderr.readline(), 30)  # not a fixed sleep: a loaded start takes > 1 s
+    assert started.decode() == f"hwgateway replay: reading {two_million}\n", started
+    proc.send_signal(signal.SIGTERM)  # while reading the file (seconds for 2,000,000 messages)
     out, err = await asyncio.wait_for(proc.communicate(), STOP_TIMEOUT_S)
     assert proc.returncode == 0, err.decode()
     assert "messages of" not in out.decode(), out  # it never got to serving
