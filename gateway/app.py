@@ -24,12 +24,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from devices.registry import KINDS
-from devices.remote.adapter import RemoteDevice
 from gateway import __version__
 from gateway.bindings.manager import Bindings
 from gateway.bus import Bus
@@ -38,24 +37,16 @@ from gateway.config import load as load_config
 from gateway.core.adapter import DeviceKinds
 from gateway.core.client import Hub
 from gateway.core.config import Config, DeviceConfig
+from gateway.core.config_digest import config_digest
 from gateway.device_options import DeviceOptionsEditor
 from gateway.errors import ConfigError, DeviceUnavailable, ErrorCode
 from gateway.faces.contract import Face
-from gateway.faces.foxglove.server import FoxgloveServer
-from gateway.faces.mqtt.bridge import MqttBridge
-from gateway.faces.mqtt.face import MqttFace
 from gateway.faces.native.msgpack_server import MsgpackServer
 from gateway.faces.native.websocket import handler as native_websocket
-from gateway.faces.ros2.face import Ros2Face
-from gateway.faces.rosbridge.server import RosbridgeServer
-from gateway.faces.rosbridge.server import handler as rosbridge_handler
-from gateway.faces.tdm.server import TdmServer
 from gateway.memory import freeze_startup_objects, tune_allocator
 from gateway.metrics import Metrics
 from gateway.realtime import keep_off_cpus
-from gateway.record.daemon import BusRecorder, config_digest
 from gateway.reload import Reloader
-from gateway.ros import names as ros_names
 from gateway.sdnotify import Notifier
 from gateway.servers.http import build_app
 from gateway.servers.http_guard import GuardedHttpProtocol, listen_guarded
@@ -64,6 +55,15 @@ from gateway.servers.tls import server_context
 from gateway.supervisor import Supervisor
 from gateway.throttled_logs import RateLimitedLog
 from gateway.waits import finish_within
+
+if TYPE_CHECKING:  # the optional faces are imported when a config turns them on: see `Gateway.__init__`
+    from gateway.faces.foxglove.server import FoxgloveServer
+    from gateway.faces.mqtt.bridge import MqttBridge
+    from gateway.faces.ros2.face import Ros2Face
+    from gateway.faces.rosbridge.server import RosbridgeServer
+    from gateway.faces.tdm.server import TdmServer
+    from gateway.record.daemon import BusRecorder
+    from gateway.ros.names import RosNames
 
 log = logging.getLogger(__name__)
 
@@ -172,40 +172,59 @@ class Gateway:
         self._guards: dict[asyncio.BaseTransport, GuardedHttpProtocol] = {}
         self.limits = ConnectionLimits(config.server, raise_open_file_limit())
         self._msgpack = MsgpackServer(self.hub, self.limits)
-        self._ros_names = (
-            ros_names.RosNames(ros_names.namings_of(config.devices, kinds))
-            if config.rosbridge.enabled or config.ros2.enabled
-            else None
-        )
-        self._rosbridge = (
-            RosbridgeServer(self.hub, self._ros_names, config.rosbridge.port, self.limits, self._guards)
-            if config.rosbridge.enabled and self._ros_names is not None
-            else None
-        )
-        self.mqtt = MqttBridge(config.mqtt, self.hub, RemoteDevice.imported) if config.mqtt.enabled else None
-        if self.mqtt is not None:
+        # Faces and the recorder a config leaves off are not even imported: together they are a third
+        # of the daemon's start (0.3 s of CPU here, seconds on a Raspberry Pi), and a reload does not
+        # turn them on (a face's section needs a restart, README).
+        self._ros_names: RosNames | None = None
+        if config.rosbridge.enabled or config.ros2.enabled:
+            from gateway.ros import names as ros_names
+
+            self._ros_names = ros_names.RosNames(ros_names.namings_of(config.devices, kinds))
+        self._rosbridge: RosbridgeServer | None = None
+        if config.rosbridge.enabled and self._ros_names is not None:
+            from gateway.faces.rosbridge.server import RosbridgeServer
+
+            self._rosbridge = RosbridgeServer(
+                self.hub, self._ros_names, config.rosbridge.port, self.limits, self._guards
+            )
+        self.mqtt: MqttBridge | None = None
+        if config.mqtt.enabled:
+            from devices.remote.adapter import RemoteDevice
+            from gateway.faces.mqtt.bridge import MqttBridge
+
+            self.mqtt = MqttBridge(config.mqtt, self.hub, RemoteDevice.imported)
             self.metrics.registry.register(self.mqtt.collector())
-        self.tdm = TdmServer(self.hub, config.tdm, self.limits) if config.tdm.enabled else None
-        self._foxglove = (
-            FoxgloveServer(self.hub, self.limits, config.foxglove.port) if config.foxglove.enabled else None
-        )
+        self.tdm: TdmServer | None = None
+        if config.tdm.enabled:
+            from gateway.faces.tdm.server import TdmServer
+
+            self.tdm = TdmServer(self.hub, config.tdm, self.limits)
+        self._foxglove: FoxgloveServer | None = None
+        if config.foxglove.enabled:
+            from gateway.faces.foxglove.server import FoxgloveServer
+
+            self._foxglove = FoxgloveServer(self.hub, self.limits, config.foxglove.port)
         #: Every face's own listeners (and MQTT's broker link), through the face contract (the HTTP port's
         #: `/ws` and `/rosbridge` are the app's).
         self.faces: list[Face] = [
             face for face in (self._msgpack, self.tdm, self._rosbridge, self._foxglove) if face is not None
         ]
         if self.mqtt is not None:
+            from gateway.faces.mqtt.face import MqttFace
+
             self.faces.append(MqttFace(self.mqtt))
-        self.ros2 = (
-            Ros2Face(self.hub, config.ros2, self._ros_names, lambda: self.health()[1])
-            if config.ros2.enabled and self._ros_names is not None
-            else None
-        )
-        if self.ros2 is not None:
+        self.ros2: Ros2Face | None = None
+        if config.ros2.enabled and self._ros_names is not None:
+            from gateway.faces.ros2.face import Ros2Face
+
+            self.ros2 = Ros2Face(self.hub, config.ros2, self._ros_names, lambda: self.health()[1])
             self.faces.append(self.ros2)
         self.config_digest = config_digest(config)
-        self.recorder = BusRecorder(config, self.bus, self.supervisor, self.router) if config.record.enabled else None
-        if self.recorder is not None:
+        self.recorder: BusRecorder | None = None
+        if config.record.enabled:
+            from gateway.record.daemon import BusRecorder
+
+            self.recorder = BusRecorder(config, self.bus, self.supervisor, self.router)
             self.metrics.registry.register(self.recorder.collector())
         self.http_port: int | None = None
         self.started = time.time()
@@ -213,7 +232,9 @@ class Gateway:
     def devices_changed(self, devices: tuple[DeviceConfig, ...]) -> None:
         """A reload started or stopped devices (`devices`: the config's now); faces naming devices up front follow."""
         if self._ros_names is not None:
-            self._ros_names.rebuild(ros_names.namings_of(devices, self._kinds))
+            from gateway.ros.names import namings_of
+
+            self._ros_names.rebuild(namings_of(devices, self._kinds))
 
     def _observe_command(self, device: str, outcome: str, seconds: float) -> None:
         self.metrics.observe_command(device, outcome, seconds)
@@ -248,6 +269,8 @@ class Gateway:
         app = build_app(server, self.health, self.metrics.render, self._guards)
         app.router.add_get("/ws", native_websocket(self.hub, self._guards))
         if self._rosbridge is not None and self._ros_names is not None:
+            from gateway.faces.rosbridge.server import handler as rosbridge_handler
+
             app.router.add_get("/rosbridge", rosbridge_handler(self.hub, self._ros_names))
         tls = server_context(server)
         self._runner, self._http_server = await listen_guarded(

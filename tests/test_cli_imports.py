@@ -75,3 +75,49 @@ def test_running_the_daemon_still_imports_it(tmp_path: Path) -> None:
     config = tmp_path / "gateway.toml"
     config.write_text('[server]\nhost = "127.0.0.1"\n')
     assert "gateway.config" in heavy_modules_after("check-config", str(config))
+
+
+#: The faces and the recorder: a daemon imports each only when its config turns it on.
+OPTIONAL_MODULES = {
+    "foxglove": "gateway.faces.foxglove.server",
+    "mqtt": "gateway.faces.mqtt.bridge",
+    "ros2": "gateway.faces.ros2.face",
+    "rosbridge": "gateway.faces.rosbridge.server",
+    "tdm": "gateway.faces.tdm.server",
+    "record": "gateway.record.daemon",
+}
+
+GATEWAY_PROBE = """
+import json, sys
+from gateway.app import Gateway
+from gateway.config import loads
+Gateway(loads(sys.argv[1]))
+print(json.dumps(sorted(name for name in {modules} if name in sys.modules)))
+"""
+
+#: Each optional part turned on, as a config section (the record folder is made only at start).
+TURNED_ON = {
+    "foxglove": "[foxglove]\nenabled = true\n",
+    "mqtt": '[mqtt]\nurl = "mqtt://127.0.0.1:1"\n',
+    "ros2": "[ros2]\nenabled = true\n",
+    "rosbridge": "[rosbridge]\nenabled = true\n",
+    "tdm": "[tdm]\nenabled = true\n",
+    "record": '[record]\nfolder = "/nonexistent"\n',
+}
+
+
+def optional_modules_of(config: str) -> list[str]:
+    """The modules of OPTIONAL_MODULES a `Gateway` built (not started) from `config` has imported."""
+    code = GATEWAY_PROBE.format(modules=repr(sorted(OPTIONAL_MODULES.values())))
+    done = subprocess.run(
+        [sys.executable, "-c", code, config], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
+    loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_the_daemon_imports_only_the_faces_its_config_turns_on() -> None:
+    # A third of the daemon's start (more on a Raspberry Pi) is faces most configs leave off.
+    base = '[server]\nhost = "127.0.0.1"\n'
+    assert optional_modules_of(base) == []
+    assert optional_modules_of(base + "".join(TURNED_ON.values())) == sorted(OPTIONAL_MODULES.values())

@@ -10,10 +10,7 @@ answer (through `CommandRouter.watchers`) go into the files. Its counters show o
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import hashlib
 import logging
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +23,7 @@ from gateway import __version__
 from gateway.bus import Bus, DeviceEvent, Outgoing, Subscriber
 from gateway.commands import CommandAnswered, CommandRouter, CommandSeen
 from gateway.core.config import Config, RecordConfig
+from gateway.core.config_digest import config_digest
 from gateway.messages import REGISTRY, schema_of
 from gateway.record.bag import namer_of
 from gateway.record.channels import COMMAND_TOPIC, COMMAND_TYPE, OWN_SCHEMAS, RESULT_TOPIC, RESULT_TYPE
@@ -34,27 +32,6 @@ from gateway.ros.names import DeviceNaming
 from gateway.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
-
-_SECRET_KEYS = frozenset({"tokens", "credentials", "hash", "token_file", "tls_key", "key_file"})
-_URL_PASSWORD = re.compile(r"//([^:/@]*):[^@/]*@")
-
-
-def _normalized(value: Any) -> Any:
-    """Plain data of a config value without secrets (auth tokens, key files, URL passwords)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _normalized(getattr(value, f.name)) for f in dataclasses.fields(value)
-                if f.name not in _SECRET_KEYS}  # fmt: skip
-    if isinstance(value, tuple | list):
-        return [_normalized(item) for item in value]
-    if isinstance(value, str):
-        return _URL_PASSWORD.sub(r"//\1@", value)
-    return value
-
-
-def config_digest(config: Config) -> str:
-    """sha256 (hex) of the normalized config without its secrets: the same settings give the same digest."""
-    normal = _normalized(config)
-    return hashlib.sha256(orjson.dumps(normal, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
 
 
 def _schemas() -> dict[str, dict[str, Any]]:
