@@ -11,13 +11,14 @@ import asyncio
 import json
 import re
 import resource
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import msgpack
 import pytest
+import pytest_asyncio
 import websockets
 
 from gateway.bus import Bus, Subscriber
@@ -44,9 +45,19 @@ from tests.harness import (
     start_gateway,
 )
 
+#: Every async test runs on the module's event loop: `gateways`' daemons' log pipes are read on it, and
+#: a daemon whose log nobody reads while another test runs would block when the pipe fills.
+on_module_loop = pytest.mark.asyncio(loop_scope="module")
+
 MiB = 1024 * 1024
 #: Each held connection sends this much of a value announced at 1 MiB, and stops.
 HALF = 512 * 1024
+#: `[server]` of the shared budget tests: 2 MiB of unfinished requests in all, a read timeout no test reaches.
+SHARED_BUDGET = "max_partial_bytes = 2097152\nread_timeout_s = 30.0\n"
+#: `[server]` of the flood tests: requests and refusals without a budget.
+NO_BUDGET = "max_requests_per_s = 1000000.0\nrequest_burst = 1000000\nrefusal_burst = 1000000\n"
+#: The `[auth]` section of the tests of unauthenticated clients.
+TOKENS = '[auth]\ntokens = ["s3cret-token-0123"]\n'
 
 
 async def _pings_answered(gateway: RunningGateway, count: int, transport: TransportName = "ws") -> None:
@@ -71,6 +82,39 @@ async def _partial_bytes_reach(gateway: RunningGateway, wanted: Callable[[int], 
             if wanted(held):
                 return held
             await asyncio.sleep(0.05)
+
+
+class SharedGateways:
+    """One daemon per configuration, started by the first test that asks for it and shared by the rest.
+
+    The tests of one rule on each transport ask for the same configuration, so the daemon starts once
+    for them, not once per transport; each test leaves it as it found it (its clients closed, its
+    partial bytes given back). Every daemon is stopped, and must exit 0, when the module ends.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._running: dict[tuple[str, str], RunningGateway] = {}
+
+    async def get(self, server: str = "", extra: str = "") -> RunningGateway:
+        """The daemon of `gateway_config` with these `[server]` keys and `extra` TOML."""
+        key = (server, extra)
+        if key not in self._running:
+            folder = self._folder / f"gateway-{len(self._running)}"
+            folder.mkdir()
+            self._running[key] = await start_gateway(folder, gateway_config(folder, server=server, extra=extra))
+        return self._running[key]
+
+    async def stop(self) -> list[int]:
+        """Stop every daemon; their exit codes."""
+        return [await gateway.stop() for gateway in self._running.values()]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def gateways(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SharedGateways]:
+    shared = SharedGateways(tmp_path_factory.mktemp("abuse"))
+    yield shared
+    assert set(await shared.stop()) <= {0}
 
 
 # -- partial requests ---------------------------------------------------------------------------
@@ -99,147 +143,133 @@ async def _hold_partial_requests_until_dropped(gateway: RunningGateway, transpor
     return peak
 
 
+@on_module_loop
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_partial_requests_are_dropped_after_the_read_timeout_and_their_bytes_given_back(
-    tmp_path: Path, transport: TransportName
+    gateways: SharedGateways, transport: TransportName
 ) -> None:
-    config = gateway_config(tmp_path, server="read_timeout_s = 1.0\n")
-    gateway = await start_gateway(tmp_path, config)
-    try:
-        assert (await _health(gateway))["partial_bytes"] == 0
-        # The second round fits in the 16 MiB budget only if the first one's 12 MiB were given back.
-        # (What the rounds cost in resident memory is bench/abuse.py's subject: it is the allocator's.)
-        peaks = [await _hold_partial_requests_until_dropped(gateway, transport) for _ in range(2)]
-        assert all(24 * HALF <= peak < 24 * (HALF + 64) for peak in peaks), peaks  # payload and framing only
-        await _pings_answered(gateway, 20, transport)
-    finally:
-        assert await gateway.stop() == 0
+    gateway = await gateways.get(server="read_timeout_s = 1.0\n")
+    assert (await _health(gateway))["partial_bytes"] == 0
+    # The second round fits in the 16 MiB budget only if the first one's 12 MiB were given back.
+    # (What the rounds cost in resident memory is bench/abuse.py's subject: it is the allocator's.)
+    peaks = [await _hold_partial_requests_until_dropped(gateway, transport) for _ in range(2)]
+    assert all(24 * HALF <= peak < 24 * (HALF + 64) for peak in peaks), peaks  # payload and framing only
+    await _pings_answered(gateway, 20, transport)
 
 
+@on_module_loop
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_unfinished_requests_beyond_the_shared_budget_are_closed(
-    tmp_path: Path, transport: TransportName
+    gateways: SharedGateways, transport: TransportName
 ) -> None:
-    config = gateway_config(tmp_path, server="max_partial_bytes = 2097152\nread_timeout_s = 30.0\n")
-    gateway = await start_gateway(tmp_path, config)
-    try:
-        held = []
-        for _ in range(6):  # 6 x 512 KiB: the fifth and sixth do not fit in 2 MiB
-            reader, writer = await open_raw(gateway, transport)
-            writer.write((ws_frame_header(MiB - 64) if transport == "ws" else b"\xc6" + (MiB - 64).to_bytes(4, "big"))
-                         + b"x" * (512 * 1024))  # fmt: skip
-            await writer.drain()
-            await asyncio.sleep(0.1)
-            held.append((reader, writer))
-        for reader, writer in held[4:]:
-            sent = await read_until_closed(reader, timeout=3.0)
-            if transport == "ws":
-                # Closed either way; the close frame is lost when the reset overtakes it.
-                assert ws_close_code(sent) in (1013, None)
-            else:
-                close = close_of(transport, sent)
-                assert close is not None
-                assert close["code"] == "unavailable"
-                assert "server.max_partial_bytes" in close["reason"]
-            writer.close()
-        for reader, writer in held[:4]:
-            assert not reader.at_eof()
-            writer.transport.abort()
-        await _partial_bytes_reach(gateway, lambda held: held == 0)
-        await _pings_answered(gateway, 10, transport)
-    finally:
-        assert await gateway.stop() == 0
-
-
-@pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_a_header_claiming_4_gib_is_refused_as_soon_as_it_is_read(
-    tmp_path: Path, transport: TransportName
-) -> None:
-    # No read timeout could close it first: the refusal can only come from the header itself.
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, server="read_timeout_s = 3600.0\n"))
-    try:
+    gateway = await gateways.get(server=SHARED_BUDGET)
+    held = []
+    for _ in range(6):  # 6 x 512 KiB: the fifth and sixth do not fit in 2 MiB
         reader, writer = await open_raw(gateway, transport)
-        writer.write(ws_frame_header(4 << 30, WS_BINARY) if transport == "ws" else b"\xdb\xff\xff\xff\xff")
-        sent = await read_until_closed(reader, timeout=10.0)  # guards a hang only
+        writer.write((ws_frame_header(MiB - 64) if transport == "ws" else b"\xc6" + (MiB - 64).to_bytes(4, "big"))
+                     + b"x" * (512 * 1024))  # fmt: skip
+        await writer.drain()
+        await asyncio.sleep(0.1)
+        held.append((reader, writer))
+    for reader, writer in held[4:]:
+        sent = await read_until_closed(reader, timeout=3.0)
         if transport == "ws":
-            assert ws_close_code(sent) == 1009
+            # Closed either way; the close frame is lost when the reset overtakes it.
+            assert ws_close_code(sent) in (1013, None)
         else:
             close = close_of(transport, sent)
             assert close is not None
-            assert close["code"] == "too_large"
-            assert "promises a message of at least 4294967300 bytes" in close["reason"]
+            assert close["code"] == "unavailable"
+            assert "server.max_partial_bytes" in close["reason"]
         writer.close()
-    finally:
-        assert await gateway.stop() == 0
+    for reader, writer in held[:4]:
+        assert not reader.at_eof()
+        writer.transport.abort()
+    await _partial_bytes_reach(gateway, lambda held: held == 0)
+    await _pings_answered(gateway, 10, transport)
+
+
+@on_module_loop
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_header_claiming_4_gib_is_refused_as_soon_as_it_is_read(
+    gateways: SharedGateways, transport: TransportName
+) -> None:
+    # The read timeout (30 s) is far beyond the wait: the refusal can only come from the header itself.
+    gateway = await gateways.get(server=SHARED_BUDGET)
+    reader, writer = await open_raw(gateway, transport)
+    writer.write(ws_frame_header(4 << 30, WS_BINARY) if transport == "ws" else b"\xdb\xff\xff\xff\xff")
+    sent = await read_until_closed(reader, timeout=10.0)  # guards a hang only
+    if transport == "ws":
+        assert ws_close_code(sent) == 1009
+    else:
+        close = close_of(transport, sent)
+        assert close is not None
+        assert close["code"] == "too_large"
+        assert "promises a message of at least 4294967300 bytes" in close["reason"]
+    writer.close()
 
 
 # -- floods from clients that never read ----------------------------------------------------------
 
 
+@on_module_loop
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_client_that_sends_rejected_frames_and_never_reads_is_no_longer_read(
-    tmp_path: Path, transport: TransportName
+    gateways: SharedGateways, transport: TransportName
 ) -> None:
     # Tokens are set and the flood never authenticates: the pre-auth path is the one under test.
     # Refusals are not budgeted either: the flood is stopped by not being read, not by being closed.
-    budget = "max_requests_per_s = 1000000.0\nrequest_burst = 1000000\nrefusal_burst = 1000000\n"
-    config = gateway_config(tmp_path, server=budget, extra='[auth]\ntokens = ["s3cret-token-0123"]\n')
-    gateway = await start_gateway(tmp_path, config)
-    try:
-        _, writer = await open_raw(gateway, transport, receive_buffer=4096 if transport != "unix" else None)
-        # Invalid JSON on /ws, a msgpack value that is not a map elsewhere: each is answered `bad_request`.
-        junk = ws_frame(b"x") if transport == "ws" else msgpack.packb(1)
-        binary = ws_frame(b"\x00", WS_BINARY) if transport == "ws" else msgpack.packb([1])
-        chunk = (junk + binary) * 2000
-        sent = 0
-        stalled = False
-        while sent < 256 * MiB:  # far more than any buffer on the way holds: the gateway must stop reading
-            writer.write(chunk)
-            try:
-                async with asyncio.timeout(0.5):
-                    await writer.drain()
-            except TimeoutError:
-                stalled = True  # the gateway stopped reading: that is the point
-                break
-            sent += len(chunk)
-        assert stalled, f"the gateway read all {sent} bytes of a client that never reads"
-        # Another client is served meanwhile. What its pings cost and how long they take next to the
-        # stalled flood, against no flood, is bench/abuse.py's subject.
-        await _pings_answered(gateway, 100)
-        writer.transport.abort()
-    finally:
-        assert await gateway.stop() == 0
+    gateway = await gateways.get(server=NO_BUDGET, extra=TOKENS)
+    _, writer = await open_raw(gateway, transport, receive_buffer=4096 if transport != "unix" else None)
+    # Invalid JSON on /ws, a msgpack value that is not a map elsewhere: each is answered `bad_request`.
+    junk = ws_frame(b"x") if transport == "ws" else msgpack.packb(1)
+    binary = ws_frame(b"\x00", WS_BINARY) if transport == "ws" else msgpack.packb([1])
+    chunk = (junk + binary) * 2000
+    sent = 0
+    stalled = False
+    while sent < 256 * MiB:  # far more than any buffer on the way holds: the gateway must stop reading
+        writer.write(chunk)
+        try:
+            async with asyncio.timeout(0.5):
+                await writer.drain()
+        except TimeoutError:
+            stalled = True  # the gateway stopped reading: that is the point
+            break
+        sent += len(chunk)
+    assert stalled, f"the gateway read all {sent} bytes of a client that never reads"
+    # Another client is served meanwhile. What its pings cost and how long they take next to the
+    # stalled flood, against no flood, is bench/abuse.py's subject.
+    await _pings_answered(gateway, 100)
+    writer.transport.abort()
 
 
+@on_module_loop
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_client_past_its_refusal_burst_is_closed_and_the_rest_of_its_flood_is_not_handled(
-    tmp_path: Path, transport: TransportName
+    gateways: SharedGateways, transport: TransportName
 ) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, server="refusal_burst = 8\n"))
-    try:
-        reader, writer = await open_raw(gateway, transport)
-        # 500 undecodable requests and then a valid ping, all in one write: after 8 refusals (and
-        # what the refill adds meanwhile) the client is closed, and its ping is never answered.
-        junk = ws_frame(b"x") if transport == "ws" else msgpack.packb(1)
-        ping = ws_frame(b'{"op": "ping", "id": 1}') if transport == "ws" else msgpack.packb({"op": "ping", "id": 1})
-        writer.write(junk * 500 + ping)
-        sent = await read_until_closed(reader, timeout=5.0)
-        if transport == "ws":
-            messages = [json.loads(p) for op, p in ws_server_frames(sent) if op == WS_TEXT]
-        else:
-            messages = msgpack_messages(sent)
-        refusals = [m for m in messages if m.get("op") == "result" and not m["ok"]]
-        assert 8 <= len(refusals) < 20, len(refusals)
-        assert {m["error"]["code"] for m in refusals} == {"bad_request"}
-        assert not [m for m in messages if m.get("op") == "result" and m["ok"]]  # the ping was not handled
-        close = close_of(transport, sent)
-        assert close is not None
-        assert close["code"] == "rate_limited"
-        assert "(server.refusal_burst, server.max_requests_per_s)" in close["reason"]
-        writer.close()
-        await _pings_answered(gateway, 10, transport)  # others are served as before
-    finally:
-        assert await gateway.stop() == 0
+    gateway = await gateways.get(server="refusal_burst = 8\n")
+    reader, writer = await open_raw(gateway, transport)
+    # 500 undecodable requests and then a valid ping, all in one write: after 8 refusals (and
+    # what the refill adds meanwhile) the client is closed, and its ping is never answered.
+    junk = ws_frame(b"x") if transport == "ws" else msgpack.packb(1)
+    ping = ws_frame(b'{"op": "ping", "id": 1}') if transport == "ws" else msgpack.packb({"op": "ping", "id": 1})
+    writer.write(junk * 500 + ping)
+    sent = await read_until_closed(reader, timeout=5.0)
+    if transport == "ws":
+        messages = [json.loads(p) for op, p in ws_server_frames(sent) if op == WS_TEXT]
+    else:
+        messages = msgpack_messages(sent)
+    refusals = [m for m in messages if m.get("op") == "result" and not m["ok"]]
+    assert 8 <= len(refusals) < 20, len(refusals)
+    assert {m["error"]["code"] for m in refusals} == {"bad_request"}
+    assert not [m for m in messages if m.get("op") == "result" and m["ok"]]  # the ping was not handled
+    close = close_of(transport, sent)
+    assert close is not None
+    assert close["code"] == "rate_limited"
+    assert "(server.refusal_burst, server.max_requests_per_s)" in close["reason"]
+    writer.close()
+    await _pings_answered(gateway, 10, transport)  # others are served as before
 
 
 # -- connection caps and the open-file limit ------------------------------------------------------
@@ -266,6 +296,7 @@ async def _try_connect(gateway: RunningGateway, transport: TransportName, source
 _held: list[asyncio.StreamWriter] = []
 
 
+@on_module_loop
 async def test_a_thousand_connections_beyond_the_open_file_limit_are_refused_clearly(tmp_path: Path) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # this test process holds 1,000 sockets
@@ -305,67 +336,70 @@ async def test_a_thousand_connections_beyond_the_open_file_limit_are_refused_cle
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
-@pytest.mark.parametrize("transport", ["ws", "tcp"])
-async def test_connections_per_peer_are_capped(tmp_path: Path, transport: TransportName) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, server="max_clients_per_peer = 5\n"))
+@on_module_loop
+@pytest.mark.parametrize(
+    ("transport", "peer", "other_peer"), [("ws", "127.0.0.9", "127.0.0.10"), ("tcp", "127.0.0.11", "127.0.0.12")]
+)
+async def test_connections_per_peer_are_capped(
+    gateways: SharedGateways, transport: TransportName, peer: str, other_peer: str
+) -> None:
+    # Peers of their own per transport: the daemon is shared, and the other test's may not be gone yet.
+    gateway = await gateways.get(server="max_clients_per_peer = 5\n")
     try:
-        outcomes = [await _try_connect(gateway, transport, "127.0.0.9") for _ in range(6)]
+        outcomes = [await _try_connect(gateway, transport, peer) for _ in range(6)]
         assert outcomes[:5] == ["ok"] * 5
-        assert "too many clients from 127.0.0.9: 5 connected (server.max_clients_per_peer = 5)" in outcomes[5]
-        assert await _try_connect(gateway, transport, "127.0.0.10") == "ok"
+        assert f"too many clients from {peer}: 5 connected (server.max_clients_per_peer = 5)" in outcomes[5]
+        assert await _try_connect(gateway, transport, other_peer) == "ok"
     finally:
         for writer in _held:
             writer.transport.abort()
         _held.clear()
-        assert await gateway.stop() == 0
 
 
 # -- timeouts -------------------------------------------------------------------------------------
 
 
+@on_module_loop
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_a_client_that_does_not_authenticate_in_time_is_closed(tmp_path: Path, transport: TransportName) -> None:
-    config = gateway_config(tmp_path, server="auth_timeout_s = 1.0\n", extra='[auth]\ntokens = ["s3cret-token-0123"]\n')
-    gateway = await start_gateway(tmp_path, config)
-    try:
-        patient = await connect(gateway, transport)
-        await patient.ok("auth", token="s3cret-token-0123")
-        idle = await connect(gateway, transport)
-        close = await idle.wait_for(lambda m: m["op"] == "close", timeout=3.0)
-        assert close == {
-            "op": "close",
-            "code": "timeout",
-            "reason": "not authenticated within 1 s (server.auth_timeout_s)",
-        }
-        await asyncio.sleep(0.5)
-        await patient.ok("ping")
-        await patient.close()
-        await idle.close()
-    finally:
-        assert await gateway.stop() == 0
+async def test_a_client_that_does_not_authenticate_in_time_is_closed(
+    gateways: SharedGateways, transport: TransportName
+) -> None:
+    gateway = await gateways.get(server="auth_timeout_s = 1.0\n", extra=TOKENS)
+    patient = await connect(gateway, transport)
+    await patient.ok("auth", token="s3cret-token-0123")
+    idle = await connect(gateway, transport)
+    close = await idle.wait_for(lambda m: m["op"] == "close", timeout=3.0)
+    assert close == {
+        "op": "close",
+        "code": "timeout",
+        "reason": "not authenticated within 1 s (server.auth_timeout_s)",
+    }
+    await asyncio.sleep(0.5)
+    await patient.ok("ping")
+    await patient.close()
+    await idle.close()
 
 
+@on_module_loop
 @pytest.mark.parametrize("transport", ["tcp", "unix"])
 async def test_a_silent_msgpack_client_is_closed_after_the_idle_timeout(
-    tmp_path: Path, transport: TransportName
+    gateways: SharedGateways, transport: TransportName
 ) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, server="idle_timeout_s = 1.0\n"))
-    try:
-        talker = await connect(gateway, transport)
-        silent = await connect(gateway, transport)
-        for _ in range(6):
-            await talker.ok("ping")
-            await asyncio.sleep(0.3)
-        close = await silent.wait_for(lambda m: m["op"] == "close", timeout=1.0)
-        assert close["code"] == "timeout"
-        assert "nothing received for 1 s (server.idle_timeout_s" in close["reason"]
+    gateway = await gateways.get(server="idle_timeout_s = 1.0\n")
+    talker = await connect(gateway, transport)
+    silent = await connect(gateway, transport)
+    for _ in range(6):
         await talker.ok("ping")
-        await talker.close()
-        await silent.close()
-    finally:
-        assert await gateway.stop() == 0
+        await asyncio.sleep(0.3)
+    close = await silent.wait_for(lambda m: m["op"] == "close", timeout=1.0)
+    assert close["code"] == "timeout"
+    assert "nothing received for 1 s (server.idle_timeout_s" in close["reason"]
+    await talker.ok("ping")
+    await talker.close()
+    await silent.close()
 
 
+@on_module_loop
 async def test_slowloris_headers_are_cut_off_and_health_stays_reachable(tmp_path: Path) -> None:
     gateway = await start_gateway(tmp_path, gateway_config(tmp_path, server="http_header_timeout_s = 1.0\n"))
     try:
@@ -395,22 +429,20 @@ async def test_slowloris_headers_are_cut_off_and_health_stays_reachable(tmp_path
 WORST_PATTERNS = ["/".join(["**"] * 84 + ["zz"]), "**/a/**/b/**/c/**/zz", "/".join(["*"] * 31 + ["**"])] * 21
 
 
+@on_module_loop
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_the_worst_legal_patterns_subscribe_without_stalling_the_loop(
-    tmp_path: Path, transport: TransportName
+    gateways: SharedGateways, transport: TransportName
 ) -> None:
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path))
-    try:
-        client = await connect(gateway, transport)
-        await client.ok("subscribe", topics=["sim-1/**"])
-        await client.wait_for(lambda m: m["op"] == "state")
-        for _ in range(4):
-            result = await client.ok("subscribe", topics=WORST_PATTERNS)
-            assert result["topics"] == []  # none of them matches a sim topic, and each is answered
-        assert (await client.ok("ping"))["pong"] is True
-        await client.close()
-    finally:
-        assert await gateway.stop() == 0
+    gateway = await gateways.get(server="refusal_burst = 8\n")
+    client = await connect(gateway, transport)
+    await client.ok("subscribe", topics=["sim-1/**"])
+    await client.wait_for(lambda m: m["op"] == "state")
+    for _ in range(4):
+        result = await client.ok("subscribe", topics=WORST_PATTERNS)
+        assert result["topics"] == []  # none of them matches a sim topic, and each is answered
+    assert (await client.ok("ping"))["pong"] is True
+    await client.close()
 
 
 def test_the_worst_legal_patterns_on_a_busy_bus_match_nothing_and_hold_nothing_back() -> None:
@@ -434,6 +466,7 @@ def test_the_worst_legal_patterns_on_a_busy_bus_match_nothing_and_hold_nothing_b
     assert subscriber.depth == 1  # that topic's latest value
 
 
+@on_module_loop
 async def test_unknown_device_names_leave_metrics_the_same_size(tmp_path: Path) -> None:
     config = gateway_config(tmp_path, server="max_requests_per_s = 1000000.0\nrequest_burst = 1000000\n")
     gateway = await start_gateway(tmp_path, config)
@@ -458,6 +491,7 @@ async def test_unknown_device_names_leave_metrics_the_same_size(tmp_path: Path) 
         assert await gateway.stop() == 0
 
 
+@on_module_loop
 async def test_websocket_refused_beyond_the_cap_says_why(tmp_path: Path) -> None:
     gateway = await start_gateway(
         tmp_path, gateway_config(tmp_path, server="max_clients = 2\nmax_clients_per_peer = 2\n")
