@@ -172,9 +172,9 @@ class Gateway:
         self._guards: dict[asyncio.BaseTransport, GuardedHttpProtocol] = {}
         self.limits = ConnectionLimits(config.server, raise_open_file_limit())
         self._msgpack = MsgpackServer(self.hub, self.limits)
-        # Faces and the recorder a config leaves off are not even imported: together they are a third
-        # of the daemon's start (0.3 s of CPU here, seconds on a Raspberry Pi), and a reload does not
-        # turn them on (a face's section needs a restart, README).
+        # Faces and the recorder a config leaves off are not even imported: together they were a fifth
+        # of the daemon's start (0.2 s of CPU of 1.0 here, several times that on a Raspberry Pi), and
+        # a reload does not turn them on (a face's section needs a restart, README).
         self._ros_names: RosNames | None = None
         if config.rosbridge.enabled or config.ros2.enabled:
             from gateway.ros import names as ros_names

@@ -117,7 +117,7 @@ def optional_modules_of(config: str) -> list[str]:
 
 
 def test_the_daemon_imports_only_the_faces_its_config_turns_on() -> None:
-    # A third of the daemon's start (more on a Raspberry Pi) is faces most configs leave off.
+    # A fifth of the daemon's start (more on a Raspberry Pi) was faces most configs leave off.
     base = '[server]\nhost = "127.0.0.1"\n'
     assert optional_modules_of(base) == []
     assert optional_modules_of(base + "".join(TURNED_ON.values())) == sorted(OPTIONAL_MODULES.values())
