@@ -104,9 +104,12 @@ def test_both_readers_see_every_channel_schema_and_message_in_log_time_order(rec
     devices = json.loads(info["metadata"]["hwgateway"]["devices"])
     assert {d["id"] for d in devices} >= {"sim-pad", "wiimote-demo"}
     assert info["metadata"]["hwgateway"]["gateway_version"]
-    # sequence = the bus's seq, one more per sample on a topic; publish time = the device stamp
+    # sequence = the bus's seq, one more per sample on a topic (more when the gateway skipped samples
+    # for this client while it fell behind, newest wins: seen on a loaded host); publish time = the
+    # device stamp
     pad = [m for m in messages if m[0] == "sim-pad/state"]
-    assert all(b[3] == a[3] + 1 for a, b in itertools.pairwise(pad))
+    assert all(b[3] > a[3] for a, b in itertools.pairwise(pad))
+    assert sum(b[3] == a[3] + 1 for a, b in itertools.pairwise(pad)) >= len(pad) // 2
     first = json.loads(pad[-1][4])
     stamp = first["timestamp"]["sec"] * 10**9 + first["timestamp"]["nanosec"]
     assert abs(pad[-1][2] - stamp) < 1_000  # the same reading of the sim's clock: only rounding to ns apart
