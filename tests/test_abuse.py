@@ -120,13 +120,17 @@ async def gateways(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Sh
 # -- partial requests ---------------------------------------------------------------------------
 
 
+def _announce_a_mib(transport: TransportName) -> bytes:
+    """The head of a value of about 1 MiB: a WebSocket frame's header, or a msgpack bin 32's."""
+    return ws_frame_header(MiB - 64) if transport == "ws" else b"\xc6" + (MiB - 64).to_bytes(4, "big")
+
+
 async def _hold_partial_requests_until_dropped(gateway: RunningGateway, transport: TransportName) -> int:
     """24 connections each send half of a 1 MiB value and stop; return the bytes the gateway held of them."""
     held = []
     for _ in range(24):  # 12 MiB, within server.max_partial_bytes (16 MiB)
         reader, writer = await open_raw(gateway, transport)
-        head = ws_frame_header(MiB - 64) if transport == "ws" else b"\xc6" + (MiB - 64).to_bytes(4, "big")
-        writer.write(head + b"x" * HALF)
+        writer.write(_announce_a_mib(transport) + b"x" * HALF)
         await writer.drain()
         held.append((reader, writer))
     peak = await _partial_bytes_reach(gateway, lambda held: held >= 24 * HALF)
@@ -166,8 +170,7 @@ async def test_unfinished_requests_beyond_the_shared_budget_are_closed(
     held = []
     for _ in range(6):  # 6 x 512 KiB: the fifth and sixth do not fit in 2 MiB
         reader, writer = await open_raw(gateway, transport)
-        writer.write((ws_frame_header(MiB - 64) if transport == "ws" else b"\xc6" + (MiB - 64).to_bytes(4, "big"))
-                     + b"x" * (512 * 1024))  # fmt: skip
+        writer.write(_announce_a_mib(transport) + b"x" * HALF)
         await writer.drain()
         await asyncio.sleep(0.1)
         held.append((reader, writer))
