@@ -173,6 +173,10 @@ class SimSession:
     wrist_commands: list[tuple[int, WristCyclicC61_pb2.Command]] = field(default_factory=list)
 
 
+#: Seconds the simulated arm keeps reading its UDP port when stopped, for datagrams already sent.
+UDP_GRACE_S = 0.05
+
+
 class SimulatedArm:
     """The arm: `await start()`, then point a client at `host`, `tcp_port`, `udp_port`."""
 
@@ -283,6 +287,10 @@ class SimulatedArm:
             self._server.close()
             await self._server.wait_closed()
         if self._udp is not None:
+            # Datagrams sent just before the stop (a gateway's CloseSession as it exits) are read
+            # first, as a real arm would: closing the socket at once would drop what the loop has not
+            # read yet (seen on a loaded host).
+            await asyncio.sleep(UDP_GRACE_S)
             self._udp.close()
 
     def close_tcp_connections(self) -> None:
