@@ -452,7 +452,7 @@ class Bus:
             return subscription.id
         for topic, matched in subscriber.routed.items():
             if subscription.id in matched:
-                subscriber.offer(self._latest[topic], min(matched.values()))
+                subscriber.offer(self._latest[topic], self._routes[topic].members[subscriber][0])
         return subscription.id
 
     def unsubscribe(self, subscriber: Subscriber, subscription_id: int) -> bool:
@@ -462,13 +462,16 @@ class Bus:
             return False
         subscriber.idle.discard(subscription_id)
         for topic, matched in list(subscriber.routed.items()):
-            if matched.pop(subscription_id, None) is None:
+            interval = matched.pop(subscription_id, None)
+            if interval is None:
                 continue
-            if matched:
-                self._routes[topic].put(subscriber, min(matched.values()))
-            else:
+            route = self._routes[topic]
+            if not matched:
                 del subscriber.routed[topic]
-                self._routes[topic].remove(subscriber)
+                route.remove(subscriber)
+            elif interval == route.members[subscriber][0] and interval not in matched.values():
+                # It held the topic's (least) interval alone: the next least is the topic's now.
+                route.put(subscriber, min(matched.values()))
         if subscriber._bus is self:
             self._place(subscriber, None)
         subscriber.forget_unmatched()
@@ -583,16 +586,29 @@ class Bus:
             subscriber.idle.add(subscription.id)
             return
         subscriber.idle.discard(subscription.id)
+        interval = subscription.min_interval
         for topic in topics:
-            matched = subscriber.routed.setdefault(topic, {})
-            matched[subscription.id] = subscription.min_interval
-            self._routes[topic].put(subscriber, min(matched.values()))
+            route = self._routes[topic]
+            matched = subscriber.routed.get(topic)
+            if matched is None:
+                subscriber.routed[topic] = {subscription.id: interval}
+                route.put(subscriber, interval)
+                continue
+            matched[subscription.id] = interval
+            # The topic's interval is the least of its subscriptions': only a shorter one changes it.
+            if interval < route.members[subscriber][0]:
+                route.put(subscriber, interval)
 
     def _candidates(self, subscription: Subscription) -> list[str]:
         """The published topics `subscription` matches, trying each pattern only where it can match."""
         found: dict[str, None] = {}
         for pattern in subscription.parsed:
             topics: Iterable[str]
+            if pattern.literal:
+                # `parse_pattern` keeps a literal pattern's text as it is: it names its one topic.
+                if pattern.text in self._routes:
+                    found[pattern.text] = None
+                continue
             if pattern.first is not None:
                 topics = self._topics_by_first.get(pattern.first, ())
             elif pattern.last is not None:

@@ -156,6 +156,8 @@ class Pattern:
     #: Its first and last segment when they are literal (None: a wildcard).
     first: str | None
     last: str | None
+    #: True when it has no wildcard: it matches the one topic spelled as it is.
+    literal: bool
 
     @classmethod
     def parse(cls, pattern: str) -> Pattern:
@@ -168,6 +170,7 @@ class Pattern:
             "**" in segments,
             segments[0] if segments[0] not in ("*", "**") else None,
             segments[-1] if segments[-1] not in ("*", "**") else None,
+            "*" not in segments and "**" not in segments,
         )
 
     def matches_parts(self, parts: list[str]) -> bool:
@@ -177,7 +180,14 @@ class Pattern:
             return False
         if (self.first is not None and parts[0] != self.first) or (self.last is not None and parts[-1] != self.last):
             return False
-        return _match(self.segments, parts)
+        if self.globstar:
+            return _match(self.segments, parts)
+        # As many parts as segments (`fixed` counted above): each part is its segment or any under `*`.
+        # A loop, not `all` over a generator: 400 against 630 ns a match here.
+        for segment, part in zip(self.segments, parts, strict=True):  # noqa: SIM110
+            if segment != part and segment != "*":
+                return False
+        return True
 
 
 def parse_patterns(patterns: tuple[str, ...]) -> tuple[Pattern, ...]:

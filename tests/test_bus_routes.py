@@ -247,6 +247,8 @@ def test_connecting_clients_one_after_another_cost_each_the_same(monkeypatch: py
     assert set(join_costs("**")) == {0}
     # A narrower pattern is routed per topic, and costs each client the same too.
     assert set(join_costs("*/stream3")) == {10}
+    # A pattern without a wildcard names its one topic: it is looked up, not matched.
+    assert set(join_costs("dev4/stream3")) == {0}
 
 
 def test_a_client_subscribe_answers_the_matched_topics_from_the_routes(monkeypatch: pytest.MonkeyPatch) -> None:
