@@ -13,7 +13,10 @@ routing's alone; each figure is the median of `--repeats` runs in this thread's 
 - **storm**: 500 clients connect one after another, each subscribing to `**` over the 100 topics,
   one publication of every topic after each connection. Reported: the routing CPU of the whole
   storm (each join's round less the same publications with nothing changed) against 500 x one
-  join's (the goal: no more), and the same in work: the Python and C function calls a join's round
+  join's (the goal: no more); the joins' own CPU (the subscribe calls) against 500 x the same join
+  on a bus with no other client, timed right after it, a steadier figure where the publications
+  after a join cost nothing more (the difference of two publications to hundreds of clients is
+  mostly noise); and the same in work: the Python and C function calls a join's round
   makes beyond the same publications (counted by cProfile, so exact and free of the machine's
   noise and caches). Beside them, a control: the CPU of making each joining client object, which
   runs no bus code, over the storm against 500 x the first ten's. The CPU figures of a hot loop
@@ -141,30 +144,57 @@ def churn_run(seconds: float, churn: bool, old_routing: bool) -> tuple[float, fl
     return cpu / delivered * 1e6, ratio
 
 
-def storm_run(old_routing: bool) -> tuple[float, float, float, float]:
-    """Routing CPU of the whole storm and of one connection, then the control's (s): see `main`.
+def storm_run(old_routing: bool, clients: int = STORM_CLIENTS) -> tuple[float, float, float, float, float, float]:
+    """Routing CPU of the whole storm and of one connection, the joins' own, then the control's (s): see `main`.
 
     A connection's routing CPU is its round (its subscribe, then one publication of every topic)
     less the same publications again right after, when nothing changed: what remains is what the
-    join cost the bus, whatever delivering to more and more clients costs. The storm's is the sum
-    over every join (unclipped, so the noise of the differences averages out); one connection's is
-    the median of the first ten joins'. The control is the CPU of making each joining client, no
-    bus code, summed and as the median of the first ten.
+    join cost the bus, wherever the bus does it (the old routing did it in the next publications),
+    whatever delivering to more and more clients costs. The storm's is the sum over every join
+    (unclipped, so the noise of the differences averages out); one connection's is the median of the
+    first ten joins'. Past a hundred clients a publication of every topic costs more than a join
+    does today, and that difference is mostly the noise of two publications, so the joins' own CPU
+    (the subscribe call, with the latest value of every topic it sends) is given too: it is all the
+    routing a join costs when the publications after it cost nothing more, as the work count shows.
+    Its "one connection" is the same join on a bus with no other client, made after each storm join's
+    publications (so in the same state of the CPU caches, which a publication to hundreds of clients
+    empties), averaged. The control is the CPU of making each joining client, no bus code, summed and
+    as the median of the first ten.
     """
     bus = primed_bus(old_routing)
+    alone = primed_bus(old_routing)
     overheads = []
+    joins = []
+    joins_alone = []
     controls = []
-    for index in range(STORM_CLIENTS):
+    for index in range(clients):
         made = time.thread_time()
         client = KeepingUp(f"c{index}")
         started = time.thread_time()
         join(bus, client, old_routing)
+        subscribed = time.thread_time()
         publish_every_topic(bus)
         joined = time.thread_time()
         publish_every_topic(bus)
         overheads.append((joined - started) - (time.thread_time() - joined))
+        joins.append(subscribed - started)
         controls.append(started - made)
-    return sum(overheads), statistics.median(overheads[:10]), sum(controls), statistics.median(controls[:10])
+        # One connection: the same join on a bus with no other client, right after the same
+        # publications, so with the CPU caches as the storm's join found them.
+        lone = KeepingUp(f"alone-{index}")
+        started = time.thread_time()
+        join(alone, lone, old_routing)
+        joins_alone.append(time.thread_time() - started)
+        alone.detach(lone)
+        publish_every_topic(bus)
+    return (
+        sum(overheads),
+        statistics.median(overheads[:10]),
+        sum(joins),
+        sum(joins_alone) / clients,
+        sum(controls),
+        statistics.median(controls[:10]),
+    )
 
 
 def calls_in(action: Callable[[], object]) -> int:
@@ -220,13 +250,17 @@ def main() -> None:
         print(f"{name:<8} {steady:>14.3f} {churned:>13.3f} {churned / steady:>12.2f}x {delivered:>10.2f}")
     print(f"\nstorm: {STORM_CLIENTS} clients join one after another, all {len(TOPICS)} topics published between joins")
     print(f"{'routing':<8} {'routing CPU s':>14} {'500 x one s':>12} {'ratio':>6}", end="   ")
-    print(f"{'control s':>10} {'500 x one s':>12} {'ratio':>6}")
+    print(f"{'joins s':>8} {'500 x one s':>12} {'ratio':>6}   {'control s':>10} {'500 x one s':>12} {'ratio':>6}")
     for old in (False, True):
-        storm, first, control, control_first = median_of(args.repeats, functools.partial(storm_run, old))
+        figures = median_of(args.repeats, functools.partial(storm_run, old))
         name = "old" if old else "new"
-        ratio, control_ratio = storm / (STORM_CLIENTS * first), control / (STORM_CLIENTS * control_first)
-        print(f"{name:<8} {storm:>14.3f} {STORM_CLIENTS * first:>12.3f} {ratio:>5.2f}x", end="   ")
-        print(f"{control:>10.4f} {STORM_CLIENTS * control_first:>12.4f} {control_ratio:>5.2f}x")
+        print(f"{name:<8}", end="")
+        for (total, first), width, digits in zip(
+            (figures[0:2], figures[2:4], figures[4:6]), (15, 9, 11), (3, 4, 4), strict=True
+        ):
+            one = STORM_CLIENTS * first
+            print(f"{total:>{width}.{digits}f} {one:>12.{digits}f} {total / one:>5.2f}x", end="")
+        print()
     print("\nstorm in work: function calls of each join beyond its publications (exact, one run)")
     print(f"{'routing':<8} {'clients':>8} {'first join':>11} {'last join':>10} {'storm':>12} {'ratio':>7}")
     for old, clients in ((False, STORM_CLIENTS), (True, OLD_WORK_CLIENTS)):

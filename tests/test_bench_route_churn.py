@@ -22,3 +22,11 @@ def test_a_churn_run_delivers_every_sample_to_every_reader() -> None:
     per_message_us, delivered = route_churn.churn_run(0.05, churn=True, old_routing=False)
     assert delivered == 1.0
     assert per_message_us > 0.0
+
+
+def test_a_storm_run_gives_each_figure_and_its_one_connection() -> None:
+    figures = route_churn.storm_run(old_routing=False, clients=12)
+    routing, one_round, joins, one_join, control, one_control = figures
+    assert min(joins, one_join, control, one_control) > 0.0
+    # A round's routing is a difference of two timings: it may come out below zero, never absurd.
+    assert max(abs(routing), abs(one_round)) < 1.0
