@@ -159,9 +159,19 @@ class Pattern:
     #: True when it has no wildcard: it matches the one topic spelled as it is.
     literal: bool
 
+    @staticmethod
+    def parse(pattern: str) -> Pattern:
+        """Check and parse `pattern`; raise `InvalidArgument` naming what is wrong.
+
+        Patterns are immutable, so one parsed pattern is shared: a client that subscribes to the same
+        patterns again (a dashboard's churn) parses none again. Once clients hold more distinct
+        patterns than the cache has slots, a subscribe parses its own again, as it would uncached;
+        matching never parses.
+        """
+        return _parsed(pattern)
+
     @classmethod
-    def parse(cls, pattern: str) -> Pattern:
-        """Check and parse `pattern`; raise `InvalidArgument` naming what is wrong."""
+    def _of(cls, pattern: str) -> Pattern:
         segments = parse_pattern(pattern)
         return cls(
             pattern,
@@ -188,6 +198,11 @@ class Pattern:
             if segment != part and segment != "*":
                 return False
         return True
+
+
+@lru_cache(maxsize=4096)
+def _parsed(pattern: str) -> Pattern:
+    return Pattern._of(pattern)
 
 
 def parse_patterns(patterns: tuple[str, ...]) -> tuple[Pattern, ...]:

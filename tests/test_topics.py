@@ -8,6 +8,7 @@ from gateway.errors import InvalidArgument
 from gateway.topics import (
     MAX_NAME_SEGMENT,
     MAX_TOPIC_LENGTH,
+    Pattern,
     check_device_id,
     check_topic,
     matches,
@@ -46,6 +47,22 @@ def test_pattern_matching(pattern: str, topic: str, expected: bool) -> None:
 def test_bad_patterns_are_refused_with_the_reason(pattern: str) -> None:
     with pytest.raises(InvalidArgument, match="pattern"):
         matches(pattern, "a/b")
+
+
+def test_a_pattern_subscribed_again_is_not_parsed_again_and_a_bad_one_is_refused_each_time() -> None:
+    parsed = Pattern.parse("dev-1/*/state")
+    assert Pattern.parse("dev-1/*/state") is parsed
+    assert (parsed.first, parsed.last, parsed.fixed, parsed.globstar, parsed.literal) == (
+        "dev-1",
+        "state",
+        3,
+        False,
+        False,
+    )
+    assert Pattern.parse("dev-1/state").literal
+    for _ in range(2):  # a refusal is not cached: the second is refused as the first
+        with pytest.raises(InvalidArgument, match="segment"):
+            Pattern.parse("dev 1/*")
 
 
 def test_topic_and_device_id_rules() -> None:
