@@ -10,9 +10,10 @@ shows every problem of a bad value.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from playwright.async_api import Browser, expect
+from playwright.async_api import Browser, WebSocketRoute, expect
 
 from tests.harness import gateway_config, start_gateway
 from tests.test_dashboard import browser, open_page, screenshot
@@ -47,7 +48,9 @@ async def test_add_device_pair_and_reload_from_the_dashboard(tmp_path: Path, bro
         await options.get_by_role("button", name="Show options").click()
         await options.locator("select.options-device").select_option("two")
         await options.get_by_role("button", name="Show options").click()
-        rate = options.locator('input[data-option="rate_hz"]')
+        # The rows are device two's: the answer for device one, if it came late, was dropped.
+        await expect(options.locator('.options-rows[data-device="two"]')).to_be_attached()
+        rate = options.locator('.options-rows[data-device="two"] input[data-option="rate_hz"]')
         await expect(rate).to_have_value("10")
         await rate.fill("5")
         await options.get_by_role("button", name="Apply").click()
@@ -82,5 +85,59 @@ async def test_add_device_pair_and_reload_from_the_dashboard(tmp_path: Path, bro
         await expect(pair.locator(".config")).to_contain_text('[devices.wiimote-00-1f-32-aa-bb-cc]\nkind = "wiimote"')
         await screenshot(page, "dashboard-admin.png")
         assert errors == []
+    finally:
+        assert await gateway.stop() == 0
+
+
+async def test_a_late_answer_for_the_device_no_longer_chosen_is_not_shown(tmp_path: Path, browser: Browser) -> None:
+    """Options for device one answered after device two's: the rows stay two's, so Apply cannot mix them."""
+    two_at_20 = TWO.replace("10.0", "20.0")
+    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, ONE + two_at_20, server=OVERRIDES))
+    held_ids: set[object] = set()
+    held: list[str | bytes] = []
+    routes: list[WebSocketRoute] = []
+
+    def hold_device_one_s_options(ws: WebSocketRoute) -> None:
+        """Pass every message both ways, except the answer to a `device_options` of device one: held."""
+        server = ws.connect_to_server()
+        routes.append(ws)
+
+        def to_server(message: str | bytes) -> None:
+            request = json.loads(message)
+            if request.get("op") == "device_options" and request.get("device") == "one":
+                held_ids.add(request["id"])
+            server.send(message)
+
+        def to_page(message: str | bytes) -> None:
+            if json.loads(message).get("id") in held_ids:
+                held.append(message)
+            else:
+                ws.send(message)
+
+        ws.on_message(to_server)
+        server.on_message(to_page)
+
+    try:
+        page = await browser.new_page()
+        await page.route_web_socket("**/ws", hold_device_one_s_options)
+        await page.goto(gateway.base_url + "/")
+        await expect(page.locator("body")).to_have_attribute("data-connection", "ready")
+        await page.locator("#admin summary").click()
+        options = page.locator('[data-tool="options"]')
+        await options.get_by_role("button", name="Show options").click()  # the first device, one: held
+        await options.locator("select.options-device").select_option("two")
+        await options.get_by_role("button", name="Show options").click()
+        rows = options.locator('.options-rows[data-device="two"]')
+        await expect(rows.locator('input[data-option="rate_hz"]')).to_have_value("20")
+        assert len(held) == 1
+
+        routes[0].send(held.pop())  # device one's answer, late
+        # A reload's answer comes after it on the same connection: once it shows, the late one was read.
+        reload = page.locator('[data-tool="reload"]')
+        await reload.get_by_role("button", name="Reload config").click()
+        await expect(reload.locator("output.result")).to_have_text("reloaded: nothing changed")
+        await expect(rows.locator('input[data-option="rate_hz"]')).to_have_value("20")
+        await expect(options.locator("output.result")).to_contain_text("two: edits are kept in")
+        await page.close()
     finally:
         assert await gateway.stop() == 0

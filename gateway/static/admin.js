@@ -226,6 +226,8 @@ function optionsTool(connection, onReloaded) {
   const details = h("ul", { class: "reload-report" });
   /** What the rows were shown with: name -> {text, input, reset}. */
   let shown = new Map();
+  /** Counts the requests for options and the changes of device: only the newest answer is shown. */
+  let asking = 0;
 
   async function listDevices() {
     const result = await connection.request("list_devices", {});
@@ -236,9 +238,15 @@ function optionsTool(connection, onReloaded) {
   }
 
   async function showOptions() {
-    const result = await connection.request("device_options", { device: device.value });
+    const asked = device.value;
+    const mine = ++asking;
+    const result = await connection.request("device_options", { device: asked });
+    // An answer overtaken by another request or by a change of device is dropped: shown, it would put
+    // one device's values under another's name, and Apply would send them to the other.
+    if (mine !== asking) return;
     if (!result.ok) {
       rows.replaceChildren();
+      delete rows.dataset.device;
       apply.disabled = true;
       return failed(output, result);
     }
@@ -273,8 +281,9 @@ function optionsTool(connection, onReloaded) {
         );
       }),
     );
+    rows.dataset.device = asked;
     apply.disabled = false;
-    show(output, "ok", `${device.value}: edits are kept in ${file}`);
+    show(output, "ok", `${asked}: edits are kept in ${file}`);
   }
 
   async function applyChanges() {
@@ -287,7 +296,8 @@ function optionsTool(connection, onReloaded) {
     apply.disabled = true;
     details.replaceChildren();
     show(output, "pending", "checking and applying…");
-    const result = await connection.request("configure_device", { device: device.value, options: changes }, EXTRA_WAIT_MS);
+    const target = rows.dataset.device;
+    const result = await connection.request("configure_device", { device: target, options: changes }, EXTRA_WAIT_MS);
     apply.disabled = false;
     if (!result.ok) {
       failed(output, result);
@@ -302,7 +312,9 @@ function optionsTool(connection, onReloaded) {
 
   device.addEventListener("focus", listDevices, { once: true });
   device.addEventListener("change", () => {
+    asking += 1; // an answer still on its way is for the device no longer chosen
     rows.replaceChildren();
+    delete rows.dataset.device;
     apply.disabled = true;
   });
   showButton.addEventListener("click", async () => {
