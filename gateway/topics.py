@@ -170,19 +170,6 @@ class Pattern:
         """
         return _parsed(pattern)
 
-    @classmethod
-    def _of(cls, pattern: str) -> Pattern:
-        segments = parse_pattern(pattern)
-        return cls(
-            pattern,
-            segments,
-            sum(1 for segment in segments if segment != "**"),
-            "**" in segments,
-            segments[0] if segments[0] not in ("*", "**") else None,
-            segments[-1] if segments[-1] not in ("*", "**") else None,
-            "*" not in segments and "**" not in segments,
-        )
-
     def matches_parts(self, parts: list[str]) -> bool:
         """True when the topic split into `parts` matches this pattern."""
         count = len(parts)
@@ -202,7 +189,16 @@ class Pattern:
 
 @lru_cache(maxsize=4096)
 def _parsed(pattern: str) -> Pattern:
-    return Pattern._of(pattern)
+    segments = parse_pattern(pattern)
+    return Pattern(
+        pattern,
+        segments,
+        sum(1 for segment in segments if segment != "**"),
+        "**" in segments,
+        segments[0] if segments[0] not in ("*", "**") else None,
+        segments[-1] if segments[-1] not in ("*", "**") else None,
+        "*" not in segments and "**" not in segments,
+    )
 
 
 def parse_patterns(patterns: tuple[str, ...]) -> tuple[Pattern, ...]:

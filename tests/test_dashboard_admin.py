@@ -16,6 +16,7 @@ from pathlib import Path
 from playwright.async_api import Browser, WebSocketRoute, expect
 
 from tests.harness import gateway_config, start_gateway
+from tests.inprocess import start_in_process
 from tests.test_dashboard import browser, open_page, screenshot
 from tests.test_pairing import ADAPTER_NAME, REMOTE, REMOTE_NAME, Bluez, bluez, system_bus
 
@@ -92,7 +93,7 @@ async def test_add_device_pair_and_reload_from_the_dashboard(tmp_path: Path, bro
 async def test_a_late_answer_for_the_device_no_longer_chosen_is_not_shown(tmp_path: Path, browser: Browser) -> None:
     """Options for device one answered after device two's: the rows stay two's, so Apply cannot mix them."""
     two_at_20 = TWO.replace("10.0", "20.0")
-    gateway = await start_gateway(tmp_path, gateway_config(tmp_path, ONE + two_at_20, server=OVERRIDES))
+    gateway = await start_in_process(tmp_path, gateway_config(tmp_path, ONE + two_at_20, server=OVERRIDES))
     held_ids: set[object] = set()
     held: list[str | bytes] = []
     routes: list[WebSocketRoute] = []
