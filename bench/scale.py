@@ -13,7 +13,10 @@ each a fresh server process measured alone by psutil while this process holds ev
 Every client subscribes with P patterns (`*/state`, which takes every device, and P-1 others:
 `bench-k/*`, overlapping it). With churn C, every client (or the first
 `--churners` of them) also makes C subscribe/unsubscribe changes a second of one more subscription of
-P patterns that match nothing.
+P patterns that match nothing; with `--held H` each of those clients also holds H subscriptions of P
+such patterns (the issue's case: 64 subscriptions of 64 patterns). `--churn 0,5` measures both
+rates side by side in each repeat and prints each side's CPU per message with churn over without,
+paired by repeat (the machine drifts more between repeats than a few changes a second cost).
 
 `--cpu-quota PCT` runs every side's server under the same CPU quota (PCT % of one core) in a cgroup
 of its own: cgroup v2 when its cpu controller can be used, else cgroup v1's cpu controller; where
@@ -21,7 +24,8 @@ neither is writable the run goes on without a quota and says so.
 
 The default sweeps (one axis at a time, from 10 clients x 10 devices x 1 pattern, no churn):
 clients 1, 10, 50, 200, 500 of one device; devices 1, 10, 50, 100 for 10 clients; patterns 1, 16,
-64 without and with 5 changes a second on every client, and 64 with one client of ten churning.
+64 without and with 5 changes a second on every client, and the issue's case: 64 with one client
+of ten holding 64 subscriptions, without and with churn.
 Printed per point: delivered (share of D x rate x clients), msg/s, server CPU, µs per delivered
 message, p99; then the gateway's ratios to both bare sides, and per sweep where the gateway stops
 delivering everything (delivered < `--complete`).
@@ -44,7 +48,7 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -83,6 +87,8 @@ SIDES: tuple[Side, ...] = ("gateway", "baseline", "floor")
 SIDE_NAMES = {"gateway": "gateway", "baseline": "bare", "floor": "bare-batched"}
 BASELINE_SERVER = BENCH_DIR / "baseline_server.py"
 CHURN_ID_BASE = 1000
+#: Request ids of the subscriptions a churner holds besides (below `CHURN_ID_BASE`: not churn).
+HELD_ID_BASE = 100
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,8 @@ class Point:
     rate: float = 100.0
     #: How many of the clients churn (None: every one).
     churners: int | None = None
+    #: Subscriptions each churner holds besides, each of `patterns` patterns that match nothing.
+    held: int = 0
 
     @property
     def expected_per_s(self) -> float:
@@ -105,8 +113,13 @@ class Point:
 
     def label(self) -> str:
         who = "" if self.churners is None else f" on {self.churners} cl"
-        churn = f" churn {self.churn:g}/s{who}" if self.churn else ""
+        held = f" holding {self.held} subs" if self.held else ""
+        churn = f" churn {self.churn:g}/s{who}{held}" if self.churn else f"{who}{held}" if held else ""
         return f"{self.clients} cl x {self.devices} dev x {self.rate:g} Hz, {self.patterns} pat{churn}"
+
+    def churning(self, n: int) -> bool:
+        """True for the clients (by index) that churn, or would at a churn rate."""
+        return self.churners is None or n < self.churners
 
 
 def sweeps(names: Sequence[str], rate: float) -> list[Point]:
@@ -118,8 +131,9 @@ def sweeps(names: Sequence[str], rate: float) -> list[Point]:
         points += [Point("devices", 10, n, rate=rate) for n in (1, 10, 50, 100)]
     if "patterns" in names:
         points += [Point("patterns", 10, 10, p, c, rate) for c in (0.0, 5.0) for p in (1, 16, 64)]
-        # The issue's case: one client of ten churning at 64 patterns.
-        points.append(Point("patterns", 10, 10, 64, 5.0, rate, churners=1))
+        # The issue's case: one client of ten churning at 64 patterns and holding 64 subscriptions
+        # of 64 patterns, with and without the churn in the same repeat.
+        points += [Point("patterns", 10, 10, 64, c, rate, churners=1, held=63) for c in (0.0, 5.0)]
     return points
 
 
@@ -128,9 +142,17 @@ def patterns_for(count: int) -> list[str]:
     return ["*/state", *(f"bench-{k}/*" for k in range(1, count))]
 
 
-def churn_patterns(client: int, count: int) -> list[str]:
-    """`count` distinct patterns that match no topic."""
-    return [f"churn-{client}-{k}/*" for k in range(count)]
+def churn_patterns(client: int, count: int, held: int | None = None) -> list[str]:
+    """`count` distinct patterns that match no topic (for a held subscription: `held`'s own)."""
+    prefix = f"churn-{client}" if held is None else f"held-{client}-{held}"
+    return [f"{prefix}-{k}/*" for k in range(count)]
+
+
+async def hold(connection: Connection, client: int, point: Point) -> None:
+    """Subscribe the point's held subscriptions (answered through the pump, before the window)."""
+    for held in range(point.held):
+        patterns = churn_patterns(client, point.patterns, held)
+        await connection.send_message({"op": "subscribe", "id": HELD_ID_BASE + held, "topics": patterns})
 
 
 def gateway_config(point: Point) -> str:
@@ -259,13 +281,15 @@ async def start_server(side: Side, transport: str, point: Point, workdir: Path, 
 class ChurnTally(Tally):
     """A tally that also keeps the subscription ids the server gave the churning requests."""
 
-    __slots__ = ("changes", "churn_ids")
+    __slots__ = ("changes", "churn_ids", "held")
 
     def __init__(self, window: Window) -> None:
         super().__init__(window)
         self.churn_ids: asyncio.Queue[int] = asyncio.Queue()
         #: Churn requests (subscribe or unsubscribe) the server answered with success.
         self.changes = 0
+        #: Held subscriptions the server accepted.
+        self.held = 0
 
     def record(self, message: Any, now: float) -> None:
         """Count a state message; keep the subscription of a churn request's result."""
@@ -274,6 +298,8 @@ class ChurnTally(Tally):
             data = message.get("data")
             if isinstance(request, int) and request >= CHURN_ID_BASE and message.get("ok"):
                 self.changes += 1
+            elif isinstance(request, int) and request >= HELD_ID_BASE and message.get("ok"):
+                self.held += 1
             if isinstance(request, int) and request >= CHURN_ID_BASE and isinstance(data, dict):
                 subscription = data.get("subscription")
                 if isinstance(subscription, int):
@@ -332,11 +358,14 @@ async def fleet_of(transport: str, port: int, point: Point, window: Window) -> A
             for _ in range(point.clients):
                 group.create_task(open_one())
         fleet.connect_s = time.monotonic() - started
+        for n, connection in enumerate(fleet.connections):
+            if point.churning(n):
+                await hold(connection, n, point)
         if point.churn:
             fleet.tasks += [
                 asyncio.create_task(churn(c, t, n, point))
                 for n, (c, t) in enumerate(zip(fleet.connections, fleet.tallies, strict=True))
-                if point.churners is None or n < point.churners
+                if point.churning(n)
             ]
         yield fleet
     finally:
@@ -362,6 +391,8 @@ class Run:
     us_per_msg: float
     throttled_s: float
     changes: int = 0
+    #: Held subscriptions accepted (every churner's `Point.held`).
+    held: int = 0
     loop_lag_max_ms: float = math.nan
     coalesced_per_s: float = math.nan
     #: CPU of this benchmark's own process (every client), % of one core: near 100 the clients are the limit.
@@ -385,6 +416,7 @@ async def run_once(
             after, span = await gateway_counters(server), time.monotonic() - scraped_at
             received = sum(t.received for t in fleet.tallies)
             changes = sum(t.changes for t in fleet.tallies)
+            held = sum(t.held for t in fleet.tallies)
             connect_s = fleet.connect_s
             latencies = sorted(itertools.chain.from_iterable(t.latencies for t in fleet.tallies))
     finally:
@@ -403,6 +435,7 @@ async def run_once(
         us_per_msg=1e6 * usage.server_cpu_pct / 100.0 * wall / received if received else math.nan,
         throttled_s=throttled,
         changes=changes,
+        held=held,
         client_cpu_pct=usage.client_cpu_pct,
         connect_s=connect_s,
         loop_lag_max_ms=rates["loop_lag_max_ms"] if rates else math.nan,
@@ -478,12 +511,38 @@ def report(runs: Sequence[Run], complete: float) -> str:
             )
         lines.append("ratios (medians):")
         lines += ratios
+        lines += churn_ratios(runs, [p for p in points if p.sweep == sweep])
         lines.append(
             f"gateway delivers everything (>= {complete:.2f}) through the whole sweep"
             if first_short is None
             else f"gateway stops delivering everything at: {first_short.label()}"
         )
     return "\n".join(lines)
+
+
+def churn_ratios(runs: Sequence[Run], points: Sequence[Point]) -> list[str]:
+    """Each churning point's CPU per message over the same point without churn, side by side.
+
+    Paired by repeat (both ran in it, one after the other), then the median of the repeats: the
+    machine's drift between repeats is larger than the churn's cost at a few changes a second.
+    """
+    lines: list[str] = []
+    for point in points:
+        calm = replace(point, churn=0.0)
+        if not point.churn or calm not in points:
+            continue
+        cells: list[str] = []
+        for side in SIDES:
+            by_repeat = {r.repeat: r.us_per_msg for r in runs if r.point == calm and r.side == side}
+            paired = [
+                ratio(r.us_per_msg, by_repeat[r.repeat])
+                for r in runs
+                if r.point == point and r.side == side and r.repeat in by_repeat
+            ]
+            if paired:
+                cells.append(f"{SIDE_NAMES[side]} {median(paired):.2f} ({min(paired):.2f}-{max(paired):.2f})")
+        lines.append(f"  churn cost, {point.label()}: cpu/msg over no churn, by repeat: {', '.join(cells)}")
+    return lines
 
 
 # -- main ---------------------------------------------------------------------------------------
@@ -500,14 +559,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--clients", type=int, help="one custom point instead: clients")
     parser.add_argument("--devices", type=_floats, help="... devices (a list: a sweep of devices)")
     parser.add_argument("--patterns", type=int, default=1, help="... patterns per client")
-    parser.add_argument("--churn", type=float, default=0.0, help="... subscription changes per client per second")
+    parser.add_argument(
+        "--churn",
+        type=_floats,
+        default=[0.0],
+        help="... subscription changes per client per second (a list, e.g. 0,5: points measured side by side)",
+    )
     parser.add_argument("--churners", type=int, help="... how many clients churn (default: every one)")
+    parser.add_argument("--held", type=int, default=0, help="... subscriptions each churner holds besides")
     parser.add_argument("--rate", type=float, default=100.0, help="Hz per device (default 100)")
     parser.add_argument("--sides", default=",".join(SIDES), help="default gateway,baseline,floor")
     parser.add_argument("--seconds", type=float, default=3.0, help="measurement window (default 3)")
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds before the window (default 1)")
     parser.add_argument("--repeats", type=int, default=1, help="repeats, sides in rotating order (default 1)")
-    parser.add_argument("--cpu-quota", type=float, help="every server under this CPU quota, % of one core")
+    parser.add_argument("--cpu-quota", type=float, help="every server under this CPU quota, %% of one core")
     parser.add_argument("--complete", type=float, default=0.99, help="delivered share counted as everything")
     return parser.parse_args(argv)
 
@@ -516,7 +581,9 @@ def plan_points(args: argparse.Namespace) -> list[Point]:
     if args.clients is not None:
         counts = args.devices or [1.0]
         return [
-            Point("custom", args.clients, int(n), args.patterns, args.churn, args.rate, args.churners) for n in counts
+            Point("custom", args.clients, int(n), args.patterns, churn, args.rate, args.churners, args.held)
+            for n in counts
+            for churn in args.churn
         ]
     return sweeps(args.sweep.split(","), args.rate)
 
@@ -544,7 +611,8 @@ async def run_all(args: argparse.Namespace) -> list[Run]:
                             f"delivered {run.delivered:.2f} ({run.delivered_per_s:,.0f}/s), "
                             f"cpu {run.server_cpu_pct:.0f} %, "
                             f"{run.us_per_msg:.1f} us/msg, p99 {run.p99_ms:.1f} ms, throttled {run.throttled_s:.2f} s, "
-                            f"{run.changes} subscription changes, clients' cpu {run.client_cpu_pct:.0f} %, "
+                            f"{run.changes} subscription changes, {run.held} held, "
+                            f"clients' cpu {run.client_cpu_pct:.0f} %, "
                             f"connected in {run.connect_s:.2f} s",
                             flush=True,
                         )

@@ -136,7 +136,8 @@ class Subscription:
     def of(cls, subscription_id: int, patterns: tuple[str, ...], min_interval: float) -> Subscription:
         """A subscription with its patterns checked and parsed; `InvalidArgument` names a bad one."""
         parsed = parse_patterns(patterns)
-        return cls(subscription_id, patterns, min_interval, parsed, any(not p.fixed for p in parsed))
+        # A list, not a generator: one frame, not one resumption per pattern.
+        return cls(subscription_id, patterns, min_interval, parsed, not all([p.fixed for p in parsed]))
 
     def matches(self, topic: str) -> bool:
         """True when any pattern matches `topic`."""

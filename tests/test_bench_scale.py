@@ -13,7 +13,7 @@ from bench import scale
 def test_a_brief_run_measures_every_side_with_churn_under_a_quota_or_says_why_not(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    argv = ["--clients", "2", "--devices", "2", "--patterns", "3", "--churn", "4", "--rate", "50"]
+    argv = ["--clients", "2", "--devices", "2", "--patterns", "3", "--churn", "0,4", "--rate", "50", "--held", "2"]
     argv += ["--seconds", "0.5", "--warmup", "0.3", "--cpu-quota", "90"]
     assert scale.main(argv) == 0
     out = capsys.readouterr().out
@@ -21,15 +21,22 @@ def test_a_brief_run_measures_every_side_with_churn_under_a_quota_or_says_why_no
     assert ("CPU quota 90 % of a core for every server: cgroup v" in out) or ("running WITHOUT a quota" in out)
     for side in ("gateway", "bare", "bare-batched"):
         rows = [
-            line for line in out.splitlines() if line.startswith(f"2 cl x 2 dev x 50 Hz, 3 pat churn 4/s | {side} |")
+            line
+            for line in out.splitlines()
+            if line.startswith(f"2 cl x 2 dev x 50 Hz, 3 pat churn 4/s holding 2 subs | {side} |")
         ]
         assert len(rows) == 1, out
         delivered = float(rows[0].split("|")[2])
         assert delivered > 0.0  # every side delivered samples (how many is the bench's report)
-    progress = [line for line in out.splitlines() if line.startswith("[1/1]")]
+    progress = [line for line in out.splitlines() if line.startswith("[1/1]") and "churn 4/s" in line]
     assert len(progress) == 3
     # Every client's churn was answered by every server, during warm-up and window.
     assert all(int(re.search(r"(\d+) subscription changes", line).group(1)) > 0 for line in progress)  # type: ignore[union-attr]
+    assert all(" 4 held," in line for line in progress)  # 2 clients x 2, each accepted
+    # The same point without churn ran in the same repeat: the churn's cost, per side.
+    churn_cost = [line for line in out.splitlines() if "churn cost" in line]
+    assert len(churn_cost) == 1
+    assert all(f"{side} " in churn_cost[0] for side in ("gateway", "bare", "bare-batched"))
     assert "gateway/bare delivered" in out
     assert "gateway/bare-batched delivered" in out
     assert ("gateway delivers everything" in out) or ("gateway stops delivering everything at" in out)
@@ -69,3 +76,10 @@ def test_without_a_usable_cgroup_it_says_why_for_each_place_tried(tmp_path: Path
     assert quota is None
     assert "no cgroup v2 cpu controller" in how
     assert "no cgroup v1 cpu controller" in how
+
+
+def test_the_help_lists_every_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        scale.parse_args(["--help"])
+    assert exit_.value.code == 0
+    assert "--cpu-quota" in capsys.readouterr().out

@@ -222,6 +222,19 @@ async def test_a_reply_in_mid_iteration_keeps_its_place_and_the_client_rejoins_a
         await rejoined(replying)  # caught up: back in the group
 
 
+async def test_a_reply_between_rounds_is_written_at_once_and_the_client_stays_in_its_group() -> None:
+    bus, render = Bus(), CountingRender()
+    async with clients(bus, 2, render) as (replying, _other):
+        replying.outbox.push(result(8))
+        # On the socket before the loop runs again: no writer task wake-up, no round left.
+        assert msgpack.unpackb(replying.peer.recv(65536)) == {"op": "result", "id": 8, "ok": True, "data": {}}
+        assert replying.grouped
+        publish_tick(bus, 1)
+        await asyncio.sleep(0)
+        assert ops(await read_messages(replying.peer, 4)) == [("state", topic) for topic in TOPICS]
+        assert render.calls == len(TOPICS)  # the round was still rendered once for both
+
+
 async def test_an_item_of_its_own_in_mid_iteration_keeps_its_place() -> None:
     bus, render = Bus(), CountingRender()
     async with clients(bus, 2, render) as (told, other):

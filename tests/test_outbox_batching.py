@@ -150,6 +150,17 @@ async def test_a_reply_keeps_its_place_between_the_samples_around_it() -> None:
         ]
 
 
+async def test_replies_to_a_peer_that_does_not_read_wait_in_order_behind_the_first_queued() -> None:
+    async with rig(send_buffer_bytes=4096, receive_buffer=4096) as r:
+        ok = {"ok": True, "data": {"pad": "x" * 1000}}
+        replies = 100
+        for request_id in range(replies):  # far more than the socket buffers take
+            r.outbox.push(encode({"op": "result", "id": request_id, **ok}, "msgpack"))
+        assert r.outbox._results  # the rest wait for the writer
+        received = await read_messages(r.peer, replies)
+        assert [m["id"] for m in received] == list(range(replies))
+
+
 async def test_a_stalled_client_is_coalesced_newest_wins_with_bounded_memory() -> None:
     async with rig(send_buffer_bytes=4096, receive_buffer=4096) as r:
         ticks = 3000

@@ -2,9 +2,10 @@
 
 While the client keeps up, each bus item is rendered as it is published and joins the client's batch;
 at the end of the event-loop iteration (one `call_soon` for all clients) each batch leaves in one
-`write`, so the samples of one device cycle cost one send system call per client, not one each. Once
-a client falls behind, the mailbox coalesces (newest wins) and one writer task sends replies first,
-then the due items. Every face with a socket of its own uses this; a face differs only in how it
+`write`, so the samples of one device cycle cost one send system call per client, not one each. A
+reply is written at once, after what the client was already given, when the peer has room. Once a
+client falls behind, the mailbox coalesces (newest wins) and one writer task sends queued replies
+first, then the due items. Every face with a socket of its own uses this; a face differs only in how it
 renders an item (`render`), which should cache its bytes on the item so fan-out encodes once, and
 optionally how it packs several rendered items into fewer frames (`Outbox.combine`).
 
@@ -126,6 +127,11 @@ class FanoutGroup:
     def name(self) -> str:
         """For logs."""
         return f"group {self.key!r}"
+
+    @property
+    def round_under_way(self) -> bool:
+        """True when this iteration's round holds items not yet written to the members."""
+        return bool(self._items)
 
     @property
     def members(self) -> int:
@@ -355,13 +361,31 @@ class Outbox:
         return not (self._results or self._sending or self._closing or self._subscriber.depth)
 
     def push(self, frame: bytes) -> None:
-        """Queue one reply frame (replies go out in order, ahead of bus items)."""
+        """Send one reply frame: at once when the peer has room, else queued (in order, ahead of bus items)."""
+        if self._write_reply_now(frame):
+            return
         self._step_apart()  # the round's items so far go ahead of the reply
         self._results.append(frame)
         self._queued_bytes += len(frame)
         if len(self._results) >= MAX_QUEUED_RESULTS or self._queued_bytes >= self._max_queued_bytes:
             self._room.clear()
         self._subscriber.wakeup.set()
+
+    def _write_reply_now(self, frame: bytes) -> bool:
+        """Write a reply now if no earlier reply waits and the peer has room; False: nothing written.
+
+        The writer task would send it one loop iteration later, at the cost of its wake-up: a request
+        a client sends often (a subscription's change, say) then costs twice the CPU. What the client
+        has already been given (its batch, this round's group items) goes first, as the writer would
+        send it; items in its mailbox come after the reply, as they would from the writer.
+        """
+        if self._results or self._sending or self._closing or self._flusher is None:
+            return False
+        group = self._group
+        if self._grouped and group is not None and group.round_under_way:
+            group.step_apart(self)  # this round's items so far join the batch, ahead of the reply
+        self._write_batch()
+        return self._transport.try_write(frame)
 
     async def room(self) -> None:
         """Wait while the client has too many unsent replies."""

@@ -72,18 +72,25 @@ async def read_stream(
     last_read = time.monotonic()
     partial_since = math.inf
     while True:
-        deadlines: list[tuple[float, str]] = [(math.inf, "")]
+        # The earliest deadline; its reason is written only when it passes (this runs per read).
+        deadline, which = math.inf, ""
         if not session.admitted and admission.auth_deadline is not None:
-            deadlines.append((admission.auth_deadline, admission.auth_timeout_reason))
-        if server.read_timeout_s:
-            deadlines.append((partial_since + server.read_timeout_s, PARTIAL_REASON.format(server.read_timeout_s)))
-        if idle_timeout_s:
-            deadlines.append((last_read + idle_timeout_s, IDLE_REASON.format(idle_timeout_s)))
-        deadline, reason = min(deadlines)
+            deadline, which = admission.auth_deadline, "auth"
+        if server.read_timeout_s and partial_since + server.read_timeout_s < deadline:
+            deadline, which = partial_since + server.read_timeout_s, "partial"
+        if idle_timeout_s and last_read + idle_timeout_s < deadline:
+            deadline, which = last_read + idle_timeout_s, "idle"
         try:
             async with asyncio.timeout_at(None if deadline == math.inf else loop_time(deadline)):
                 data = await reader.read(read_size)
         except TimeoutError:
+            reason = (
+                admission.auth_timeout_reason
+                if which == "auth"
+                else PARTIAL_REASON.format(server.read_timeout_s)
+                if which == "partial"
+                else IDLE_REASON.format(idle_timeout_s)
+            )
             _TIMEOUTS.log("closing client %s: %s", session.id, reason)
             await session.close(ErrorCode.TIMEOUT, reason)
             return
@@ -95,14 +102,17 @@ async def read_stream(
             await session.close(ErrorCode.UNAVAILABLE, BUDGET_REASON)
             return
         # A client that is not reading its answers is not read either, but its auth deadline holds.
-        auth_left = None if session.admitted else admission.auth_left()
-        try:
-            async with asyncio.timeout(auth_left):
-                if not await handle():
-                    return
-        except TimeoutError:
-            await session.close(ErrorCode.TIMEOUT, admission.auth_timeout_reason)
-            return
+        if session.admitted:
+            if not await handle():
+                return
+        else:
+            try:
+                async with asyncio.timeout(admission.auth_left()):
+                    if not await handle():
+                        return
+            except TimeoutError:
+                await session.close(ErrorCode.TIMEOUT, admission.auth_timeout_reason)
+                return
         # Time spent waiting for a client to read its answers is not time it was idle.
         last_read = time.monotonic()
         if not partial_bytes():

@@ -304,7 +304,7 @@ class Session:
     async def _subscribe(self, request: Mapping[str, Any]) -> dict[str, Any]:
         _check_fields(request, "subscribe", frozenset({"op", "id", "topics", "max_rate_hz"}))
         topics = request.get("topics")
-        if not isinstance(topics, list) or not topics or not all(isinstance(t, str) for t in topics):
+        if not isinstance(topics, list) or not topics or not all([isinstance(t, str) for t in topics]):
             raise BadRequest("subscribe.topics: expected a non-empty array of pattern strings")
         rate = _number(request, "subscribe", "max_rate_hz", MIN_RATE_HZ, MAX_RATE_HZ)
         subscription, matched = self.client.subscribe(topics, rate)
