@@ -84,13 +84,11 @@ async def read_stream(
             async with asyncio.timeout_at(None if deadline == math.inf else loop_time(deadline)):
                 data = await reader.read(read_size)
         except TimeoutError:
-            reason = (
-                admission.auth_timeout_reason
-                if which == "auth"
-                else PARTIAL_REASON.format(server.read_timeout_s)
-                if which == "partial"
-                else IDLE_REASON.format(idle_timeout_s)
-            )
+            reason = {
+                "auth": admission.auth_timeout_reason,
+                "partial": PARTIAL_REASON.format(server.read_timeout_s),
+                "idle": IDLE_REASON.format(idle_timeout_s),
+            }[which]
             _TIMEOUTS.log("closing client %s: %s", session.id, reason)
             await session.close(ErrorCode.TIMEOUT, reason)
             return
