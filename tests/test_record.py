@@ -304,6 +304,9 @@ async def _replayed(tmp_path: Path, path: Path, speed: float, recorded: list[Sam
         async with websockets.connect(f"ws://127.0.0.1:{gateway.http_port}/ws", max_size=None) as ws:
             client = await WsClient(ws).start()
             await client.ok("subscribe", topics=["**"])
+            # The player opens its file in a thread before it says connected (then waits delay_s to play):
+            # a command sent before that is refused as "connecting", not as a replay.
+            await client.until_connected(["player"])
             error = await client.error("command", device="player", type="led", data={"index": 0})
             assert error["code"] == "unavailable", error
             assert "replays topics.mcap" in error["message"], error
