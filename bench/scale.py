@@ -574,7 +574,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=1, help="repeats, sides in rotating order (default 1)")
     parser.add_argument("--cpu-quota", type=float, help="every server under this CPU quota, %% of one core")
     parser.add_argument("--complete", type=float, default=0.99, help="delivered share counted as everything")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if not 0 <= args.held < CHURN_ID_BASE - HELD_ID_BASE:
+        parser.error(f"--held: 0 to {CHURN_ID_BASE - HELD_ID_BASE - 1} (the gateway allows 256 subscriptions a client)")
+    return args
 
 
 def plan_points(args: argparse.Namespace) -> list[Point]:
