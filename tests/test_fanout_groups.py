@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgpack
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from devices.sim.controller import controller_state
 from gateway.bus import Bus, DeviceEvent, Outgoing, Subscriber
@@ -233,6 +235,59 @@ async def test_a_reply_between_rounds_is_written_at_once_and_the_client_stays_in
         await asyncio.sleep(0)
         assert ops(await read_messages(replying.peer, 4)) == [("state", topic) for topic in TOPICS]
         assert render.calls == len(TOPICS)  # the round was still rendered once for both
+
+
+#: One step: ("publish", topic), ("reply", client index) or ("tick", None), the end of an iteration.
+Action = tuple[str, Any]
+actions = st.lists(
+    st.one_of(
+        st.tuples(st.just("publish"), st.sampled_from(TOPICS)),
+        st.tuples(st.just("reply"), st.integers(0, 2)),
+        st.just(("tick", None)),
+    ),
+    max_size=40,
+)
+#: Two clients share a group (every topic); the third has a group of its own (two topics).
+NARROW = ("dev/a", "dev/c")
+
+
+async def _play(sequence: list[Action]) -> list[list[tuple[str, Any]]]:
+    """Run `sequence` against three clients; what each one received, in order."""
+    bus = Bus()
+    async with clients(bus, 2, RENDER_MSGPACK) as wide, clients(bus, 1, RENDER_MSGPACK, NARROW) as narrow:
+        everyone = [*wide, *narrow]
+        for position, action in enumerate(sequence, start=1):
+            if action[0] == "publish":
+                bus.publish(action[1], controller_state(0.0))
+            elif action[0] == "reply":
+                everyone[action[1]].outbox.push(result(position))  # the request id: its place
+            else:
+                await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        wanted = [_expected(sequence, index) for index in range(3)]
+        return [ops(await read_messages(c.peer, len(w))) for c, w in zip(everyone, wanted, strict=True)]
+
+
+def _expected(sequence: list[Action], index: int) -> list[tuple[str, Any]]:
+    """What client `index` must receive: every matching sample and its own replies, in the order they happened."""
+    expected: list[tuple[str, Any]] = []
+    for position, action in enumerate(sequence, start=1):
+        if action[0] == "publish" and (index < 2 or action[1] in NARROW):
+            expected.append(("state", action[1]))
+        elif action[0] == "reply" and action[1] == index:
+            expected.append(("result", position))
+    return expected
+
+
+@settings(max_examples=120, deadline=None)
+@given(actions)
+def test_replies_and_samples_reach_each_client_in_the_order_they_happened(sequence: list[Action]) -> None:
+    # Clients that keep up (their sockets are never full here): nothing is coalesced and nothing
+    # overtakes. (Before replies were written at once, a reply waited for the writer task and went
+    # ahead of the samples published meanwhile, which the mailbox then coalesced.)
+    received = asyncio.run(_play(sequence))
+    assert received == [_expected(sequence, index) for index in range(3)]
 
 
 async def test_an_item_of_its_own_in_mid_iteration_keeps_its_place() -> None:

@@ -3,9 +3,10 @@
 While the client keeps up, each bus item is rendered as it is published and joins the client's batch;
 at the end of the event-loop iteration (one `call_soon` for all clients) each batch leaves in one
 `write`, so the samples of one device cycle cost one send system call per client, not one each. A
-reply is written at once, after what the client was already given, when the peer has room. Once a
-client falls behind, the mailbox coalesces (newest wins) and one writer task sends queued replies
-first, then the due items. Every face with a socket of its own uses this; a face differs only in how it
+reply is written at once, after what the client was already given, when the peer has room: while a
+client keeps up, replies and items reach it in the order they were made. Once a client falls behind,
+the mailbox coalesces (newest wins) and one writer task sends queued replies first, then the due
+items. Every face with a socket of its own uses this; a face differs only in how it
 renders an item (`render`), which should cache its bytes on the item so fan-out encodes once, and
 optionally how it packs several rendered items into fewer frames (`Outbox.combine`).
 
