@@ -6,7 +6,9 @@ clients and the kernel run. This measures that once-a-tick work in one process, 
 
 - `gateway`: `controller_state` (the sim device), `Bus.publish` on each topic and the native face's
   msgpack render of each sample (`to_plain`, the `state` envelope, the packer), as the daemon runs them;
-- `floor`: bench/baseline_server.py's own tick, a `state` dict per topic packed by `msgpack.packb`.
+- `floor`: bench/baseline_server.py's own tick, a `state` dict per topic packed by `msgpack.packb`;
+- `gateway without its device`: the gateway's tick less the sim device's part (the state is made
+  once, before): what the gateway itself adds to a device's sample.
 
 Each call is timed on its own (`time.perf_counter`, median of `--calls`). `hot` calls follow each
 other; before each `cold` call `--evict-mb` of memory is copied and the thread sleeps 1 ms, so the
@@ -51,6 +53,19 @@ def gateway_tick() -> Callable[[], None]:
     return tick
 
 
+def fanout_tick() -> Callable[[], None]:
+    """The gateway's once-a-tick work less its device's: publish and render a state made beforehand."""
+    bus, render, topics = Bus(), renderer("msgpack"), topics_of(TOPICS)
+    state = controller_state(time.time())
+
+    def tick() -> None:
+        stamp = time.time()
+        for topic in topics:
+            render(bus.publish(topic, state, stamp))
+
+    return tick
+
+
 def floor_tick() -> Callable[[], None]:
     """The bare-batched floor's once-a-tick work: a packed `state` message per topic."""
     topics = topics_of(TOPICS)
@@ -81,7 +96,7 @@ def median_call_us(tick: Callable[[], None], calls: int, evict: bytearray | None
 
 def measure(calls: int, repeats: int, evict_mb: int) -> dict[str, dict[str, float]]:
     """Median over `repeats` of each side's median call, hot and cold, in µs."""
-    sides = {"gateway": gateway_tick(), "floor": floor_tick()}
+    sides = {"gateway": gateway_tick(), "gateway without its device": fanout_tick(), "floor": floor_tick()}
     evict = bytearray(evict_mb << 20)
     runs: dict[str, dict[str, list[float]]] = {side: {"hot": [], "cold": []} for side in sides}
     for _ in range(repeats):
@@ -105,12 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--evict-mb", type=_positive, default=32, help="MB copied before each cold call")
     args = parser.parse_args(argv)
     result = measure(args.calls, args.repeats, args.evict_mb)
-    gateway, floor = result["gateway"], result["floor"]
+    gateway, fanout, floor = result["gateway"], result["gateway without its device"], result["floor"]
     print(f"one tick of {TOPICS} topics, µs (median of {args.repeats} repeats of {args.calls} calls):")
     for kind in ("hot", "cold"):
         print(
             f"{kind}: gateway {gateway[kind]:.1f}, floor {floor[kind]:.1f}, "
-            f"gateway - floor {gateway[kind] - floor[kind]:.1f}, ratio {gateway[kind] / floor[kind]:.2f}x"
+            f"gateway - floor {gateway[kind] - floor[kind]:.1f}, ratio {gateway[kind] / floor[kind]:.2f}x; "
+            f"without its device {fanout[kind]:.1f}, {fanout[kind] / floor[kind]:.2f}x"
         )
     return 0
 

@@ -27,7 +27,7 @@ def test_the_gateway_side_renders_the_floors_message_shape() -> None:
 
 def test_measures_hot_and_cold_for_both_sides() -> None:
     result = tick_cost.measure(calls=5, repeats=1, evict_mb=1)
-    for side in ("gateway", "floor"):
+    for side in ("gateway", "gateway without its device", "floor"):
         for kind in ("hot", "cold"):
             assert math.isfinite(result[side][kind])
             assert result[side][kind] > 0.0  # µs, measured (how many is the bench's report)
@@ -39,6 +39,7 @@ def test_prints_hot_and_cold_lines(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[0].startswith("one tick of 4 topics")
     assert lines[1].startswith("hot: gateway ")
     assert lines[2].startswith("cold: gateway ")
+    assert all("without its device" in line for line in lines[1:3])
 
 
 @pytest.mark.parametrize("bad", [["--calls", "0"], ["--repeats", "-1"], ["--evict-mb", "0"]])
