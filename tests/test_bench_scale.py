@@ -83,3 +83,14 @@ def test_the_help_lists_every_option(capsys: pytest.CaptureFixture[str]) -> None
         scale.parse_args(["--help"])
     assert exit_.value.code == 0
     assert "--cpu-quota" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [(["--held", "900"], "--held: 0 to 899"), (["--held", "-1"], "--held: 0 to 899"), (["--churn", "0,x"], "--churn")],
+)
+def test_arguments_it_cannot_measure_are_refused(bad: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        scale.parse_args(bad)
+    assert exit_.value.code == 2
+    assert said in capsys.readouterr().err
