@@ -69,6 +69,10 @@ KINDS: dict[str, str] = {
         '[devices.arm-demo]\nkind = "kortex"\napi = "kortex3"\nsimulate = true\npublish_rate_hz = 30.0\n'
         "cyclic_rate_hz = 100.0\n"
     ),
+    "kortex-nospin": (
+        '[devices.arm-demo]\nkind = "kortex"\napi = "kortex3"\nsimulate = true\npublish_rate_hz = 30.0\n'
+        "cyclic_spin_us = 0.0\n"
+    ),
     "aseba": '[devices.thymio-demo]\nkind = "aseba"\nsimulate = true\nsim_motion = "demo"\n',
     "wiimote": (
         '[devices.wiimote-demo]\nkind = "wiimote"\ntransport = "sim"\nsim_motionplus = true\n'
