@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
+import pickle
 from typing import Annotated, Any
 
 import pytest
 
 from gateway.messages import REGISTRY
 from gateway.messages.common import Time
+from gateway.messages.creos import ControllerState
 from gateway.messages.schema import F64, Array, Nested, Spec, info_of, structure
 
 
@@ -96,3 +99,10 @@ def test_a_field_with_a_factory_keeps_the_dataclasss_init() -> None:
     assert "_set0" not in Bag.__init__.__globals__
     assert Bag().items == ()
     assert Bag((1.0,)).items == (1.0,)
+
+
+def test_a_nested_message_copies_pickles_and_replaces_as_before() -> None:
+    state = ControllerState(Time(1, 500_000_000), (0.5, -0.5), (1, 0))
+    assert copy.copy(state) == state == copy.deepcopy(state) == pickle.loads(pickle.dumps(state))
+    assert dataclasses.replace(state, axes=(0.0,)) == ControllerState(Time(1, 500_000_000), (0.0,), (1, 0))
+    assert dataclasses.asdict(state)["timestamp"] == {"sec": 1, "nanosec": 500_000_000}
