@@ -483,9 +483,7 @@ def _columns_of(cls: type[Any]) -> _Columns | None:
             return None
         at_once = type(spec) in (Int, Float, Bool, Str) and _parses_to_itself(spec, field.default)
         fields.append((name, spec, field.default, at_once))
-    slots = [vars(cls).get(name) for name, _ in info.fields]
-    plain_init = info.plain_init and all(type(slot) is types.MemberDescriptorType for slot in slots)
-    setters = tuple(slot.__set__ for slot in slots) if plain_init else None
+    setters = _own_slot_setters(cls) if info.plain_init else None
     plan = _COLUMNS[cls] = _Columns(cls, _field_names(info), tuple(fields), setters)
     return plan
 
@@ -601,6 +599,14 @@ def _frozen_dataclass(cls: type[T]) -> tuple[type[T], bool]:
     return cls, plain_init
 
 
+def _own_slot_setters(cls: type[Any]) -> tuple[Callable[[Any, Any], None], ...] | None:
+    """The slot setter of each field of dataclass `cls`, in field order; None when a slot is not its own."""
+    slots = [vars(cls).get(field.name) for field in dataclasses.fields(cls)]
+    if not all(type(slot) is types.MemberDescriptorType for slot in slots):
+        return None
+    return tuple(slot.__set__ for slot in slots)
+
+
 def _slot_setting_init(cls: type[Any]) -> Callable[..., None] | None:
     """An `__init__` for dataclass `cls` that sets each field's slot directly; None when a field needs more.
 
@@ -608,15 +614,15 @@ def _slot_setting_init(cls: type[Any]) -> Callable[..., None] | None:
     class's own (inherited), keep the dataclass's `__init__`.
     """
     fields = dataclasses.fields(cls)
-    slots = [vars(cls).get(field.name) for field in fields]
-    if any(type(slot) is not types.MemberDescriptorType for slot in slots) or any(
+    setters = _own_slot_setters(cls)
+    if setters is None or any(
         not field.init or field.kw_only or field.default_factory is not dataclasses.MISSING for field in fields
     ):
         return None
     namespace: dict[str, Any] = {}
     parameters, body = [], []
-    for index, (field, slot) in enumerate(zip(fields, slots, strict=True)):
-        namespace[f"_set{index}"] = slot.__set__
+    for index, (field, setter) in enumerate(zip(fields, setters, strict=True)):
+        namespace[f"_set{index}"] = setter
         if field.default is dataclasses.MISSING:
             parameters.append(field.name)
         else:
