@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import json
 from pathlib import Path
 from typing import Any
+
+#: glibc's `mallopt` parameters (malloc.h) and the values `hold_read_buffers_in_heap` gives them, in bytes.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+MMAP_THRESHOLD_BYTES = 4 << 20
+TRIM_THRESHOLD_BYTES = 64 << 20
 
 #: Fields of /proc/PID/task/TID/schedstat (Documentation/scheduler/sched-stats.rst): time on a core and
 #: time runnable but waiting for one, both in ns.
@@ -46,3 +52,25 @@ def thread_times_ns(pid: int, field: int = ON_CPU) -> dict[int, int]:
 def thread_seconds_between(before: dict[int, int], after: dict[int, int]) -> float:
     """Seconds the threads of `after` added since `before` (threads that ended in between are not counted)."""
     return sum(ns - before.get(tid, 0) for tid, ns in after.items()) / 1e9
+
+
+def hold_read_buffers_in_heap() -> bool:
+    """Fix this process's malloc thresholds so a socket read costs the same in every run; True once set.
+
+    asyncio reads a stream socket into a fresh 256 KiB buffer (`sock.recv(max_size)`). glibc's malloc
+    maps a block that large (its dynamic mmap threshold starts at 128 KiB), shrinks it with `mremap`
+    to what was read and unmaps it once freed: three system calls and fresh pages for every read. The
+    threshold rises only after a larger block is freed whole, which happens at one point of a
+    process's life and not at another; so 500 benchmark clients in one process cost far more in its
+    first run than in the later ones (measured: the client process at 96-100 % of a core and p50 9-15 ms
+    in the first run, 49-58 % and 3.3-4.0 ms after), and whichever side ran first lost. Fixed thresholds,
+    `MMAP_THRESHOLD_BYTES` and `TRIM_THRESHOLD_BYTES`, keep read buffers in the heap from the start.
+    Only glibc has these parameters: elsewhere nothing changes and False is returned.
+    """
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError):
+        return False
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    # mallopt returns 1 on success (glibc); a libc that only stubs it returns 0.
+    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) and mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))

@@ -50,7 +50,7 @@ REPO_ROOT = BENCH_DIR.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench.common import thread_seconds_between, thread_times_ns  # noqa: E402
+from bench.common import hold_read_buffers_in_heap, thread_seconds_between, thread_times_ns  # noqa: E402
 from bench.profile_breakdown import Breakdown, profile_breakdown  # noqa: E402 - after the path fix above
 from bench.profiled_gateway import START_SIGNAL, STOP_SIGNAL  # noqa: E402
 
@@ -1365,6 +1365,7 @@ def _kill_leftovers() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    hold_read_buffers_in_heap()  # every side's clients read alike, whichever runs first
     started = datetime.datetime.now(datetime.UTC)
     results: list[RunResult] = []
     failures: list[dict[str, Any]] = []

@@ -31,6 +31,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import hold_read_buffers_in_heap
 from bench.fanout import (
     HOST,
     TOPIC,
@@ -248,6 +249,7 @@ def parse_args() -> argparse.Namespace:
 
 if __name__ == "__main__":
     arguments = parse_args()
+    hold_read_buffers_in_heap()  # every side's clients read alike, whichever runs first
     summary = asyncio.run(main(arguments))
     if arguments.json:
         Path(arguments.json).write_text(json.dumps(summary, indent=1))

@@ -59,7 +59,8 @@ REPO_ROOT = BENCH_DIR.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench.fanout import (  # noqa: E402 - after the path fix above
+from bench.common import hold_read_buffers_in_heap  # noqa: E402 - after the path fix above
+from bench.fanout import (  # noqa: E402
     CONNECT_TIMEOUT_S,
     HOST,
     LOG_TAIL_LINES,
@@ -627,6 +628,7 @@ async def run_all(args: argparse.Namespace) -> list[Run]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    hold_read_buffers_in_heap()  # every side's clients read alike, whichever runs first
     runs = asyncio.run(run_all(args))
     print(report(runs, args.complete))
     print(
