@@ -346,8 +346,8 @@ class Bus:
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
+        #: Per published topic, its last sample (whose `seq` counts the topic's samples).
         self._latest: dict[str, Sample] = {}
-        self._seq: dict[str, int] = {}
         self._subscribers: set[Subscriber] = set()
         #: Per published topic: who receives it (besides `_everything`'s subscribers).
         self._routes: dict[str, Route] = {}
@@ -359,19 +359,25 @@ class Bus:
         #: Last segment (a stream's name) -> its published topics: where `*/state` can match.
         self._topics_by_last: defaultdict[str, list[str]] = defaultdict(list)
         self._ids = itertools.count(1)
-        self.published: Counter[str] = Counter()
+
+    @property
+    def published(self) -> dict[str, int]:
+        """Samples published so far, per topic (a copy)."""
+        return {topic: sample.seq for topic, sample in self._latest.items()}
 
     def publish(self, topic: str, message: Any, stamp: float | None = None) -> Sample:
         """Publish `message` on `topic`; `stamp` is the device's time (seconds since the epoch)."""
+        # The topic's count is its last sample's seq, not an entry of its own: one dict lookup and one
+        # store a publish, where a seq table and a counter took two more.
         now = self._clock()
-        seq = self._seq.get(topic)
-        if seq is None:
+        latest = self._latest
+        previous = latest.get(topic)
+        if previous is None:
             check_topic(topic)
-            seq = 0
-        self._seq[topic] = seq + 1
-        sample = Sample(topic, type_name(message), seq + 1, now if stamp is None else stamp, now, message)
-        self._latest[topic] = sample
-        self.published[topic] += 1
+            seq = 1
+        else:
+            seq = previous.seq + 1
+        sample = latest[topic] = Sample(topic, type_name(message), seq, now if stamp is None else stamp, now, message)
         route = self._routes.get(topic)
         if route is None:
             route = self._route(topic)

@@ -56,6 +56,20 @@ async def test_new_subscriber_gets_latest_value_at_once() -> None:
     assert [(s.topic, s.seq, s.message.rgb[0]) for s in samples] == [("dev/a", 2, 0.2)]
 
 
+def test_each_topic_counts_its_own_samples_and_the_counts_are_a_copy() -> None:
+    bus = Bus()
+    seqs = [bus.publish(topic, led(0.1)).seq for topic in ("dev/a", "dev/b", "dev/a", "dev/a", "dev/b")]
+    assert seqs == [1, 1, 2, 3, 2]
+    counts = bus.published
+    assert counts == {"dev/a": 3, "dev/b": 2}
+    counts["dev/a"] = 0  # a caller's copy: the bus's count and the next seq do not move
+    assert bus.published["dev/a"] == 3
+    assert bus.publish("dev/a", led(0.2)).seq == 4
+    with pytest.raises(ValueError):
+        bus.publish("dev//bad", led(0.3))
+    assert bus.published == {"dev/a": 4, "dev/b": 2}
+
+
 async def test_a_subscription_without_newest_gets_only_what_comes_after() -> None:
     bus = Bus()
     bus.publish("dev/a", led(0.1))
