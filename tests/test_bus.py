@@ -65,8 +65,8 @@ def test_each_topic_counts_its_own_samples_and_the_counts_are_a_copy() -> None:
     counts["dev/a"] = 0  # a caller's copy: the bus's count and the next seq do not move
     assert bus.published["dev/a"] == 3
     assert bus.publish("dev/a", led(0.2)).seq == 4
-    with pytest.raises(ValueError):
-        bus.publish("dev//bad", led(0.3))
+    with pytest.raises(ValueError, match="topic 'dev//bad' must be"):
+        bus.publish("dev//bad", led(0.3))  # refused: counts nothing
     assert bus.published == {"dev/a": 4, "dev/b": 2}
 
 
