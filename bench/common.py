@@ -6,6 +6,9 @@ import asyncio
 import contextlib
 import ctypes
 import json
+import math
+import statistics
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +78,42 @@ def hold_read_buffers_in_heap() -> bool:
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     # mallopt returns 1 on success (glibc); a libc that only stubs it returns 0.
     return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) and mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
+
+
+def median_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """Two of `values` that hold their distribution's true median with at least `confidence`; None if too few.
+
+    Distribution-free (the sign test's interval): each value falls below the true median with
+    probability 1/2, so the k-th smallest of n lies above it with probability P(Binomial(n, 1/2) < k),
+    and the k-th smallest and k-th largest enclose it with at least 1 - 2 P(Binomial(n, 1/2) < k).
+    The largest such k is taken. Repeats of a benchmark on a shared machine vary run to run in ways
+    no normal law describes; this interval assumes only that they are independent. It needs 6 values
+    at 95 % (then it is their minimum and maximum); 15 give the 4th smallest and 4th largest.
+    Values that are not finite (a run that delivered nothing) are left out.
+    """
+    ordered = sorted(value for value in values if math.isfinite(value))
+    count = len(ordered)
+    outside = (1.0 - confidence) / 2.0  # allowed on each side
+    below = 0.0  # P(Binomial(count, 1/2) < k)
+    k = 0
+    while k < count:
+        below_next = below + math.comb(count, k) / 2.0**count
+        if below_next > outside:
+            break
+        below, k = below_next, k + 1
+    if k == 0:
+        return None
+    return ordered[k - 1], ordered[count - k]
+
+
+def spread(values: Iterable[float], suffix: str = "") -> str:
+    """`1.08x (0.91-1.30; median 1.03-1.12 at 95 %)`: median, range and (from 6 values) `median_interval`.
+
+    Not-finite values are left out; `suffix` follows the median ("x" for ratios).
+    """
+    finite = sorted(value for value in values if math.isfinite(value))
+    if not finite:
+        return "n/a"
+    interval = median_interval(finite)
+    at_95 = f"; median {interval[0]:.2f}-{interval[1]:.2f} at 95 %" if interval else ""
+    return f"{statistics.median(finite):.2f}{suffix} ({finite[0]:.2f}-{finite[-1]:.2f}{at_95})"

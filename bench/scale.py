@@ -59,7 +59,7 @@ REPO_ROOT = BENCH_DIR.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench.common import hold_read_buffers_in_heap  # noqa: E402 - after the path fix above
+from bench.common import hold_read_buffers_in_heap, spread  # noqa: E402 - after the path fix above
 from bench.fanout import (  # noqa: E402
     CONNECT_TIMEOUT_S,
     HOST,
@@ -512,6 +512,7 @@ def report(runs: Sequence[Run], complete: float) -> str:
             )
         lines.append("ratios (medians):")
         lines += ratios
+        lines += paired_p99(runs, [p for p in points if p.sweep == sweep])
         lines += churn_ratios(runs, [p for p in points if p.sweep == sweep])
         lines.append(
             f"gateway delivers everything (>= {complete:.2f}) through the whole sweep"
@@ -519,6 +520,32 @@ def report(runs: Sequence[Run], complete: float) -> str:
             else f"gateway stops delivering everything at: {first_short.label()}"
         )
     return "\n".join(lines)
+
+
+def paired_p99(runs: Sequence[Run], points: Sequence[Point]) -> list[str]:
+    """Each point's gateway p99 over each bare side's p99 of the same repeat, with the median's interval.
+
+    The sides of a repeat run one after the other, so a repeat's ratio shares that minute's host; over
+    several repeats the median of these ratios (and from 6 repeats, its 95 % interval) says whether
+    the gateway's tail is at or below the bare side's, which a ratio of medians mixing minutes cannot.
+    """
+    lines: list[str] = []
+    for point in points:
+        gateway = {r.repeat: r.p99_ms for r in runs if r.point == point and r.side == "gateway"}
+        cells: list[str] = []
+        for side in SIDES:
+            if side == "gateway":
+                continue
+            paired = [
+                ratio(gateway[r.repeat], r.p99_ms)
+                for r in runs
+                if r.point == point and r.side == side and r.repeat in gateway
+            ]
+            if len(paired) > 1:
+                cells.append(f"{SIDE_NAMES[side]} {spread(paired)}")
+        if cells:
+            lines.append(f"  p99 by repeat, {point.label()}: gateway over {', over '.join(cells)}")
+    return lines
 
 
 def churn_ratios(runs: Sequence[Run], points: Sequence[Point]) -> list[str]:
@@ -541,7 +568,7 @@ def churn_ratios(runs: Sequence[Run], points: Sequence[Point]) -> list[str]:
                 if r.point == point and r.side == side and r.repeat in by_repeat
             ]
             if paired:
-                cells.append(f"{SIDE_NAMES[side]} {median(paired):.2f} ({min(paired):.2f}-{max(paired):.2f})")
+                cells.append(f"{SIDE_NAMES[side]} {spread(paired)}")
         lines.append(f"  churn cost, {point.label()}: cpu/msg over no churn, by repeat: {', '.join(cells)}")
     return lines
 

@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 
-from bench.common import WAITING, thread_seconds_between, thread_times_ns
+from bench.common import WAITING, median_interval, thread_seconds_between, thread_times_ns
 
 
 def spin(cpu_s: float) -> float:
@@ -117,3 +117,21 @@ def test_after_hold_read_buffers_in_heap_a_socket_read_maps_no_memory_of_its_own
         env=env,
     ).stdout.split()
     assert out == ["20", "True", "0"]
+
+
+def test_the_median_s_interval_is_the_sign_test_s_order_statistics() -> None:
+    # Known values of the sign test's 95 % interval: ranks (1, n) for n = 6-8, (2, n-1) for 9-11,
+    # (3, n-2) for 12-14, (4, n-3) for 15-16; too few values give none.
+    for count in range(1, 6):
+        assert median_interval(range(count)) is None
+    expected_low_rank = {6: 1, 7: 1, 8: 1, 9: 2, 10: 2, 11: 2, 12: 3, 13: 3, 14: 3, 15: 4, 16: 4}
+    for count, rank in expected_low_rank.items():
+        values = [float(10 * index) for index in range(count, 0, -1)]  # any order
+        assert median_interval(values) == (10.0 * rank, 10.0 * (count - rank + 1))
+
+
+def test_the_median_s_interval_leaves_out_runs_without_a_value_and_widens_with_confidence() -> None:
+    values = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, float("nan"), float("inf")]
+    assert median_interval(values) == (2.0, 8.0)  # 9 finite values: ranks 2 and 8
+    assert median_interval(values, confidence=0.5) == (3.0, 7.0)
+    assert median_interval(values, confidence=0.999) is None

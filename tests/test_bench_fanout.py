@@ -61,3 +61,15 @@ def test_each_repeat_is_compared_with_the_floor_of_the_same_repeat_and_a_redone_
 
 def test_no_floor_no_line() -> None:
     assert paired_line(("multi-topic", "ws"), [run("gateway", 0, 2.0)]) is None
+
+
+def test_six_repeats_or_more_give_the_interval_of_the_median() -> None:
+    ratios = [1.30, 0.91, 1.05, 1.12, 0.98, 1.08, 1.20]  # gateway over floor in repeats 0..6
+    results = [run("floor", repeat, 2.0) for repeat in range(len(ratios))]
+    results += [run("gateway", repeat, 2.0 * value) for repeat, value in enumerate(ratios)]
+    line = paired_line(("multi-topic", "ws"), results)
+    # 7 values: the true median lies between the smallest and the largest at 98.4 % (>= 95 %).
+    assert line == (
+        "multi-topic ws: cpu/msg over bare-batched, repeat by repeat: "
+        "gateway 1.08x (0.91-1.30; median 0.91-1.30 at 95 %)"
+    )

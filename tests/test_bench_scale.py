@@ -94,3 +94,26 @@ def test_arguments_it_cannot_measure_are_refused(bad: list[str], said: str, caps
         scale.parse_args(bad)
     assert exit_.value.code == 2
     assert said in capsys.readouterr().err
+
+
+def test_each_repeat_s_p99_is_compared_with_the_bare_sides_of_the_same_repeat() -> None:
+    point = scale.Point("clients", clients=500, devices=1)
+    gateway_p99 = [7.0, 6.4, 9.0, 7.2, 6.8, 7.0]
+    bare_p99 = [6.2, 7.2, 8.0, 7.2, 7.0, 6.5]  # the host was slower in repeat 2: both sides were
+    sides: list[tuple[scale.Side, list[float]]] = [
+        ("gateway", gateway_p99),
+        ("baseline", bare_p99),
+        ("floor", bare_p99[:1]),
+    ]
+    runs = [
+        scale.Run(point, side, repeat, 50_000.0, 1.0, p99, 30.0, 6.0, 0.0)
+        for side, p99s in sides
+        for repeat, p99 in enumerate(p99s)
+    ]
+    (line,) = scale.paired_p99(runs, [point])
+    ratios = sorted(g / b for g, b in zip(gateway_p99, bare_p99, strict=True))
+    median = (ratios[2] + ratios[3]) / 2
+    assert line == (
+        f"  p99 by repeat, {point.label()}: gateway over bare {median:.2f} "
+        f"({ratios[0]:.2f}-{ratios[-1]:.2f}; median {ratios[0]:.2f}-{ratios[-1]:.2f} at 95 %)"
+    )  # one repeat of the floor: no spread to give, so no cell for it
