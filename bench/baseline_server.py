@@ -9,8 +9,8 @@ on an aiohttp WebSocket (compress=False), or `writer.write(bytes)` on an asyncio
 over TCP.
 
 With `--batch` it is the floor of the gateway's own design instead: the messages of one tick go to
-each client in one write (one send system call), each still its own WebSocket frame (framed here,
-written to the socket's transport) or msgpack map, the way the gateway's write batching sends them.
+each client in one write (one send system call) to the socket's transport, each still its own
+WebSocket frame (framed here) or msgpack map, the way the gateway's write batching sends them.
 
 With `--devices N` (bench/scale.py) N generators run side by side, each on its own deadlines as N
 sim devices do, device `i` publishing on `bench-i/state` (and its `--topics`). Unbatched, every
@@ -262,8 +262,19 @@ class MsgpackFanout:
                 self._forget(writer)
 
     async def broadcast_batch(self, payloads: list[bytes]) -> None:
-        """The packed messages back to back, in one write per subscriber."""
-        await self.broadcast(b"".join(payloads))
+        """The packed messages back to back, in one write per subscriber's transport.
+
+        Written to the transport as `WsFanout.broadcast_batch` writes its frames: `drain()` per writer
+        (what `broadcast` does, the streams idiom) would add a coroutine per client per tick that
+        neither the WebSocket floor nor the gateway runs, and the floor would not be one.
+        """
+        data = b"".join(payloads)
+        for writer in list(self.clients):
+            transport = writer.transport
+            if transport.is_closing():
+                self._forget(writer)
+                continue
+            transport.write(data)
 
     def _forget(self, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(ValueError):
