@@ -75,7 +75,7 @@ def controller_state(t: float) -> ControllerState:
         0.5 - 0.5 * math.sin(phase),
     )
     pressed = int(t) % BUTTONS
-    buttons = tuple(1 if index == pressed else 0 for index in range(BUTTONS))
+    buttons = tuple([1 if index == pressed else 0 for index in range(BUTTONS)])  # a list: no generator to run
     return ControllerState(Time.from_seconds(t), axes, buttons)
 
 
