@@ -97,7 +97,7 @@ def median_interval(values: Iterable[float], confidence: float = 0.95) -> tuple[
     below = 0.0  # P(Binomial(count, 1/2) < k)
     k = 0
     while k < count:
-        below_next = below + math.comb(count, k) / 2.0**count
+        below_next = below + math.comb(count, k) / (1 << count)  # exact integers: no overflow past 1,023 values
         if below_next > outside:
             break
         below, k = below_next, k + 1

@@ -135,3 +135,9 @@ def test_the_median_s_interval_leaves_out_runs_without_a_value_and_widens_with_c
     assert median_interval(values) == (2.0, 8.0)  # 9 finite values: ranks 2 and 8
     assert median_interval(values, confidence=0.5) == (3.0, 7.0)
     assert median_interval(values, confidence=0.999) is None
+
+
+def test_the_median_s_interval_holds_for_thousands_of_values() -> None:
+    # 2,000 values: the interval is the median's ±1.96 standard deviations of a binomial, ranks about 956-1,045.
+    low, high = median_interval(float(index) for index in range(2000)) or (0.0, 0.0)
+    assert 950.0 <= low < 1000.0 < high <= 1050.0
