@@ -29,6 +29,7 @@ import json
 import math
 import os
 import platform
+import socket
 import statistics
 import subprocess
 import sys
@@ -491,6 +492,28 @@ class RosbridgeConnection(Connection):
             await asyncio.wait_for(self._ws.close(), CLOSE_TIMEOUT_S)
 
 
+def client_socket(family: int, mss: int) -> socket.socket:
+    """A client's TCP socket whose SYN offers segments of at most `mss` bytes (0: the kernel's choice).
+
+    Why a benchmark pins it: Linux estimates each socket's receive MSS from the largest segment it
+    has received (`icsk_ack.rcv_mss`, at least 536 bytes, never lowered by smaller ones) and, for a
+    stream of small messages, sends the delayed ACK on arrival (in the sender's system call) while
+    fewer than that many bytes wait unacknowledged, and from the reader's `recv` otherwise. A server
+    that once writes two samples in one segment (a batched round while its loop is busy) moves
+    every later ACK of that connection into the reading process: with 500 clients in this one process
+    that is 4-6 points of a core more here, and the p99 it measures grows with it. Pinned, every
+    side's connections estimate the same MSS whatever they received once (docs/performance.md).
+    """
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    if mss:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss)
+        except BaseException:
+            sock.close()
+            raise
+    return sock
+
+
 class MsgpackConnection(Connection):
     """asyncio TCP stream carrying concatenated msgpack maps."""
 
@@ -501,8 +524,19 @@ class MsgpackConnection(Connection):
         self._unpacker = msgpack.Unpacker(raw=False)
 
     @classmethod
-    async def open(cls, port: int, tally: Tally) -> MsgpackConnection:
-        reader, writer = await asyncio.open_connection(HOST, port, limit=READ_SIZE)
+    async def open(cls, port: int, tally: Tally, mss: int = 0) -> MsgpackConnection:
+        """Connect to `port` on the loopback; with `mss`, through `client_socket(mss)`."""
+        if not mss:
+            reader, writer = await asyncio.open_connection(HOST, port, limit=READ_SIZE)
+            return cls(reader, writer, tally)
+        sock = client_socket(socket.AF_INET, mss)
+        try:
+            sock.setblocking(False)
+            await asyncio.get_running_loop().sock_connect(sock, (HOST, port))
+        except BaseException:
+            sock.close()
+            raise
+        reader, writer = await asyncio.open_connection(sock=sock, limit=READ_SIZE)
         return cls(reader, writer, tally)
 
     async def receive_message(self) -> Any:

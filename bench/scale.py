@@ -75,6 +75,7 @@ from bench.fanout import (  # noqa: E402
     _drain_output,
     _live_pids,
     _wait_listening,
+    client_socket,
     gateway_counters,
     gateway_rates,
     measure_window,
@@ -90,6 +91,8 @@ BASELINE_SERVER = BENCH_DIR / "baseline_server.py"
 CHURN_ID_BASE = 1000
 #: Request ids of the subscriptions a churner holds besides (below `CHURN_ID_BASE`: not churn).
 HELD_ID_BASE = 100
+#: What Linux takes for TCP_MAXSEG, in bytes: TCP_MIN_MSS to MAX_TCP_WINDOW (include/net/tcp.h).
+MIN_MSS, MAX_MSS = 88, 32767
 
 
 @dataclass(frozen=True)
@@ -334,9 +337,15 @@ class Fleet:
 
 
 @contextlib.asynccontextmanager
-async def fleet_of(transport: str, port: int, point: Point, window: Window) -> AsyncIterator[Fleet]:
-    """Connect and subscribe the point's clients; pump (and churn) until closed."""
-    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) if transport == "ws" else None
+async def fleet_of(transport: str, port: int, point: Point, window: Window, mss: int = 0) -> AsyncIterator[Fleet]:
+    """Connect and subscribe the point's clients; pump (and churn) until closed.
+
+    `mss`: each client socket's TCP MSS, in bytes (`client_socket`); 0 leaves it to the kernel.
+    """
+    session = None
+    if transport == "ws":
+        factory = (lambda info: client_socket(info[0], mss)) if mss else None
+        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, socket_factory=factory))
     fleet = Fleet()
 
     async def open_one() -> None:
@@ -345,7 +354,7 @@ async def fleet_of(transport: str, port: int, point: Point, window: Window) -> A
         if session is not None:
             connection = await WsConnection.open(session, port, tally)
         else:
-            connection = await MsgpackConnection.open(port, tally)
+            connection = await MsgpackConnection.open(port, tally, mss)
         fleet.connections.append(connection)
         fleet.tallies.append(tally)
         await connection.subscribe(patterns_for(point.patterns))
@@ -408,7 +417,7 @@ async def run_once(
     server = await start_server(side, transport, point, workdir, quota)
     try:
         window = Window()
-        async with fleet_of(transport, server.port, point, window) as fleet:
+        async with fleet_of(transport, server.port, point, window, args.client_mss) as fleet:
             await asyncio.sleep(args.warmup)
             before, scraped_at = await gateway_counters(server), time.monotonic()
             throttled = quota.throttled_s() if quota is not None else math.nan
@@ -602,7 +611,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=1, help="repeats, sides in rotating order (default 1)")
     parser.add_argument("--cpu-quota", type=float, help="every server under this CPU quota, %% of one core")
     parser.add_argument("--complete", type=float, default=0.99, help="delivered share counted as everything")
+    parser.add_argument(
+        "--client-mss",
+        type=int,
+        default=0,
+        help="pin every client socket's TCP MSS to this many bytes, 88 to 32767 (default 0: the kernel's); "
+        "536 makes each side's clients send their ACKs alike (see bench/fanout.py client_socket)",
+    )
     args = parser.parse_args(argv)
+    if args.client_mss and not MIN_MSS <= args.client_mss <= MAX_MSS:
+        parser.error(f"--client-mss: 0 (the kernel's) or {MIN_MSS} to {MAX_MSS} bytes")
     if not 0 <= args.held < CHURN_ID_BASE - HELD_ID_BASE:
         parser.error(f"--held: 0 to {CHURN_ID_BASE - HELD_ID_BASE - 1} (the gateway allows 256 subscriptions a client)")
     return args
@@ -658,8 +676,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     hold_read_buffers_in_heap()  # every side's clients read alike, whichever runs first
     runs = asyncio.run(run_all(args))
     print(report(runs, args.complete))
+    mss = f"{args.client_mss} bytes" if args.client_mss else "the kernel's"
     print(
-        f"\ntransport {args.transport}, {args.seconds:g} s windows, {args.repeats} repeat(s); "
+        f"\ntransport {args.transport}, {args.seconds:g} s windows, {args.repeats} repeat(s), client MSS {mss}; "
         f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     for pid in list(_live_pids):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+import socket
 from pathlib import Path
 
 import pytest
 
-from bench import scale
+from bench import baseline_server, scale
+from bench.fanout import Window, client_socket
 
 
 def test_a_brief_run_measures_every_side_with_churn_under_a_quota_or_says_why_not(
@@ -117,3 +119,44 @@ def test_each_repeat_s_p99_is_compared_with_the_bare_sides_of_the_same_repeat() 
         f"  p99 by repeat, {point.label()}: gateway over bare {median:.2f} "
         f"({ratios[0]:.2f}-{ratios[-1]:.2f}; median {ratios[0]:.2f}-{ratios[-1]:.2f} at 95 %)"
     )  # one repeat of the floor: no spread to give, so no cell for it
+
+
+async def segment_sizes_the_server_uses(transport: str, mss: int) -> list[int]:
+    """Each server-side socket's MSS (bytes) with 3 clients of `scale.fleet_of(..., mss=mss)` on a bare server."""
+    server = baseline_server.WsFanout() if transport == "ws" else baseline_server.MsgpackFanout()
+    port = await server.start("127.0.0.1", 0)
+    try:
+        async with scale.fleet_of(transport, port, scale.Point("custom", clients=3, devices=1), Window(), mss) as fleet:
+            assert len(fleet.connections) == 3
+            if isinstance(server, baseline_server.WsFanout):
+                sockets = [transport.get_extra_info("socket") for transport in server.transports.values()]
+            else:
+                sockets = [writer.get_extra_info("socket") for writer in server.clients]
+            return [sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG) for sock in sockets]
+    finally:
+        await server.stop()
+
+
+@pytest.mark.parametrize("transport", ["ws", "msgpack"])
+async def test_with_client_mss_every_client_socket_offers_at_most_that_segment(transport: str) -> None:
+    # The server's side segments for what each client's SYN offered (less the timestamp option).
+    pinned = await segment_sizes_the_server_uses(transport, 536)
+    assert len(pinned) == 3
+    assert all(0 < size <= 536 for size in pinned), pinned
+    unpinned = await segment_sizes_the_server_uses(transport, 0)  # the loopback's own, tens of kB
+    assert len(unpinned) == 3
+    assert all(size > 536 for size in unpinned), unpinned
+
+
+@pytest.mark.parametrize("mss", ["87", "32768", "-1"])
+def test_a_client_mss_linux_would_refuse_is_refused(mss: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        scale.parse_args(["--client-mss", mss])
+    assert exit_.value.code == 2
+    assert "--client-mss: 0 (the kernel's) or 88 to 32767 bytes" in capsys.readouterr().err
+
+
+def test_client_socket_passes_the_mss_to_the_kernel_or_leaves_it() -> None:
+    with client_socket(socket.AF_INET, 1000) as pinned, client_socket(socket.AF_INET, 0) as free:
+        assert pinned.getsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG) == 1000
+        assert free.getsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG) != 1000
