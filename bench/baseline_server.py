@@ -46,6 +46,11 @@ BUTTONS = 17
 #: Same as the sim device: beyond this lag the generator skips ahead instead of bursting stale samples.
 MAX_CATCH_UP_S = 0.1
 PARENT_CHECK_S = 1.0
+#: Connections the kernel holds until accepted, as every listener of the gateway (gateway/servers/limits.py):
+#: with asyncio's default of 100, 500 clients connecting at once to the msgpack server lost SYNs (each
+#: tried again a second later: 1.04 s to connect them, 0.07-0.12 s with this), and in one run of 15 a
+#: client's connection was lost in the overflow, its hello never came and the run failed.
+LISTEN_BACKLOG = 1024
 
 Encode = Callable[[dict[str, Any]], bytes]
 Send = Callable[[bytes], Awaitable[None]]
@@ -180,7 +185,7 @@ class WsFanout:
         app.router.add_get("/ws", self._handle)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
-        await web.TCPSite(self._runner, host, port, reuse_address=True).start()
+        await web.TCPSite(self._runner, host, port, reuse_address=True, backlog=LISTEN_BACKLOG).start()
         bound: int = self._runner.addresses[0][1]
         return bound
 
@@ -240,7 +245,7 @@ class MsgpackFanout:
         self._server: asyncio.Server | None = None
 
     async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._handle, host, port)
+        self._server = await asyncio.start_server(self._handle, host, port, backlog=LISTEN_BACKLOG)
         bound: int = self._server.sockets[0].getsockname()[1]
         return bound
 

@@ -13,7 +13,8 @@ import msgpack
 import orjson
 import pytest
 
-from bench.baseline_server import ws_text_frame
+from bench.baseline_server import LISTEN_BACKLOG, MsgpackFanout, WsFanout, ws_text_frame
+from gateway.servers import limits
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BASELINE_SERVER = REPO_ROOT / "bench" / "baseline_server.py"
@@ -88,3 +89,20 @@ async def test_batched_msgpack_sends_each_message_as_its_own_map() -> None:
         writer.close()
     assert all(isinstance(message, dict) for message in messages)
     assert_ticks_in_order(messages)
+
+
+@pytest.mark.parametrize("fanout", [WsFanout, MsgpackFanout], ids=["ws", "msgpack"])
+async def test_the_bare_servers_queue_a_storm_of_connections_as_the_gateway_does(
+    fanout: type[WsFanout] | type[MsgpackFanout],
+) -> None:
+    """asyncio's backlog of 100 made 500 clients connecting at once wait a second (or hang, with SYN cookies)."""
+    server = fanout()
+    port = await server.start("127.0.0.1", 0)
+    try:
+        ss = await asyncio.create_subprocess_exec("ss", "-ltnH", f"sport = :{port}", stdout=asyncio.subprocess.PIPE)
+        listed, _ = await ss.communicate()
+    finally:
+        await server.stop()
+    backlogs = {int(line.split()[2]) for line in listed.decode().splitlines()}  # LISTEN, Recv-Q, Send-Q (backlog)
+    assert LISTEN_BACKLOG == limits.LISTEN_BACKLOG
+    assert backlogs == {min(LISTEN_BACKLOG, int(Path("/proc/sys/net/core/somaxconn").read_text()))}
