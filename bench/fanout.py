@@ -500,9 +500,9 @@ def client_socket(family: int, mss: int) -> socket.socket:
     stream of small messages, sends the delayed ACK on arrival (in the sender's system call) while
     fewer than that many bytes wait unacknowledged, and from the reader's `recv` otherwise. A server
     that once writes two samples in one segment (a batched round while its loop is busy) moves
-    every later ACK of that connection into the reading process: with 500 clients in this one process
-    that is 4-6 points of a core more here, and the p99 it measures grows with it. Pinned, every
-    side's connections estimate the same MSS whatever they received once (docs/performance.md).
+    every later ACK of that connection into the reading process: with 500 clients in this one process,
+    about 4 points of a core more. Pinned, every side's connections estimate the same MSS whatever
+    they received once; the servers then send every second ACK themselves (docs/performance.md).
     """
     sock = socket.socket(family, socket.SOCK_STREAM)
     if mss:

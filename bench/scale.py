@@ -18,6 +18,9 @@ such patterns (the issue's case: 64 subscriptions of 64 patterns). `--churn 0,5`
 rates side by side in each repeat and prints each side's CPU per message with churn over without,
 paired by repeat (the machine drifts more between repeats than a few changes a second cost).
 
+`--client-mss BYTES` pins every client socket's TCP MSS (bench/fanout.py `client_socket`): where
+the kernel sends the clients' ACKs from then does not depend on what each side once wrote.
+
 `--cpu-quota PCT` runs every side's server under the same CPU quota (PCT % of one core) in a cgroup
 of its own: cgroup v2 when its cpu controller can be used, else cgroup v1's cpu controller; where
 neither is writable the run goes on without a quota and says so.
