@@ -347,8 +347,9 @@ async def fleet_of(transport: str, port: int, point: Point, window: Window, mss:
     """
     session = None
     if transport == "ws":
-        factory = (lambda info: client_socket(info[0], mss)) if mss else None
-        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, socket_factory=factory))
+        # `socket_factory` is aiohttp 3.12's: only asked for when pinning.
+        pinned: dict[str, Any] = {"socket_factory": lambda info: client_socket(info[0], mss)} if mss else {}
+        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, **pinned))
     fleet = Fleet()
 
     async def open_one() -> None:
