@@ -541,24 +541,29 @@ def paired_p99(runs: Sequence[Run], points: Sequence[Point]) -> list[str]:
     The sides of a repeat run one after the other, so a repeat's ratio shares that minute's host; over
     several repeats the median of these ratios (and from 6 repeats, its 95 % interval) says whether
     the gateway's tail is at or below the bare side's, which a ratio of medians mixing minutes cannot.
+    The floor over bare aiohttp, paired the same way, is what the gateway's design costs with no
+    gateway code: a gateway at the floor cannot be under bare by more than that.
     """
     lines: list[str] = []
     for point in points:
-        gateway = {r.repeat: r.p99_ms for r in runs if r.point == point and r.side == "gateway"}
-        cells: list[str] = []
-        for side in SIDES:
-            if side == "gateway":
-                continue
-            paired = [
-                ratio(gateway[r.repeat], r.p99_ms)
-                for r in runs
-                if r.point == point and r.side == side and r.repeat in gateway
-            ]
-            if len(paired) > 1:
-                cells.append(f"{SIDE_NAMES[side]} {spread(paired)}")
-        if cells:
-            lines.append(f"  p99 by repeat, {point.label()}: gateway over {', over '.join(cells)}")
+        cells = [
+            f"{SIDE_NAMES[bottom]} {spread(paired)}"
+            for bottom in ("baseline", "floor")
+            if len(paired := _paired_p99(runs, point, "gateway", bottom)) > 1
+        ]
+        if not cells:
+            continue
+        line = f"  p99 by repeat, {point.label()}: gateway over {', over '.join(cells)}"
+        if len(design := _paired_p99(runs, point, "floor", "baseline")) > 1:
+            line += f"; {SIDE_NAMES['floor']} over {SIDE_NAMES['baseline']} {spread(design)}"
+        lines.append(line)
     return lines
+
+
+def _paired_p99(runs: Sequence[Run], point: Point, top: Side, bottom: Side) -> list[float]:
+    """`top`'s p99 over `bottom`'s, repeat by repeat, at `point` (repeats missing either side left out)."""
+    tops = {r.repeat: r.p99_ms for r in runs if r.point == point and r.side == top}
+    return [ratio(tops[r.repeat], r.p99_ms) for r in runs if r.point == point and r.side == bottom and r.repeat in tops]
 
 
 def churn_ratios(runs: Sequence[Run], points: Sequence[Point]) -> list[str]:

@@ -160,3 +160,21 @@ def test_client_socket_passes_the_mss_to_the_kernel_or_leaves_it() -> None:
     with client_socket(socket.AF_INET, 1000) as pinned, client_socket(socket.AF_INET, 0) as free:
         assert pinned.getsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG) == 1000
         assert free.getsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG) != 1000
+
+
+def test_the_floor_s_own_p99_over_bare_is_paired_by_repeat_too() -> None:
+    point = scale.Point("clients", clients=500, devices=1)
+    bare_p99 = [6.0, 7.0, 6.5, 6.8, 6.1, 6.6]
+    floor_p99 = [6.6, 7.7, 7.8, 6.8, 7.0, 7.3]
+    sides: list[tuple[scale.Side, list[float]]] = [("gateway", floor_p99), ("baseline", bare_p99), ("floor", floor_p99)]
+    runs = [
+        scale.Run(point, side, repeat, 50_000.0, 1.0, p99, 30.0, 6.0, 0.0)
+        for side, p99s in sides
+        for repeat, p99 in enumerate(p99s)
+    ]
+    (line,) = scale.paired_p99(runs, [point])
+    design = sorted(f / b for f, b in zip(floor_p99, bare_p99, strict=True))
+    over_bare = f"{(design[2] + design[3]) / 2:.2f} ({design[0]:.2f}-{design[-1]:.2f}; median"
+    assert f"gateway over bare {over_bare}" in line
+    assert "over bare-batched 1.00 (1.00-1.00;" in line
+    assert line.endswith(f"; bare-batched over bare {over_bare} {design[0]:.2f}-{design[-1]:.2f} at 95 %)")
