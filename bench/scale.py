@@ -542,7 +542,7 @@ def paired_p99(runs: Sequence[Run], points: Sequence[Point]) -> list[str]:
     several repeats the median of these ratios (and from 6 repeats, its 95 % interval) says whether
     the gateway's tail is at or below the bare side's, which a ratio of medians mixing minutes cannot.
     The floor over bare aiohttp, paired the same way, is what the gateway's design costs with no
-    gateway code: a gateway at the floor cannot be under bare by more than that.
+    gateway code: a gateway at the floor stands as far from bare as the floor does.
     """
     lines: list[str] = []
     for point in points:
