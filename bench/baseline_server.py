@@ -18,6 +18,12 @@ message is sent on its own; with `--batch`, what the generators produce in one e
 collected and leaves in one write per client at the turn's end (one `call_soon` for all of them),
 however many devices it came from: the floor of batching a turn's samples across devices.
 
+With `--typed-sample` (with `--batch`: bench/fanout.py's `typed` side) each tick's messages are made
+as the gateway's sim device and bus make them: one typed sample a tick (`controller_state`, the
+sim's own function), made plain (`to_plain`) once per message, where the plain floor writes each
+message's dict itself. It is the floor of the gateway's design including its typed device sample,
+the one piece of gateway code it runs; without the option this server imports nothing of the gateway.
+
 On start it prints one JSON line `{"event": "listening", "port": N}`; it stops on SIGTERM/SIGINT,
 and by itself when its parent goes away, so a killed benchmark never leaves it running.
 """
@@ -33,6 +39,7 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -53,6 +60,8 @@ PARENT_CHECK_S = 1.0
 LISTEN_BACKLOG = 1024
 
 Encode = Callable[[dict[str, Any]], bytes]
+#: A tick's `state` messages: (seq, stamp, topics) -> one message per topic.
+MakeTick = Callable[[int, float, list[str]], list[dict[str, Any]]]
 Send = Callable[[bytes], Awaitable[None]]
 SendBatch = Callable[[list[bytes]], Awaitable[None]]
 
@@ -100,6 +109,37 @@ def state_message(seq: int, now: float, topic: str = TOPIC) -> dict[str, Any]:
     }
 
 
+def tick_messages(seq: int, now: float, topics: list[str]) -> list[dict[str, Any]]:
+    """A tick's `state` messages, each written out as a dict (`state_message`)."""
+    return [state_message(seq, now, topic) for topic in topics]
+
+
+def typed_tick_maker() -> MakeTick:
+    """`tick_messages` made as the gateway makes them: one typed sample a tick, `to_plain` once per topic."""
+    repo = str(Path(__file__).resolve().parent.parent)
+    if repo not in sys.path:
+        sys.path.insert(0, repo)
+    from devices.sim.controller import controller_state  # only this option runs gateway code
+    from gateway.messages import to_plain
+
+    def typed_tick_messages(seq: int, now: float, topics: list[str]) -> list[dict[str, Any]]:
+        sample = controller_state(now)
+        return [
+            {
+                "op": "state",
+                "topic": topic,
+                "type": TYPE,
+                "seq": seq,
+                "stamp": now,
+                "recv_stamp": now,
+                "data": to_plain(sample),
+            }
+            for topic in topics
+        ]
+
+    return typed_tick_messages
+
+
 class TurnBatcher:
     """Collects the messages of one event-loop turn, from any number of generators; one write per client at its end."""
 
@@ -144,11 +184,18 @@ def ws_text_frame(payload: bytes) -> bytes:
 
 
 async def generate(
-    rate: float, encode: Encode, send: Send, topics: int = 1, send_batch: SendBatch | None = None, device: int = 1
+    rate: float,
+    encode: Encode,
+    send: Send,
+    topics: int = 1,
+    send_batch: SendBatch | None = None,
+    device: int = 1,
+    make: MakeTick = tick_messages,
 ) -> None:
     """Produce `rate` ticks/s of `topics` messages on deadlines t0 + k/rate; when late, the due ones go back to back.
 
     With `send_batch`, each tick's messages go out together through it instead of one `send` each.
+    `make` makes a tick's messages.
     """
     names = topics_of(topics, device)
     period = 1.0 / rate
@@ -163,10 +210,10 @@ async def generate(
             # `stamp` is taken here, as the sim device does, so latency = receipt - generation time.
             stamp = time.time()
             if send_batch is not None:
-                await send_batch([encode(state_message(seq, stamp, topic)) for topic in names])
+                await send_batch([encode(message) for message in make(seq, stamp, names)])
             else:
-                for topic in names:
-                    await send(encode(state_message(seq, stamp, topic)))
+                for message in make(seq, stamp, names):
+                    await send(encode(message))
             next_tick += period
         await asyncio.sleep(max(next_tick - time.monotonic(), 0.0))
 
@@ -315,10 +362,18 @@ async def watch_parent(stop: asyncio.Event) -> None:
 
 
 async def serve(
-    transport: str, host: str, port: int, rate: float, topics: int = 1, batch: bool = False, devices: int = 1
+    transport: str,
+    host: str,
+    port: int,
+    rate: float,
+    topics: int = 1,
+    batch: bool = False,
+    devices: int = 1,
+    typed_sample: bool = False,
 ) -> None:
     fanout: WsFanout | MsgpackFanout = WsFanout() if transport == "ws" else MsgpackFanout()
     encode = encode_json if transport == "ws" else encode_msgpack
+    make = typed_tick_maker() if typed_sample else tick_messages
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -331,7 +386,7 @@ async def serve(
         send_batch = TurnBatcher(send_batch).add  # a turn's ticks of every device in one write
     generators = [
         asyncio.create_task(
-            generate(rate, encode, fanout.broadcast, topics, send_batch, device), name=f"generator-{device}"
+            generate(rate, encode, fanout.broadcast, topics, send_batch, device, make), name=f"generator-{device}"
         )
         for device in range(1, devices + 1)
     ]
@@ -359,8 +414,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topics", type=int, default=1, help="messages per tick, one per topic")
     parser.add_argument("--batch", action="store_true", help="one write per client per tick (the gateway's design)")
     parser.add_argument("--devices", type=int, default=1, help="generators side by side, bench-1 ... bench-N")
+    parser.add_argument(
+        "--typed-sample", action="store_true", help="make each tick's sample as the gateway's sim device does"
+    )
     args = parser.parse_args(argv)
-    asyncio.run(serve(args.transport, args.host, args.port, args.rate, args.topics, args.batch, args.devices))
+    asyncio.run(
+        serve(args.transport, args.host, args.port, args.rate, args.topics, args.batch, args.devices, args.typed_sample)
+    )
     return 0
 
 

@@ -59,11 +59,15 @@ Transport = Literal["ws", "msgpack", "rosbridge"]
 #: A side of the comparison: the gateway (write batching), the gateway with clients that asked for
 #: multi-sample frames (`configure {"multi_state": true}`), the bare baseline server, and the bare
 #: server batching a tick's messages into one write per client (`floor`: the least the gateway's
-#: one-send-per-client-per-turn design can cost, with no gateway code).
-ServerKind = Literal["gateway", "multi", "baseline", "floor"]
+#: one-send-per-client-per-turn design can cost, with no gateway code), and on request that floor
+#: making each tick's sample as the gateway's sim device does (`typed`: a typed `ControllerState`
+#: made plain per message; the floor of the design including its typed device sample).
+ServerKind = Literal["gateway", "multi", "baseline", "floor", "typed"]
+#: The sides run by default; `--sides` may also name `typed`.
 SIDES: tuple[ServerKind, ...] = ("gateway", "multi", "baseline", "floor")
+ALL_SIDES: tuple[ServerKind, ...] = (*SIDES, "typed")
 #: The sides that run bench/baseline_server.py.
-BARE_KINDS: tuple[ServerKind, ...] = ("baseline", "floor")
+BARE_KINDS: tuple[ServerKind, ...] = ("baseline", "floor", "typed")
 TRANSPORTS: tuple[Transport, ...] = ("ws", "msgpack", "rosbridge")
 DEFAULT_TRANSPORTS: tuple[Transport, ...] = ("ws", "msgpack")
 ROS_TOPIC = "/bench_1/state"
@@ -73,7 +77,7 @@ def side_name(transport: Transport, kind: ServerKind) -> str:
     """How a side is shown: for rosbridge, the baseline is the gateway's native WebSocket."""
     if transport == "rosbridge":
         return "rosbridge" if kind == "gateway" else "native-ws"
-    return {"multi": "gateway+multi", "floor": "bare-batched"}.get(kind, kind)
+    return {"multi": "gateway+multi", "floor": "bare-batched", "typed": "bare-batched+typed"}.get(kind, kind)
 
 
 @dataclass(frozen=True)
@@ -214,7 +218,8 @@ def server_argv(
         repr(float(scenario.rate)),
         "--topics",
         str(scenario.topics),
-        *(["--batch"] if kind == "floor" else []),
+        *(["--batch"] if kind in ("floor", "typed") else []),
+        *(["--typed-sample"] if kind == "typed" else []),
     ]
 
 
@@ -1132,31 +1137,34 @@ def summary_line(group: Group, servers: dict[ServerKind, dict[str, Stat]]) -> st
     return f"{scenario} {transport}: " + (" | ".join(parts) if parts else "no baseline to compare with")
 
 
-def paired_line(group: Group, results: Sequence[RunResult]) -> str | None:
+def paired_line(group: Group, results: Sequence[RunResult], bottom: ServerKind = "floor") -> str | None:
     """`multi-topic ws: cpu/msg over bare-batched, repeat by repeat: gateway 0.97x (0.91-1.04) | …`.
 
     Each repeat runs every side back to back, so a ratio within one repeat shares that minute's host;
     the median of these ratios is steadier than the ratio of medians when the host drifts. With 6
     repeats or more, the interval that holds the true median at 95 % follows (`median_interval`):
-    `gateway 1.08x (0.91-1.30; median 1.03-1.12 at 95 %)`.
+    `gateway 1.08x (0.91-1.30; median 1.03-1.12 at 95 %)`. Over the plain floor (`bottom`) come the
+    gateway's sides and the typed floor; over the typed floor, the gateway's sides.
     """
     scenario, transport = group
     by_repeat: dict[tuple[ServerKind, int], float] = {}
     for result in results:  # one per side and repeat (a run redone after noise: its last attempt); the last counts
         if (result.scenario, result.transport) == group:
             by_repeat[result.server, result.repeat] = result.server_us_per_msg
+    tops: tuple[ServerKind, ...] = ("gateway", "multi", "typed") if bottom == "floor" else ("gateway", "multi")
     parts = []
-    for kind in ("gateway", "multi"):
+    for kind in tops:
         paired = []
         for (side, repeat), floor in by_repeat.items():
             own = by_repeat.get((kind, repeat), math.nan)
-            if side == "floor" and floor > 0 and math.isfinite(own):  # NaN: a run that delivered nothing
+            if side == bottom and floor > 0 and math.isfinite(own):  # NaN: a run that delivered nothing
                 paired.append(own / floor)
         if paired:
             parts.append(f"{side_name(transport, kind)} {spread(paired, 'x')}")
     if not parts:
         return None
-    return f"{scenario} {transport}: cpu/msg over bare-batched, repeat by repeat: " + " | ".join(parts)
+    over = side_name(transport, bottom)
+    return f"{scenario} {transport}: cpu/msg over {over}, repeat by repeat: " + " | ".join(parts)
 
 
 def profile_table(profiles: Sequence[Profiled], summary: Summary) -> str:
@@ -1269,8 +1277,9 @@ def report(
     for group, servers in summary.items():
         print(summary_line(group, servers))
     for group in summary:
-        if (line := paired_line(group, results)) is not None:
-            print(line)
+        for bottom in ("floor", "typed"):
+            if (line := paired_line(group, results, bottom)) is not None:
+                print(line)
     if profiles:
         print()
         print(profile_table(profiles, summary))
@@ -1306,8 +1315,8 @@ def _transports(text: str) -> list[Transport]:
 
 def _sides(text: str) -> list[ServerKind]:
     names = [name.strip() for name in text.split(",") if name.strip()]
-    if not names or any(name not in SIDES for name in names):
-        raise argparse.ArgumentTypeError(f"expected a comma-separated subset of {','.join(SIDES)}")
+    if not names or any(name not in ALL_SIDES for name in names):
+        raise argparse.ArgumentTypeError(f"expected a comma-separated subset of {','.join(ALL_SIDES)}")
     return [cast(ServerKind, name) for name in dict.fromkeys(names)]
 
 
@@ -1342,7 +1351,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--clients", type=_positive(int), help="a custom scenario instead: connections")
     parser.add_argument("--rate", type=_positive(float), help="... msg/s published per topic (default 1000)")
     parser.add_argument("--topics", type=_positive(int), help="... topics published together (default 1)")
-    parser.add_argument("--sides", type=_sides, default=list(SIDES), help="default gateway,multi,baseline,floor")
+    parser.add_argument(
+        "--sides", type=_sides, default=list(SIDES), help="default gateway,multi,baseline,floor (also: typed)"
+    )
     parser.add_argument("--seconds", type=_positive(float), default=5.0, help="measurement window (default 5)")
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds before the window (default 1)")
     parser.add_argument("--repeats", type=_positive(int), default=3, help="interleaved repeats (default 3)")

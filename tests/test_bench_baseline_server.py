@@ -13,7 +13,18 @@ import msgpack
 import orjson
 import pytest
 
-from bench.baseline_server import LISTEN_BACKLOG, MsgpackFanout, WsFanout, ws_text_frame
+from bench.baseline_server import (
+    LISTEN_BACKLOG,
+    MsgpackFanout,
+    WsFanout,
+    tick_messages,
+    typed_tick_maker,
+    ws_text_frame,
+)
+from devices.sim.controller import controller_state
+from gateway.bus import Bus
+from gateway.faces.native.messages import renderer
+from gateway.messages import to_plain
 from gateway.servers import limits
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -38,8 +49,8 @@ def test_ws_text_frame_uses_the_rfc_6455_length_forms(size: int, header: bytes) 
 
 
 @contextlib.asynccontextmanager
-async def bare_server(transport: str) -> AsyncIterator[int]:
-    argv = ["--transport", transport, "--rate", "100", "--topics", str(len(TOPICS)), "--batch"]
+async def bare_server(transport: str, *options: str) -> AsyncIterator[int]:
+    argv = ["--transport", transport, "--rate", "100", "--topics", str(len(TOPICS)), "--batch", *options]
     proc = await asyncio.create_subprocess_exec(
         sys.executable, str(BASELINE_SERVER), *argv, stdout=asyncio.subprocess.PIPE, cwd=REPO_ROOT
     )
@@ -77,8 +88,9 @@ async def test_batched_ws_sends_each_message_as_its_own_text_frame() -> None:
     assert_ticks_in_order(messages)
 
 
-async def test_batched_msgpack_sends_each_message_as_its_own_map() -> None:
-    async with bare_server("msgpack") as port:
+@pytest.mark.parametrize("options", [(), ("--typed-sample",)], ids=["plain", "typed"])
+async def test_batched_msgpack_sends_each_message_as_its_own_map(options: tuple[str, ...]) -> None:
+    async with bare_server("msgpack", *options) as port:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(msgpack.packb({"op": "subscribe", "id": 1, "topics": TOPICS}))
         unpacker = msgpack.Unpacker(raw=False)
@@ -106,3 +118,16 @@ async def test_the_bare_servers_queue_a_storm_of_connections_as_the_gateway_does
     backlogs = {int(line.split()[2]) for line in listed.decode().splitlines()}  # LISTEN, Recv-Q, Send-Q (backlog)
     assert LISTEN_BACKLOG == limits.LISTEN_BACKLOG
     assert backlogs == {min(LISTEN_BACKLOG, int(Path("/proc/sys/net/core/somaxconn").read_text()))}
+
+
+def test_the_typed_tick_is_the_gateways_render_of_the_sims_sample_in_the_plain_ticks_shape() -> None:
+    now = 1_765_000_000.25
+    typed = typed_tick_maker()(7, now, TOPICS)
+    plain = tick_messages(7, now, TOPICS)
+    assert [message.keys() for message in typed] == [message.keys() for message in plain]
+    assert [message["topic"] for message in typed] == TOPICS
+    assert all(message["data"] == to_plain(controller_state(now)) for message in typed)
+    assert all(message["data"].keys() == plain[0]["data"].keys() for message in typed)
+    # What a gateway client receives of the same sample, less what the bus adds (its seq and receipt time).
+    rendered = msgpack.unpackb(renderer("msgpack")(Bus().publish(TOPICS[0], controller_state(now), now)))
+    assert {**typed[0], "seq": 1, "recv_stamp": rendered["recv_stamp"]} == rendered

@@ -1,10 +1,14 @@
-"""bench/fanout.py's repeat-by-repeat ratio to the bare-batched floor."""
+"""bench/fanout.py's repeat-by-repeat ratios to the bare-batched floors, and its typed floor's command."""
 
 from __future__ import annotations
 
+import argparse
 import math
+from pathlib import Path
 
-from bench.fanout import RunResult, ServerKind, paired_line
+import pytest
+
+from bench.fanout import SCENARIOS, SIDES, RunResult, ServerKind, _sides, paired_line, server_argv
 
 
 def run(server: ServerKind, repeat: int, us_per_msg: float, transport: str = "ws") -> RunResult:
@@ -73,3 +77,28 @@ def test_six_repeats_or_more_give_the_interval_of_the_median() -> None:
         "multi-topic ws: cpu/msg over bare-batched, repeat by repeat: "
         "gateway 1.08x (0.91-1.30; median 0.91-1.30 at 95 %)"
     )
+
+
+def test_the_typed_floor_is_paired_with_the_plain_floor_and_the_gateway_with_both() -> None:
+    results = [run("floor", 0, 2.0), run("typed", 0, 2.2), run("gateway", 0, 2.31)]
+    results += [run("floor", 1, 3.0), run("typed", 1, 3.3), run("gateway", 1, 3.3)]
+    assert paired_line(("multi-topic", "ws"), results) == (
+        "multi-topic ws: cpu/msg over bare-batched, repeat by repeat: "
+        "gateway 1.13x (1.10-1.16) | bare-batched+typed 1.10x (1.10-1.10)"
+    )
+    assert paired_line(("multi-topic", "ws"), results, "typed") == (
+        "multi-topic ws: cpu/msg over bare-batched+typed, repeat by repeat: gateway 1.02x (1.00-1.05)"
+    )
+    assert paired_line(("multi-topic", "ws"), results[:1] + results[2:3], "typed") is None
+
+
+def test_the_typed_floor_runs_the_batched_bare_server_with_the_sims_sample(tmp_path: Path) -> None:
+    argv = server_argv("typed", "msgpack", SCENARIOS["multi-topic"], tmp_path)
+    assert argv[1].endswith("baseline_server.py")
+    assert "--batch" in argv
+    assert "--typed-sample" in argv
+    assert "--typed-sample" not in server_argv("floor", "msgpack", SCENARIOS["multi-topic"], tmp_path)
+    assert "typed" not in SIDES  # asked for by name only
+    assert _sides("gateway,floor,typed") == ["gateway", "floor", "typed"]
+    with pytest.raises(argparse.ArgumentTypeError, match="typed"):
+        _sides("gateway,typo")
