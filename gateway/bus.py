@@ -212,7 +212,10 @@ class Subscriber:
         self.wakeup = asyncio.Event()
         #: Called after what this subscriber receives changed (subscribe, unsubscribe, detach).
         self.on_change: Callable[[], None] | None = None
-        self.delivered = 0
+        #: Items its face wrote to the client that `_delivered` does not count yet: a fan-out group
+        #: counts its rounds once for all its members, and a member's share here until it leaves.
+        self.uncounted: Callable[[], int] | None = None
+        self._delivered = 0
         self.coalesced = 0
         self.dropped = 0
         self._pending: OrderedDict[str, Outgoing] = OrderedDict()
@@ -229,6 +232,16 @@ class Subscriber:
         #: Ids of the subscriptions that match no published topic yet (they receive nothing, so they
         #: do not set the fan-out group: a client's short-lived or early subscription keeps it in its group).
         self.idle: set[int] = set()
+
+    @property
+    def delivered(self) -> int:
+        """Items sent to the client so far (what its face's fan-out group wrote to it included)."""
+        uncounted = self.uncounted
+        return self._delivered + (uncounted() if uncounted is not None else 0)
+
+    def count_delivered(self, items: int) -> None:
+        """Count `items` sent to the client by its face (a fan-out group's rounds, when it leaves it)."""
+        self._delivered += items
 
     @property
     def depth(self) -> int:
@@ -284,7 +297,7 @@ class Subscriber:
         """Send `item` now if the client keeps up, else put it in its slot (replacing an unsent older one)."""
         # The mailbox is only for a client that is behind: one that keeps up gets every sample.
         if not min_interval and not self._pending and self.direct is not None and self.direct(item):
-            self.delivered += 1
+            self._delivered += 1
             return
         self.enqueue(item, min_interval)
 
@@ -317,7 +330,7 @@ class Subscriber:
             interval = self._intervals.get(key)
             if interval:
                 self._not_before[key] = now + interval
-        self.delivered += len(due)
+        self._delivered += len(due)
         return due, next_due
 
     def discard(self) -> None:
@@ -389,7 +402,7 @@ class Bus:
                 if not interval and not subscriber._pending:
                     direct = subscriber.direct
                     if direct is not None and direct(sample):
-                        subscriber.delivered += 1
+                        subscriber._delivered += 1
                         continue
                 subscriber.enqueue(sample, interval)
         return sample

@@ -251,8 +251,8 @@ actions = st.lists(
 NARROW = ("dev/a", "dev/c")
 
 
-async def _play(sequence: list[Action]) -> list[list[tuple[str, Any]]]:
-    """Run `sequence` against three clients; what each one received, in order."""
+async def _play(sequence: list[Action]) -> tuple[list[list[tuple[str, Any]]], list[int]]:
+    """Run `sequence` against three clients; what each one received, in order, and its `delivered` count."""
     bus = Bus()
     async with clients(bus, 2, RENDER_MSGPACK) as wide, clients(bus, 1, RENDER_MSGPACK, NARROW) as narrow:
         everyone = [*wide, *narrow]
@@ -266,7 +266,8 @@ async def _play(sequence: list[Action]) -> list[list[tuple[str, Any]]]:
         await asyncio.sleep(0)
         await asyncio.sleep(0)
         wanted = [_expected(sequence, index) for index in range(3)]
-        return [ops(await read_messages(c.peer, len(w))) for c, w in zip(everyone, wanted, strict=True)]
+        received = [ops(await read_messages(c.peer, len(w))) for c, w in zip(everyone, wanted, strict=True)]
+        return received, [c.subscriber.delivered for c in everyone]
 
 
 def _expected(sequence: list[Action], index: int) -> list[tuple[str, Any]]:
@@ -286,8 +287,11 @@ def test_replies_and_samples_reach_each_client_in_the_order_they_happened(sequen
     # Clients that keep up (their sockets are never full here): nothing is coalesced and nothing
     # overtakes. (Before replies were written at once, a reply waited for the writer task and went
     # ahead of the samples published meanwhile, which the mailbox then coalesced.)
-    received = asyncio.run(_play(sequence))
+    received, delivered = asyncio.run(_play(sequence))
     assert received == [_expected(sequence, index) for index in range(3)]
+    # Each client's count of sent items, whether its group wrote them (counted once a round for all
+    # its members) or it took them on its own after a reply stepped it apart.
+    assert delivered == [sum(op == "state" for op, _ in messages) for messages in received]
 
 
 async def test_an_item_of_its_own_in_mid_iteration_keeps_its_place() -> None:

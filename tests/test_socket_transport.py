@@ -1,4 +1,4 @@
-"""`SocketTransport.try_write`, the fan-out write: straight to the socket while asyncio holds nothing.
+"""`SocketTransport.try_write` and `write_each`, the fan-out write: straight to the socket while asyncio holds nothing.
 
 Real sockets throughout: a TCP connection on 127.0.0.1 (asyncio's selector transport, the direct
 path), a TLS one (no direct path: asyncio's `write`), and a peer that stops reading so that the
@@ -24,6 +24,8 @@ from gateway.servers.socket_transport import (
     LINGER_S,
     SocketTransport,
     StreamWriterTransport,
+    target_of,
+    write_each,
 )
 
 
@@ -202,3 +204,90 @@ async def test_a_stream_close_lingers_while_the_peer_sends_and_no_longer_than_li
         assert isinstance(await asyncio.wait_for(reading, 5), bytes)
     finally:
         peer.close()
+
+
+@contextlib.asynccontextmanager
+async def connections(count: int) -> AsyncIterator[list[tuple[SocketTransport, socket.socket]]]:
+    async with contextlib.AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(connection()) for _ in range(count)]
+
+
+async def test_write_each_sends_to_every_client_directly_and_in_order() -> None:
+    async with connections(5) as pairs:
+        targets = [target_of(transport) for transport, _ in pairs]
+        assert all(sock is not None for _, _, sock in targets)  # the direct path
+        rounds = [pattern(index, 200 + index) for index in range(30)]
+        for data in rounds:
+            assert write_each(targets, data) == []
+        for transport, peer in pairs:
+            assert transport._transport.get_write_buffer_size() == 0
+            assert await read_exactly(peer, sum(map(len, rounds))) == b"".join(rounds)
+
+
+async def test_write_each_puts_its_bytes_after_what_asyncio_holds_and_refuses_past_the_mark() -> None:
+    async with connection(small_buffers=True) as (transport, peer):
+        accepted: list[bytes] = []
+        while transport._transport.get_write_buffer_size() == 0:  # the peer does not read yet
+            accepted.append(pattern(len(accepted), 7_000))
+            assert transport.try_write(accepted[-1])
+        targets = [target_of(transport)]
+        while True:
+            data = pattern(len(accepted), 1_000)
+            refused = write_each(targets, data)
+            if refused:
+                break
+            accepted.append(data)  # behind asyncio's unsent bytes, never ahead of them
+        assert refused == [(0, None)]
+        assert await read_exactly(peer, sum(map(len, accepted))) == b"".join(accepted)
+
+
+async def test_write_each_sends_nothing_to_a_transport_that_began_closing() -> None:
+    async with connections(2) as [(closing, closing_peer), (other, other_peer)]:
+        closing._transport.close()  # nothing unsent: asyncio closes the socket on the next iteration
+        assert write_each([target_of(closing), target_of(other)], b"late") == [(0, None)]
+        assert await read_exactly(other_peer, 4) == b"late"
+        await asyncio.sleep(0.05)
+        closing_peer.settimeout(5.0)
+        assert closing_peer.recv(100) == b""  # the end of the stream, and nothing written after close
+
+
+class Failing:
+    """A writer whose connection fails in `try_write`."""
+
+    def try_write(self, data: bytes) -> bool:
+        raise RuntimeError("broken")
+
+
+class Taking:
+    """A writer with no socket of its own (not a `SocketTransport`): `write_each` calls its `try_write`."""
+
+    def __init__(self) -> None:
+        self.taken: list[bytes] = []
+
+    def try_write(self, data: bytes) -> bool:
+        self.taken.append(data)
+        return True
+
+
+async def test_write_each_reports_a_failing_writer_and_still_writes_to_the_others() -> None:
+    async with connection() as (transport, peer):
+        taking = Taking()
+        refused = write_each([target_of(Failing()), target_of(taking), target_of(transport)], b"round")
+        assert [index for index, _ in refused] == [0]
+        assert isinstance(refused[0][1], RuntimeError)
+        assert taking.taken == [b"round"]
+        assert await read_exactly(peer, 5) == b"round"
+
+
+async def test_write_each_to_a_vanished_peer_leaves_it_to_asyncio_and_never_raises() -> None:
+    async with connections(2) as [(gone, gone_peer), (other, other_peer)]:
+        gone_peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        gone_peer.close()  # a reset: the next send fails
+        await asyncio.sleep(0.05)
+        targets = [target_of(gone), target_of(other)]
+        for index in range(3):
+            write_each(targets, pattern(index, 100))
+            await asyncio.sleep(0.01)
+        assert gone._transport.is_closing()
+        assert write_each(targets, b"end") == [(0, None)]
+        assert await read_exactly(other_peer, 303) == b"".join(pattern(index, 100) for index in range(3)) + b"end"

@@ -32,6 +32,7 @@ from weakref import WeakKeyDictionary
 
 from gateway.bus import Bus, Outgoing, Subscriber
 from gateway.errors import ErrorCode
+from gateway.servers.socket_transport import Target, target_of, write_each
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +122,13 @@ class FanoutGroup:
         self._bus = bus
         self._flusher = flusher
         self._members: list[Outbox] = []
+        #: The members' `write_each` targets, in the same order.
+        self._targets: list[Target] = []
         self._apart: list[Outbox] = []
         self._items: list[Outgoing] = []
+        #: Items written to every member so far: a member's count is what was written while it was
+        #: one (from its `_group_base`), added to its subscriber's when it leaves (`_move_out`).
+        self._written = 0
 
     @property
     def name(self) -> str:
@@ -165,9 +171,7 @@ class FanoutGroup:
 
     def step_apart(self, outbox: Outbox, replay: bool = True) -> None:
         """Serve `outbox` one item at a time from now on, this round's items so far first."""
-        outbox._grouped = False
-        self._members.remove(outbox)
-        self._apart.append(outbox)
+        self._move_out(outbox)
         if replay:
             offer = outbox._subscriber.offer
             for item in self._items:
@@ -182,7 +186,22 @@ class FanoutGroup:
         outbox._write_batch()  # what it batched on its own goes first
         self._apart.remove(outbox)
         self._members.append(outbox)
+        self._targets.append(target_of(outbox._transport))
+        outbox._group_base = self._written
         outbox._grouped = True
+
+    def _move_out(self, outbox: Outbox) -> None:
+        """`outbox` is no longer written to with the others (its count so far goes to its subscriber)."""
+        outbox._grouped = False
+        outbox._subscriber.count_delivered(self._written - outbox._group_base)
+        index = self._members.index(outbox)
+        del self._members[index]
+        del self._targets[index]
+        self._apart.append(outbox)
+
+    def written_to(self, outbox: Outbox) -> int:
+        """Items written to `outbox` as a member that its subscriber does not count yet."""
+        return self._written - outbox._group_base if outbox._grouped else 0
 
     def flush_batch(self, flusher: _Flusher | None = None) -> None:
         """Write this round to every member (one `write` each); members without room fall behind."""
@@ -195,30 +214,21 @@ class FanoutGroup:
             # Every member renders and packs alike (that is what the key says): any one's do for all.
             first = members[0]
             frames = [frame for frame in map(first._render, items) if frame is not None]
-            count = len(items)
             behind: list[Outbox] = []
-            if not frames:
-                for outbox in members:
-                    outbox._subscriber.delivered += count
-            else:
+            if frames:
                 combine = first._combine
                 data = frames[0] if len(frames) == 1 else b"".join(frames if combine is None else combine(frames))
-                for outbox in members:  # the hot loop: once per client per iteration
-                    try:
-                        if outbox._transport.try_write(data):
-                            outbox._subscriber.delivered += count
-                            continue
-                    except Exception:  # one client's failure must not keep the others' bytes back
-                        log.exception("client %s: writing a batch failed", outbox.name)
-                    behind.append(outbox)
+                for index, error in write_each(self._targets, data):  # once per client per iteration
+                    if error is not None:
+                        log.error("client %s: writing a batch failed", members[index].name, exc_info=error)
+                    behind.append(members[index])
             for outbox in behind:
                 # As if each item had found it backed up when published: its mailbox coalesces them.
-                outbox._grouped = False
-                self._members.remove(outbox)
-                self._apart.append(outbox)
+                self._move_out(outbox)
                 enqueue = outbox._subscriber.enqueue
                 for item in items:
                     enqueue(item)
+            self._written += len(items)  # the members that took this round (or had nothing to take)
         for outbox in tuple(self._apart):
             if outbox._caught_up():
                 self._move_in(outbox)
@@ -265,6 +275,8 @@ class Outbox:
         self._group: FanoutGroup | None = None
         #: True while the group writes this round's bytes to it (set by the group).
         self._grouped = False
+        #: The group's count of written items when this outbox became a member (set by the group).
+        self._group_base = 0
         self._max_queued_bytes = max_queued_bytes
         self._queued_bytes = 0
         self._subscriber = subscriber
@@ -309,6 +321,7 @@ class Outbox:
         self._flusher = _flusher(asyncio.get_running_loop())
         self._subscriber.direct = self._write_now
         self._subscriber.on_change = self._regroup
+        self._subscriber.uncounted = self._written_by_group
         self._writer = asyncio.create_task(self._write_loop(), name=f"client:{self._name}:writer")
         self._writer.add_done_callback(self._writer_done)
         self._regroup()
@@ -319,6 +332,10 @@ class Outbox:
         # collector to be freed, buffers and all.
         if self._writer is writer:
             self._writer = None
+
+    def _written_by_group(self) -> int:
+        group = self._group
+        return group.written_to(self) if group is not None else 0
 
     @property
     def group(self) -> FanoutGroup | None:
@@ -425,6 +442,8 @@ class Outbox:
             self._subscriber.direct = None  # the subscriber and this outbox no longer hold each other
         if self._subscriber.on_change == self._regroup:
             self._subscriber.on_change = None
+        if self._subscriber.uncounted == self._written_by_group:
+            self._subscriber.uncounted = None
         group = self._group
         if group is not None:
             self._group = None
