@@ -81,6 +81,8 @@ def write_each(targets: Sequence[Target], data: bytes) -> list[tuple[int, Except
     """
     size = len(data)
     refused: list[tuple[int, Exception | None]] = []
+    # The direct path of `SocketTransport.try_write`, written out here on purpose: a call per client
+    # is what this loop saves.
     for index, (writer, transport, sock) in enumerate(targets):
         try:
             if sock is None or transport._buffer or transport._closing or transport._eof:
