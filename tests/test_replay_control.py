@@ -34,8 +34,13 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 async def _states(client: Client, seconds: float) -> list[dict[str, Any]]:
-    """The state pushes that arrive within `seconds`."""
-    states = []
+    """The state pushes kept while waiting for a result, then those that arrive within `seconds`, in order.
+
+    The kept ones came first: after `ReplayResume` the sample at the seek position is due at once,
+    and the replay may publish it before the command's answer is written (the client then gets it first).
+    """
+    states = [m for m in client.pushed if m["op"] == "state"]
+    client.pushed.clear()
     deadline = time.monotonic() + seconds
     while (left := deadline - time.monotonic()) > 0:
         try:
@@ -44,8 +49,6 @@ async def _states(client: Client, seconds: float) -> list[dict[str, Any]]:
             break
         if message["op"] == "state":
             states.append(message)
-    states += [m for m in client.pushed if m["op"] == "state"]
-    client.pushed.clear()
     return states
 
 
