@@ -651,11 +651,17 @@ def _host_busy_seconds() -> float:
     return sum(getattr(times, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq"))
 
 
-async def measure_window(server_pid: int, window: Window, seconds: float) -> Usage:
-    """Open the window for `seconds`, sampling the server's RSS; CPU is the schedstat delta of each process."""
-    server, client = psutil.Process(server_pid), psutil.Process()
+async def measure_window(
+    server_pid: int, window: Window, seconds: float, client_pids: Sequence[int] | None = None
+) -> Usage:
+    """Open the window for `seconds`, sampling the server's RSS; CPU is the schedstat delta of each process.
+
+    The clients' CPU is this process's, or with `client_pids` the sum of those processes' instead.
+    """
+    server = psutil.Process(server_pid)
+    clients = [os.getpid()] if client_pids is None else list(client_pids)
     rss_peak = server.memory_info().rss
-    server_cpu, client_cpu = thread_times_ns(server.pid), thread_times_ns(client.pid)
+    server_cpu, client_cpu = thread_times_ns(server.pid), [thread_times_ns(pid) for pid in clients]
     host_cpu = _host_busy_seconds()
     started = time.monotonic()
     window.start = time.time()
@@ -666,7 +672,9 @@ async def measure_window(server_pid: int, window: Window, seconds: float) -> Usa
     window.end = time.time()
     wall = time.monotonic() - started
     server_used = thread_seconds_between(server_cpu, thread_times_ns(server.pid))
-    client_used = thread_seconds_between(client_cpu, thread_times_ns(client.pid))
+    client_used = sum(
+        thread_seconds_between(before, thread_times_ns(pid)) for pid, before in zip(clients, client_cpu, strict=True)
+    )
     other_used = _host_busy_seconds() - host_cpu - server_used - client_used
     return Usage(
         wall_s=wall,

@@ -21,6 +21,12 @@ paired by repeat (the machine drifts more between repeats than a few changes a s
 `--client-mss BYTES` pins every client socket's TCP MSS (bench/fanout.py `client_socket`): where
 the kernel sends the clients' ACKs from then does not depend on what each side once wrote.
 
+`--client-processes N` spreads the clients over N processes of their own, each holding a block of
+consecutive clients (a client's index still says whether it churns and names its patterns). At
+hundreds of clients one process reading every socket is what bounds the p99; spread, the p99 says
+more about the server, on a host with cores for them. The window's start and end go to every
+process beforehand, and "clients' cpu" is then the sum of theirs.
+
 `--cpu-quota PCT` runs every side's server under the same CPU quota (PCT % of one core) in a cgroup
 of its own: cgroup v2 when its cpu controller can be used, else cgroup v1's cpu controller; where
 neither is writable the run goes on without a quota and says so.
@@ -44,6 +50,8 @@ import asyncio
 import contextlib
 import itertools
 import math
+import multiprocessing
+import multiprocessing.process
 import os
 import statistics
 import sys
@@ -340,11 +348,16 @@ class Fleet:
 
 
 @contextlib.asynccontextmanager
-async def fleet_of(transport: str, port: int, point: Point, window: Window, mss: int = 0) -> AsyncIterator[Fleet]:
+async def fleet_of(
+    transport: str, port: int, point: Point, window: Window, mss: int = 0, first: int = 0, count: int | None = None
+) -> AsyncIterator[Fleet]:
     """Connect and subscribe the point's clients; pump (and churn) until closed.
 
     `mss`: each client socket's TCP MSS, in bytes (`client_socket`); 0 leaves it to the kernel.
+    `first`, `count`: only the clients `first` to `first + count - 1` (default: every one), where a
+    client's index says whether it churns and names its patterns, as in one process.
     """
+    count = point.clients - first if count is None else count
     session = None
     if transport == "ws":
         # `socket_factory` is aiohttp 3.12's: only asked for when pinning.
@@ -369,16 +382,16 @@ async def fleet_of(transport: str, port: int, point: Point, window: Window, mss:
     try:
         started = time.monotonic()
         async with asyncio.timeout(CONNECT_TIMEOUT_S * 2), asyncio.TaskGroup() as group:
-            for _ in range(point.clients):
+            for _ in range(count):
                 group.create_task(open_one())
         fleet.connect_s = time.monotonic() - started
-        for n, connection in enumerate(fleet.connections):
+        for n, connection in enumerate(fleet.connections, first):
             if point.churning(n):
                 await hold(connection, n, point)
         if point.churn:
             fleet.tasks += [
                 asyncio.create_task(churn(c, t, n, point))
-                for n, (c, t) in enumerate(zip(fleet.connections, fleet.tallies, strict=True))
+                for n, (c, t) in enumerate(zip(fleet.connections, fleet.tallies, strict=True), first)
                 if point.churning(n)
             ]
         yield fleet
@@ -389,6 +402,147 @@ async def fleet_of(transport: str, port: int, point: Point, window: Window, mss:
         await asyncio.gather(*(c.close() for c in fleet.connections), return_exceptions=True)
         if session is not None:
             await session.close()
+
+
+@dataclass
+class Counted:
+    """What a set of clients counted inside the window."""
+
+    received: int
+    changes: int
+    held: int
+    #: Seconds until every client of the set had subscribed (the slowest process's).
+    connect_s: float
+    latencies: list[float]
+
+
+def counted_by(fleet: Fleet) -> Counted:
+    """What `fleet`'s clients counted."""
+    return Counted(
+        received=sum(t.received for t in fleet.tallies),
+        changes=sum(t.changes for t in fleet.tallies),
+        held=sum(t.held for t in fleet.tallies),
+        connect_s=fleet.connect_s,
+        latencies=list(itertools.chain.from_iterable(t.latencies for t in fleet.tallies)),
+    )
+
+
+def blocks(clients: int, processes: int) -> list[tuple[int, int]]:
+    """(first client, count) of each client process: consecutive blocks, sizes within one of each other."""
+    processes = max(1, min(processes, clients))
+    base, extra = divmod(clients, processes)
+    firsts = itertools.accumulate((base + (k < extra) for k in range(processes - 1)), initial=0)
+    return [(first, base + (k < extra)) for k, first in enumerate(firsts)]
+
+
+def serve_clients(conn: Any, transport: str, port: int, point: Point, first: int, count: int, mss: int) -> None:
+    """A client process (`--client-processes`): hold its block of clients, count in the window it is sent.
+
+    Over `conn` it sends `("connected", seconds)`, receives `(window start, window end)` in
+    `time.time()` seconds, sends `("counted", Counted's fields)` once the window has ended, and closes its
+    clients on the next message (or when the pipe closes). A failure goes back as `("failed", text)`.
+    """
+    hold_read_buffers_in_heap()
+    try:
+        asyncio.run(_serve_clients(conn, transport, port, point, first, count, mss))
+    except Exception as error:  # the parent reports it with the run that failed
+        with contextlib.suppress(OSError):
+            conn.send(("failed", f"clients {first}-{first + count - 1}: {error!r}"))
+
+
+async def _serve_clients(conn: Any, transport: str, port: int, point: Point, first: int, count: int, mss: int) -> None:
+    loop = asyncio.get_running_loop()
+    window = Window()
+    async with fleet_of(transport, port, point, window, mss, first, count) as fleet:
+        conn.send(("connected", fleet.connect_s))
+        window.start, window.end = await loop.run_in_executor(None, conn.recv)
+        await asyncio.sleep(max(window.end - time.time(), 0.0) + WINDOW_LEAD_S)
+        conn.send(("counted", vars(counted_by(fleet))))  # plain data: no class to find by name in the parent
+        with contextlib.suppress(EOFError, OSError):
+            await loop.run_in_executor(None, conn.recv)
+
+
+#: Seconds between sending the client processes their window and its start (each must have it first).
+WINDOW_LEAD_S = 0.2
+
+
+class ClientProcesses:
+    """The point's clients spread over processes of their own, `blocks` of consecutive clients each."""
+
+    def __init__(self, workers: list[tuple[multiprocessing.process.BaseProcess, Any]]) -> None:
+        self._workers = workers
+        #: Each process's pid, for its CPU.
+        self.pids = [process.pid for process, _ in workers if process.pid is not None]
+        self.connect_s = math.nan
+
+    async def _receive(self, conn: Any, expected: str, timeout: float) -> Any:
+        ready = await asyncio.get_running_loop().run_in_executor(None, conn.poll, timeout)
+        if not ready:
+            raise TimeoutError(f"a client process sent no {expected!r} within {timeout:g} s")
+        kind, value = conn.recv()
+        if kind != expected:
+            raise RuntimeError(f"a client process failed: {value}")
+        return value
+
+    async def connected(self) -> None:
+        """Wait until every process's clients have subscribed."""
+        timeout = CONNECT_TIMEOUT_S * 2 + START_TIMEOUT_S  # its start, then `fleet_of`'s own bound
+        self.connect_s = max([await self._receive(conn, "connected", timeout) for _, conn in self._workers])
+
+    async def open_window(self, seconds: float) -> Window:
+        """Send every process the window, starting `WINDOW_LEAD_S` from now; return when it starts."""
+        window = Window()
+        window.start = time.time() + WINDOW_LEAD_S
+        window.end = window.start + seconds
+        for _, conn in self._workers:
+            conn.send((window.start, window.end))
+        await asyncio.sleep(max(window.start - time.time(), 0.0))
+        return window
+
+    async def counted(self, seconds: float) -> Counted:
+        """What every process's clients counted in the window (waits for its end)."""
+        parts = [
+            Counted(**await self._receive(conn, "counted", seconds + CONNECT_TIMEOUT_S)) for _, conn in self._workers
+        ]
+        return Counted(
+            received=sum(part.received for part in parts),
+            changes=sum(part.changes for part in parts),
+            held=sum(part.held for part in parts),
+            connect_s=self.connect_s,
+            latencies=list(itertools.chain.from_iterable(part.latencies for part in parts)),
+        )
+
+
+@contextlib.asynccontextmanager
+async def client_processes(
+    transport: str, port: int, point: Point, mss: int, processes: int
+) -> AsyncIterator[ClientProcesses]:
+    """Start a process per block of clients, wait for them to subscribe; close them all at the end."""
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing of this one's loop
+    workers: list[tuple[multiprocessing.process.BaseProcess, Any]] = []
+    try:
+        for first, count in blocks(point.clients, processes):
+            ours, theirs = context.Pipe()
+            worker = context.Process(
+                target=serve_clients, args=(theirs, transport, port, point, first, count, mss), daemon=True
+            )
+            worker.start()
+            theirs.close()
+            workers.append((worker, ours))
+        fleet = ClientProcesses(workers)
+        await fleet.connected()
+        yield fleet
+    finally:
+        for _, conn in workers:
+            with contextlib.suppress(OSError):
+                conn.send("close")
+        loop = asyncio.get_running_loop()
+        for process, conn in workers:
+            await loop.run_in_executor(None, process.join, CONNECT_TIMEOUT_S)
+            if process.is_alive():
+                process.kill()
+                await loop.run_in_executor(None, process.join, 1.0)
+            conn.close()
 
 
 @dataclass
@@ -415,28 +569,58 @@ class Run:
     connect_s: float = math.nan
 
 
+class ClientsHere:
+    """Every client in this process (the default): the fleet counts in the window `measure_window` opens."""
+
+    #: No other process: `measure_window` counts this one's CPU as the clients'.
+    pids: list[int] | None = None
+
+    def __init__(self, fleet: Fleet, window: Window) -> None:
+        self._fleet = fleet
+        self._window = window
+
+    async def open_window(self, seconds: float) -> Window:
+        """The fleet's window (`measure_window` opens it now)."""
+        return self._window
+
+    async def counted(self, seconds: float) -> Counted:
+        """What the fleet counted."""
+        return counted_by(self._fleet)
+
+
+@contextlib.asynccontextmanager
+async def clients_of(
+    transport: str, port: int, point: Point, args: argparse.Namespace
+) -> AsyncIterator[ClientsHere | ClientProcesses]:
+    """The point's clients, connected and subscribed: in this process, or in `--client-processes`."""
+    if args.client_processes > 1:
+        async with client_processes(transport, port, point, args.client_mss, args.client_processes) as fleet:
+            yield fleet
+    else:
+        window = Window()
+        async with fleet_of(transport, port, point, window, args.client_mss) as here:
+            yield ClientsHere(here, window)
+
+
 async def run_once(
     side: Side, transport: str, point: Point, repeat: int, args: argparse.Namespace, workdir: Path, quota: Quota | None
 ) -> Run:
     server = await start_server(side, transport, point, workdir, quota)
     try:
-        window = Window()
-        async with fleet_of(transport, server.port, point, window, args.client_mss) as fleet:
+        async with clients_of(transport, server.port, point, args) as clients:
             await asyncio.sleep(args.warmup)
             before, scraped_at = await gateway_counters(server), time.monotonic()
             throttled = quota.throttled_s() if quota is not None else math.nan
-            usage = await measure_window(server.pid, window, args.seconds)
+            window = await clients.open_window(args.seconds)
+            usage = await measure_window(server.pid, window, args.seconds, clients.pids)
             throttled = (quota.throttled_s() - throttled) if quota is not None else math.nan
             after, span = await gateway_counters(server), time.monotonic() - scraped_at
-            received = sum(t.received for t in fleet.tallies)
-            changes = sum(t.changes for t in fleet.tallies)
-            held = sum(t.held for t in fleet.tallies)
-            connect_s = fleet.connect_s
-            latencies = sorted(itertools.chain.from_iterable(t.latencies for t in fleet.tallies))
+            counted = await clients.counted(args.seconds)
     finally:
         await server.stop()
     wall = usage.wall_s
     rates = gateway_rates(before, after, span)
+    received = counted.received
     per_s = received / wall
     return Run(
         point=point,
@@ -444,14 +628,14 @@ async def run_once(
         repeat=repeat,
         delivered_per_s=per_s,
         delivered=per_s / point.expected_per_s,
-        p99_ms=1e3 * percentile(latencies, 0.99),
+        p99_ms=1e3 * percentile(sorted(counted.latencies), 0.99),
         server_cpu_pct=usage.server_cpu_pct,
         us_per_msg=1e6 * usage.server_cpu_pct / 100.0 * wall / received if received else math.nan,
         throttled_s=throttled,
-        changes=changes,
-        held=held,
+        changes=counted.changes,
+        held=counted.held,
         client_cpu_pct=usage.client_cpu_pct,
-        connect_s=connect_s,
+        connect_s=counted.connect_s,
         loop_lag_max_ms=rates["loop_lag_max_ms"] if rates else math.nan,
         coalesced_per_s=rates["coalesced_per_s"] if rates else math.nan,
     )
@@ -627,7 +811,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="pin every client socket's TCP MSS to this many bytes, 88 to 32767 (default 0: the kernel's); "
         "536 makes each side's clients send their ACKs alike (see bench/fanout.py client_socket)",
     )
+    parser.add_argument(
+        "--client-processes",
+        type=int,
+        default=1,
+        help="spread the clients over this many processes of their own, in consecutive blocks "
+        "(default 1: this process holds them all; its reading then bounds the p99 at hundreds of clients)",
+    )
     args = parser.parse_args(argv)
+    if args.client_processes < 1:
+        parser.error("--client-processes: 1 or more")
     if args.client_mss and not MIN_MSS <= args.client_mss <= MAX_MSS:
         parser.error(f"--client-mss: 0 (the kernel's) or {MIN_MSS} to {MAX_MSS} bytes")
     if not 0 <= args.held < CHURN_ID_BASE - HELD_ID_BASE:
@@ -686,8 +879,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = asyncio.run(run_all(args))
     print(report(runs, args.complete))
     mss = f"{args.client_mss} bytes" if args.client_mss else "the kernel's"
+    where = "this process" if args.client_processes == 1 else f"up to {args.client_processes} processes"
     print(
-        f"\ntransport {args.transport}, {args.seconds:g} s windows, {args.repeats} repeat(s), client MSS {mss}; "
+        f"\ntransport {args.transport}, {args.seconds:g} s windows, {args.repeats} repeat(s), client MSS {mss}, "
+        f"clients in {where}; "
         f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     for pid in list(_live_pids):

@@ -45,6 +45,34 @@ def test_a_brief_run_measures_every_side_with_churn_under_a_quota_or_says_why_no
     assert "load average" in out
 
 
+def test_clients_spread_over_processes_count_their_samples_and_churn_as_in_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # 3 clients in 2 processes (clients 0-1 and 2); the first two churn and hold one subscription
+    # each, both in the first process: indices stay global across processes.
+    argv = ["--clients", "3", "--devices", "1", "--patterns", "2", "--churn", "4", "--churners", "2", "--held", "1"]
+    argv += ["--rate", "50", "--seconds", "0.5", "--warmup", "0.3", "--sides", "gateway", "--client-processes", "2"]
+    assert scale.main(argv) == 0
+    out = capsys.readouterr().out
+    progress = [line for line in out.splitlines() if line.startswith("[1/1]")]
+    assert len(progress) == 1, out
+    delivered = float(re.search(r"delivered ([\d.]+)", progress[0]).group(1))  # type: ignore[union-attr]
+    assert delivered > 0.5  # 3 clients x 50 Hz, counted in two processes and summed
+    assert int(re.search(r"(\d+) subscription changes", progress[0]).group(1)) > 0  # type: ignore[union-attr]
+    assert " 2 held," in progress[0]
+    assert "clients in up to 2 processes" in out
+
+
+@pytest.mark.parametrize(
+    ("clients", "processes", "expected"),
+    [(5, 2, [(0, 3), (3, 2)]), (2, 4, [(0, 1), (1, 1)]), (6, 3, [(0, 2), (2, 2), (4, 2)]), (4, 1, [(0, 4)])],
+)
+def test_client_processes_take_consecutive_blocks_within_one_of_each_other(
+    clients: int, processes: int, expected: list[tuple[int, int]]
+) -> None:
+    assert scale.blocks(clients, processes) == expected
+
+
 def test_a_cgroup_v1_tree_gets_the_quota_and_the_server_pid(tmp_path: Path) -> None:
     cpu = tmp_path / "cpu"
     cpu.mkdir()
@@ -89,7 +117,12 @@ def test_the_help_lists_every_option(capsys: pytest.CaptureFixture[str]) -> None
 
 @pytest.mark.parametrize(
     ("bad", "said"),
-    [(["--held", "900"], "--held: 0 to 899"), (["--held", "-1"], "--held: 0 to 899"), (["--churn", "0,x"], "--churn")],
+    [
+        (["--held", "900"], "--held: 0 to 899"),
+        (["--held", "-1"], "--held: 0 to 899"),
+        (["--churn", "0,x"], "--churn"),
+        (["--client-processes", "0"], "--client-processes: 1 or more"),
+    ],
 )
 def test_arguments_it_cannot_measure_are_refused(bad: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
