@@ -479,7 +479,10 @@ class ClientProcesses:
         ready = await asyncio.get_running_loop().run_in_executor(None, conn.poll, timeout)
         if not ready:
             raise TimeoutError(f"a client process sent no {expected!r} within {timeout:g} s")
-        kind, value = conn.recv()
+        try:
+            kind, value = conn.recv()
+        except EOFError:
+            raise RuntimeError(f"a client process ended before sending {expected!r}") from None
         if kind != expected:
             raise RuntimeError(f"a client process failed: {value}")
         return value

@@ -63,6 +63,16 @@ def test_clients_spread_over_processes_count_their_samples_and_churn_as_in_one(
     assert "clients in up to 2 processes" in out
 
 
+async def test_a_client_process_that_cannot_connect_fails_the_run_with_its_reason() -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    point = scale.Point("custom", clients=2, devices=1)
+    with pytest.raises(RuntimeError, match=r"a client process failed: clients [01]-[01]: .*ConnectionRefusedError"):
+        async with scale.client_processes("msgpack", port, point, mss=0, processes=2):
+            pass
+
+
 @pytest.mark.parametrize(
     ("clients", "processes", "expected"),
     [(5, 2, [(0, 3), (3, 2)]), (2, 4, [(0, 1), (1, 1)]), (6, 3, [(0, 2), (2, 2), (4, 2)]), (4, 1, [(0, 4)])],
