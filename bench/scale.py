@@ -61,7 +61,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import aiohttp
 
@@ -416,15 +416,28 @@ class Counted:
     latencies: list[float]
 
 
-def counted_by(fleet: Fleet) -> Counted:
-    """What `fleet`'s clients counted."""
+class Counts(Protocol):
+    """What a client's tally, or a set of clients' `Counted`, holds."""
+
+    received: int
+    changes: int
+    held: int
+    latencies: list[float]
+
+
+def summed(parts: Sequence[Counts], connect_s: float) -> Counted:
+    """The counts of every part together: each client's tally in one process, or each process's."""
     return Counted(
-        received=sum(t.received for t in fleet.tallies),
-        changes=sum(t.changes for t in fleet.tallies),
-        held=sum(t.held for t in fleet.tallies),
-        connect_s=fleet.connect_s,
-        latencies=list(itertools.chain.from_iterable(t.latencies for t in fleet.tallies)),
+        received=sum(part.received for part in parts),
+        changes=sum(part.changes for part in parts),
+        held=sum(part.held for part in parts),
+        connect_s=connect_s,
+        latencies=list(itertools.chain.from_iterable(part.latencies for part in parts)),
     )
+
+
+#: Seconds between sending the client processes their window and its start (each must have it first).
+WINDOW_LEAD_S = 0.2
 
 
 def blocks(clients: int, processes: int) -> list[tuple[int, int]]:
@@ -457,13 +470,10 @@ async def _serve_clients(conn: Any, transport: str, port: int, point: Point, fir
         conn.send(("connected", fleet.connect_s))
         window.start, window.end = await loop.run_in_executor(None, conn.recv)
         await asyncio.sleep(max(window.end - time.time(), 0.0) + WINDOW_LEAD_S)
-        conn.send(("counted", vars(counted_by(fleet))))  # plain data: no class to find by name in the parent
+        # Plain data: the parent need not find `Counted` by this process's module name.
+        conn.send(("counted", vars(summed(fleet.tallies, fleet.connect_s))))
         with contextlib.suppress(EOFError, OSError):
             await loop.run_in_executor(None, conn.recv)
-
-
-#: Seconds between sending the client processes their window and its start (each must have it first).
-WINDOW_LEAD_S = 0.2
 
 
 class ClientProcesses:
@@ -507,13 +517,7 @@ class ClientProcesses:
         parts = [
             Counted(**await self._receive(conn, "counted", seconds + CONNECT_TIMEOUT_S)) for _, conn in self._workers
         ]
-        return Counted(
-            received=sum(part.received for part in parts),
-            changes=sum(part.changes for part in parts),
-            held=sum(part.held for part in parts),
-            connect_s=self.connect_s,
-            latencies=list(itertools.chain.from_iterable(part.latencies for part in parts)),
-        )
+        return summed(parts, self.connect_s)
 
 
 @contextlib.asynccontextmanager
@@ -588,7 +592,7 @@ class ClientsHere:
 
     async def counted(self, seconds: float) -> Counted:
         """What the fleet counted."""
-        return counted_by(self._fleet)
+        return summed(self._fleet.tallies, self._fleet.connect_s)
 
 
 @contextlib.asynccontextmanager
