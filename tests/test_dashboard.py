@@ -76,6 +76,16 @@ async def open_page(browser: Browser, url: str) -> tuple[Page, list[str]]:
     return page, errors
 
 
+def unexpected_in_outage(errors: list[str], base_url: str) -> list[str]:
+    """`errors` less what the browser logs of a gateway that is down: each refused connection.
+
+    Those are the WebSocket's retries and the browser's own fetch of the page's icon (Chromium
+    fetches it again a few hundred ms after a page loads, which can fall after the gateway stops).
+    """
+    icon_refused = f"net::ERR_CONNECTION_REFUSED ({base_url}/static/favicon.svg)"
+    return [error for error in errors if "WebSocket connection to" not in error and not error.endswith(icon_refused)]
+
+
 async def screenshot(page: Page, name: str) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / name
@@ -209,11 +219,7 @@ async def test_dashboard_reconnects_when_the_gateway_comes_back(tmp_path: Path, 
         await expect(page.locator("body")).to_have_attribute("data-connection", "ready", timeout=15000)
         await expect(page.locator('[data-device="sim-pad"]')).to_have_class("device")
         await expect(page.locator('[data-topic="sim-pad/state"]')).to_be_visible()
-        # While the gateway was down, the browser logs each refused connection: the WebSocket's
-        # retries, and its own fetch of the page's icon (Chromium fetches it again a few hundred ms
-        # after the page loads, which can fall after the stop). Nothing else is allowed.
-        icon_refused = f"net::ERR_CONNECTION_REFUSED ({gateway.base_url}/static/favicon.svg)"
-        assert [e for e in errors if "WebSocket connection to" not in e and not e.endswith(icon_refused)] == []
+        assert unexpected_in_outage(errors, gateway.base_url) == []
     finally:
         assert await gateway.stop() == 0
 
@@ -614,7 +620,7 @@ async def test_dashboard_reads_well_on_a_desktop_and_a_phone(tmp_path: Path, bro
         await expect(page.locator('[data-device="sim-pad"] .disabled-reason')).to_have_text(
             "Commands are off: no connection to the gateway."
         )
-        assert [e for e in errors if "WebSocket connection to" not in e] == []
+        assert unexpected_in_outage(errors, gateway.base_url) == []
     finally:
         if gateway.proc.returncode is None:
             assert await gateway.stop() == 0
