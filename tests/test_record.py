@@ -134,8 +134,10 @@ async def test_a_killed_recorder_leaves_a_file_readable_to_its_last_chunk(tmp_pa
             "--url", f"ws://127.0.0.1:{demo.http_port}/ws", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         async with asyncio.timeout(20):
-            while not path.exists() or path.stat().st_size < 30_000:  # noqa: ASYNC110 - another process writes it
-                await asyncio.sleep(0.1)  # until a few 8 KiB chunks are written
+            # Until several 8 KiB chunks are written: at 30 kB the whole chunks held 100-135 messages
+            # (the first ones hold every channel's schema and latest sample), too near the bound below.
+            while not path.exists() or path.stat().st_size < 60_000:  # noqa: ASYNC110 - another process writes it
+                await asyncio.sleep(0.1)
         proc.send_signal(signal.SIGKILL)
         await proc.wait()
     finally:
