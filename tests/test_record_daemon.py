@@ -91,7 +91,10 @@ async def test_rotation_by_size_prunes_the_oldest_and_every_file_reads(tmp_path:
     assert total <= 65536 + 16384 + 8192, [f.stat().st_size for f in files]  # the limit, give or take the last file
     for path in files:
         counts, messages, info = python_read(path)  # a complete file: summary, statistics, footer
-        assert counts["sim-1/state"] > 0, path
+        if path != files[-1]:
+            # The newest file is cut by the stop: opened just before it, it may hold nothing but the
+            # devices' availability (seen once: two `_gateway/device` messages, 1,961 bytes).
+            assert counts["sim-1/state"] > 0, path
         assert counts["_gateway/device"] >= 1, path  # each file starts with the availability of every device
         assert info["metadata"]["hwgateway"]["gateway_version"], path
         node = node_read(path)
