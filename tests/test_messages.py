@@ -134,6 +134,16 @@ def test_time_splits_seconds() -> None:
     assert abs(Time.from_seconds(1796012202.73).to_seconds() - 1796012202.73) < 1e-6
 
 
+@settings(max_examples=2000, deadline=None)
+@given(seconds=st.floats(0.0, 2.0**32 - 1.0) | st.floats(0.0, 2.0))
+def test_time_splits_seconds_as_modf_does(seconds: float) -> None:
+    """`from_seconds` takes the fraction as `seconds - int(seconds)`: exact, as `math.modf`'s is."""
+    fraction, whole = math.modf(seconds)
+    nanos = round(fraction * 1e9)
+    expected = Time(int(whole) + 1, 0) if nanos >= 1_000_000_000 else Time(int(whole), nanos)
+    assert Time.from_seconds(seconds) == expected
+
+
 def _strategy(spec: Spec) -> st.SearchStrategy[Any]:
     if isinstance(spec, Int):
         if spec.choices is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
 from gateway.messages.schema import F64, STR, Int, Nested, structure
@@ -20,11 +19,12 @@ class Time:
     @classmethod
     def from_seconds(cls, seconds: float) -> Time:
         """Split a float of seconds since the epoch."""
-        fraction, whole = math.modf(seconds)
-        nanos = round(fraction * 1e9)
+        # `seconds - whole` is exact, as `math.modf`'s fraction is, and a call less per sample.
+        whole = int(seconds)
+        nanos = round((seconds - whole) * 1e9)
         if nanos >= 1_000_000_000:
-            return cls(int(whole) + 1, 0)
-        return cls(int(whole), nanos)
+            return cls(whole + 1, 0)
+        return cls(whole, nanos)
 
     def to_seconds(self) -> float:
         """Seconds since the epoch as a float."""
