@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 from gateway.core.config import ServerConfig
 from gateway.errors import ErrorCode
 from gateway.servers.limits import Ticket
+from gateway.servers.read_deadlines import DeadlinePassed, read_deadlines
 from gateway.throttled_logs import RateLimitedLog
 
 if TYPE_CHECKING:
@@ -71,54 +72,54 @@ async def read_stream(
     admission = session.client.admission
     last_read = time.monotonic()
     partial_since = math.inf
-    while True:
-        # The earliest deadline; its reason is written only when it passes (this runs per read).
-        deadline, which = math.inf, ""
-        if not session.admitted and admission.auth_deadline is not None:
-            deadline, which = admission.auth_deadline, "auth"
-        if server.read_timeout_s and partial_since + server.read_timeout_s < deadline:
-            deadline, which = partial_since + server.read_timeout_s, "partial"
-        if idle_timeout_s and last_read + idle_timeout_s < deadline:
-            deadline, which = last_read + idle_timeout_s, "idle"
-        try:
-            async with asyncio.timeout_at(None if deadline == math.inf else loop_time(deadline)):
-                data = await reader.read(read_size)
-        except TimeoutError:
-            reason = {
-                "auth": admission.auth_timeout_reason,
-                "partial": PARTIAL_REASON.format(server.read_timeout_s),
-                "idle": IDLE_REASON.format(idle_timeout_s),
-            }[which]
-            _TIMEOUTS.log("closing client %s: %s", session.id, reason)
-            await session.close(ErrorCode.TIMEOUT, reason)
-            return
-        if not data:
-            return
-        last_read = time.monotonic()
-        buffer(data)
-        if ticket is not None and not ticket.hold_partial(partial_bytes()):
-            await session.close(ErrorCode.UNAVAILABLE, BUDGET_REASON)
-            return
-        # A client that is not reading its answers is not read either, but its auth deadline holds.
-        if session.admitted:
-            if not await handle():
-                return
-        else:
+    deadline = read_deadlines().watch(reader)
+    try:
+        while True:
+            # The earliest deadline; its reason is written only when it passes (this runs per read).
+            when, which = math.inf, ""
+            if not session.admitted and admission.auth_deadline is not None:
+                when, which = admission.auth_deadline, "auth"
+            if server.read_timeout_s and partial_since + server.read_timeout_s < when:
+                when, which = partial_since + server.read_timeout_s, "partial"
+            if idle_timeout_s and last_read + idle_timeout_s < when:
+                when, which = last_read + idle_timeout_s, "idle"
+            deadline.arm(when, which)
             try:
-                async with asyncio.timeout(admission.auth_left()):
-                    if not await handle():
-                        return
-            except TimeoutError:
-                await session.close(ErrorCode.TIMEOUT, admission.auth_timeout_reason)
+                data = await reader.read(read_size)
+            except DeadlinePassed as passed:
+                reason = {
+                    "auth": admission.auth_timeout_reason,
+                    "partial": PARTIAL_REASON.format(server.read_timeout_s),
+                    "idle": IDLE_REASON.format(idle_timeout_s),
+                }[passed.which]
+                _TIMEOUTS.log("closing client %s: %s", session.id, reason)
+                await session.close(ErrorCode.TIMEOUT, reason)
                 return
-        # Time spent waiting for a client to read its answers is not time it was idle.
-        last_read = time.monotonic()
-        if not partial_bytes():
-            partial_since = math.inf
-        elif partial_since == math.inf:
-            partial_since = last_read
-
-
-def loop_time(monotonic_deadline: float) -> float:
-    """`time.monotonic()` deadline to the event loop's clock."""
-    return asyncio.get_running_loop().time() + monotonic_deadline - time.monotonic()
+            deadline.disarm()
+            if not data:
+                return
+            last_read = time.monotonic()
+            buffer(data)
+            if ticket is not None and not ticket.hold_partial(partial_bytes()):
+                await session.close(ErrorCode.UNAVAILABLE, BUDGET_REASON)
+                return
+            # A client that is not reading its answers is not read either, but its auth deadline holds.
+            if session.admitted:
+                if not await handle():
+                    return
+            else:
+                try:
+                    async with asyncio.timeout(admission.auth_left()):
+                        if not await handle():
+                            return
+                except TimeoutError:
+                    await session.close(ErrorCode.TIMEOUT, admission.auth_timeout_reason)
+                    return
+            # Time spent waiting for a client to read its answers is not time it was idle.
+            last_read = time.monotonic()
+            if not partial_bytes():
+                partial_since = math.inf
+            elif partial_since == math.inf:
+                partial_since = last_read
+    finally:
+        deadline.close()
