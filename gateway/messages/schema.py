@@ -786,27 +786,24 @@ def _plain_converter(info: MessageInfo) -> Callable[[Any], dict[str, Any]]:
     state, near a hand-written one (0.5). It is written as `dataclasses` writes `__init__`.
     """
     namespace: dict[str, Any] = {}
-    exec(f"def to_plain(value):\n    return {_plain_display(info, 'value', namespace, _NESTED_INLINE)}\n", namespace)
+    exec(f"def to_plain(value):\n    return {_plain_display(info, 'value', namespace)}\n", namespace)
     converter: Callable[[Any], dict[str, Any]] = namespace["to_plain"]
     return converter
 
 
-#: How deep nested messages are written into their parent's display rather than converted by a call.
-_NESTED_INLINE = 2
-
-
-def _plain_display(info: MessageInfo, source: str, namespace: dict[str, Any], inline: int) -> str:
+def _plain_display(info: MessageInfo, source: str, namespace: dict[str, Any]) -> str:
     """The dict display of the message at expression `source`, its converters put in `namespace`.
 
     A nested message (a `Time` in a pad state, a `Header` in most ROS messages) is written into the
-    display, `inline` levels deep, rather than converted by a call to `to_plain` and its own converter:
-    two calls less per nested message of every sample a device publishes.
+    display rather than converted by a call to `to_plain` and its own converter: two calls less per
+    nested message of every sample a device publishes. (No message nests its own class, directly or
+    not: an instance of it would never end.)
     """
     items = []
     for name, spec in info.fields:
         value = f"{source}.{name}"
-        if isinstance(spec, Nested) and inline:
-            items.append(f"{name!r}: {_plain_display(info_of(spec.cls), value, namespace, inline - 1)}")
+        if isinstance(spec, Nested):
+            items.append(f"{name!r}: {_plain_display(info_of(spec.cls), value, namespace)}")
             continue
         convert = _converter(spec)
         if convert is None:
