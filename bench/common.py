@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import ctypes
@@ -117,3 +118,11 @@ def spread(values: Iterable[float], suffix: str = "") -> str:
     interval = median_interval(finite)
     at_95 = f"; median {interval[0]:.2f}-{interval[1]:.2f} at 95 %" if interval else ""
     return f"{statistics.median(finite):.2f}{suffix} ({finite[0]:.2f}-{finite[-1]:.2f}{at_95})"
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number above 0 (a count of calls, repeats, clients)."""
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value

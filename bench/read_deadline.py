@@ -36,7 +36,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from gateway.servers.read_deadlines import read_deadlines  # noqa: E402 - after the path fix
+from bench.common import positive_int  # noqa: E402 - after the path fix
+from gateway.servers.read_deadlines import read_deadlines  # noqa: E402
 
 WAYS = ("none", "timeout_at", "shared")
 #: The deadline of every read: never reached in a run (as an idle deadline of a client that reads).
@@ -113,19 +114,12 @@ def measure(reads: int, ticks: int, clients: int, repeats: int) -> dict[str, dic
     return {way: {kind: statistics.median(values) for kind, values in kinds.items()} for way, kinds in runs.items()}
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--reads", type=_positive, default=20000, help="reads timed per way and repeat")
-    parser.add_argument("--ticks", type=_positive, default=2000, help="timer wake-ups timed per way and repeat")
-    parser.add_argument("--clients", type=_positive, default=50, help="connections waiting during the ticks")
-    parser.add_argument("--repeats", type=_positive, default=5, help="interleaved repeats (median taken)")
+    parser.add_argument("--reads", type=positive_int, default=20000, help="reads timed per way and repeat")
+    parser.add_argument("--ticks", type=positive_int, default=2000, help="timer wake-ups timed per way and repeat")
+    parser.add_argument("--clients", type=positive_int, default=50, help="connections waiting during the ticks")
+    parser.add_argument("--repeats", type=positive_int, default=5, help="interleaved repeats (median taken)")
     args = parser.parse_args(argv)
     result = measure(args.reads, args.ticks, args.clients, args.repeats)
     bare = result["none"]

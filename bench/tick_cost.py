@@ -33,6 +33,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench.baseline_server import encode_msgpack, state_message, topics_of  # noqa: E402 - after the path fix
+from bench.common import positive_int  # noqa: E402
 from devices.sim.controller import controller_state  # noqa: E402
 from gateway.bus import Bus  # noqa: E402
 from gateway.faces.native.messages import renderer  # noqa: E402
@@ -106,18 +107,11 @@ def measure(calls: int, repeats: int, evict_mb: int) -> dict[str, dict[str, floa
     return {side: {kind: statistics.median(values) for kind, values in kinds.items()} for side, kinds in runs.items()}
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--calls", type=_positive, default=400, help="calls timed per side, kind and repeat")
-    parser.add_argument("--repeats", type=_positive, default=3, help="interleaved repeats (median taken)")
-    parser.add_argument("--evict-mb", type=_positive, default=32, help="MB copied before each cold call")
+    parser.add_argument("--calls", type=positive_int, default=400, help="calls timed per side, kind and repeat")
+    parser.add_argument("--repeats", type=positive_int, default=3, help="interleaved repeats (median taken)")
+    parser.add_argument("--evict-mb", type=positive_int, default=32, help="MB copied before each cold call")
     args = parser.parse_args(argv)
     result = measure(args.calls, args.repeats, args.evict_mb)
     gateway, fanout, floor = result["gateway"], result["gateway without its device"], result["floor"]
