@@ -227,8 +227,9 @@ async def test_each_sample_is_encoded_once_for_every_foxglove_client(tmp_path: P
     async with running_gateway(tmp_path, gateway_config(tmp_path, extra=FOXGLOVE)) as gateway:
         clients = [await RawFoxglove.open(foxglove_url(gateway)) for _ in range(3)]
         # The encode counter is the process's (other in-process gateways of this test worker count too).
-        encoded_before = await metric(gateway, "hwgw_frames_encoded_total", 'encoding="foxglove"')
+        # Published read first here and last below, so every sample encoded between was published between.
         published_before = await metric(gateway, "hwgw_bus_published_total", 'topic="sim-1/state"')
+        encoded_before = await metric(gateway, "hwgw_frames_encoded_total", 'encoding="foxglove"')
         for number, client in enumerate(clients):
             channel = (await channels_of(client, "sim-1/state"))["/sim-1/state"]
             await client.send({"op": "subscribe", "subscriptions": [{"id": number, "channelId": channel}]})
