@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 import time
+import weakref
 
 import pytest
 
@@ -87,3 +89,22 @@ async def test_many_connections_keep_one_timer_in_the_loop() -> None:
         assert len(loop._scheduled) == before + 1  # type: ignore[attr-defined]
     for deadline in deadlines:
         deadline.close()
+
+
+def test_a_finished_loop_is_not_kept_by_its_deadlines_or_its_flusher() -> None:
+    """Both per-loop registries are keyed weakly by the loop: neither may hold it (tests run thousands)."""
+    from gateway.faces import outbox
+
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+    async def use_both() -> None:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        deadline = read_deadlines().watch(asyncio.StreamReader())
+        deadline.arm(time.monotonic() + 60.0, "idle")
+        deadline.close()  # as `read_stream` does when its connection ends; the timer stays pending
+        outbox._flusher(asyncio.get_running_loop())
+
+    for _ in range(3):
+        asyncio.run(use_both())
+    gc.collect()
+    assert [loop() for loop in loops] == [None, None, None]

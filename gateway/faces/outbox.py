@@ -28,7 +28,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Hashable, Mapping
 from typing import Protocol
-from weakref import WeakKeyDictionary
+from weakref import WeakKeyDictionary, ref
 
 from gateway.bus import Bus, Outgoing, Subscriber
 from gateway.errors import ErrorCode
@@ -78,7 +78,8 @@ class _Flusher:
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        # Weakly: `_flushers` is keyed weakly by the loop, and a value holding its key would keep it forever.
+        self._loop = ref(loop)
         self._due: list[Outbox | FanoutGroup] = []
         # (pack key, ids of the frames) -> (bytes to write, the frames: kept alive so no id is reused).
         self._memo: dict[tuple[Hashable, ...], tuple[bytes, list[bytes]]] = {}
@@ -94,7 +95,9 @@ class _Flusher:
     def add(self, outbox: Outbox | FanoutGroup) -> None:
         """Flush `outbox` (or a group) at the end of this iteration (it has just started a batch)."""
         if not self._due:
-            self._loop.call_soon(self._flush)
+            loop = self._loop()
+            assert loop is not None  # a batch is only filled while its loop lives
+            loop.call_soon(self._flush)
         self._due.append(outbox)
 
     def _flush(self) -> None:

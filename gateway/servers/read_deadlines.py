@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from weakref import WeakKeyDictionary
+from weakref import WeakKeyDictionary, ref
 
 #: A timer is due within this of its time (asyncio fires timers so: the clock's resolution, s).
 _RESOLUTION = time.get_clock_info("monotonic").resolution
@@ -70,9 +70,11 @@ class ReadDeadlines:
     """The deadlines of one event loop's stream connections, and the one timer that keeps them."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        # Both weakly: `_watches` is keyed weakly by the loop, and a value holding its key (a timer
+        # holds its loop) would keep it forever. A closed loop drops its timers.
+        self._loop = ref(loop)
         self._deadlines: set[Deadline] = set()
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: ref[asyncio.TimerHandle] | None = None
         #: When the timer fires (`time.monotonic()`, s); `math.inf` when none is set.
         self.due = math.inf
 
@@ -88,10 +90,13 @@ class ReadDeadlines:
 
     def wake_at(self, when: float) -> None:
         """Fire at `when` (`time.monotonic()`, s), earlier than set so far."""
-        if self._timer is not None:
-            self._timer.cancel()
+        timer = None if self._timer is None else self._timer()
+        if timer is not None:
+            timer.cancel()
+        loop = self._loop()
+        assert loop is not None  # deadlines are armed only while their loop runs
         self.due = when
-        self._timer = self._loop.call_at(self._loop.time() + when - time.monotonic(), self._fire)
+        self._timer = ref(loop.call_at(loop.time() + when - time.monotonic(), self._fire))
 
     def _fire(self) -> None:
         self._timer = None
