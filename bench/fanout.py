@@ -211,6 +211,7 @@ def server_argv(
         return [sys.executable, *program, "run", "--config", str(config), "--log-format", "json"]
     return [
         sys.executable,
+        *([] if profile is None else [str(PROFILED_GATEWAY), str(profile)]),
         str(BASELINE_SERVER),
         "--transport",
         transport,

@@ -4,11 +4,15 @@ Usage: python bench/profiled_gateway.py OUT.pstats run --config ...  `START_SIGN
 the profiler, `STOP_SIGNAL` (SIGRTMIN+2) stops it and writes OUT.pstats; startup, connections and
 shutdown stay out of the profile. (Not SIGUSR1/SIGUSR2: the daemon stops in order on those.)
 Times are wall-clock; the breakdown leaves out the event loop's waits in epoll (idle time).
+
+`python bench/profiled_gateway.py OUT.pstats SCRIPT.py ARGS...` runs a script the same way instead
+(bench/baseline_server.py: the bare servers profiled alike, for bench/tick_calls.py).
 """
 
 from __future__ import annotations
 
 import cProfile
+import runpy
 import signal
 import sys
 from pathlib import Path
@@ -37,6 +41,11 @@ def main() -> int:
 
     signal.signal(START_SIGNAL, start)
     signal.signal(STOP_SIGNAL, stop)
+    if sys.argv[2].endswith(".py"):
+        script = sys.argv[2]
+        sys.argv = sys.argv[2:]
+        runpy.run_path(script, run_name="__main__")  # a script's own `sys.exit` ends the process
+        return 0
     # Imported after the handlers are set, as `python -m gateway` would import it.
     from gateway.cli import main as gateway_main
 

@@ -1,0 +1,92 @@
+"""bench/tick_calls.py: calls per tick from a profile, and a brief real run of both sides."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import math
+from pathlib import Path
+
+import pytest
+
+from bench import tick_calls
+from bench.fanout import Scenario
+
+SOCKET_SEND = "~(<method 'send' of '_socket.socket' objects>)"
+
+
+def _once_a_tick(values: list[int]) -> int:
+    return sum(values)
+
+
+def _twice_every_other_tick(tick: int) -> None:
+    if tick % 2 == 0:
+        _once_a_tick([tick])
+        _once_a_tick([tick])
+
+
+def test_calls_are_counted_per_tick_and_split_into_python_and_built_in(tmp_path: Path) -> None:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for tick in range(100):
+        _once_a_tick([tick])
+        _twice_every_other_tick(tick)
+    profiler.disable()
+    path = tmp_path / "ticks.pstats"
+    profiler.dump_stats(path)
+
+    counted = tick_calls.tick_calls("gateway", path, ticks=100)
+
+    here = "test_bench_tick_calls.py"
+    once = next(name for name in counted.per_tick if here in name and "(_once_a_tick)" in name)
+    other = next(name for name in counted.per_tick if here in name and "(_twice_every_other_tick)" in name)
+    assert counted.calls_of(once) == pytest.approx(2.0)  # 1 a tick, and 2 every other tick
+    assert counted.calls_of(other) == pytest.approx(1.0)
+    assert counted.calls_of("~(<built-in method builtins.sum>)") == pytest.approx(2.0)
+    assert once in counted.each_tick()
+    assert other in counted.each_tick()
+    assert not any(name.startswith("~") for name in counted.each_tick())  # built-ins are not "code run"
+    assert here in {name.rsplit(":", 1)[0] for name in counted.each_tick()}
+    assert counted.python_calls >= 3.0
+    assert counted.builtin_calls >= 2.0
+
+
+def test_a_profile_with_no_tick_is_refused_with_its_reason(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="no message was delivered"):
+        tick_calls.tick_calls("floor", tmp_path / "never-written.pstats", ticks=0)
+
+
+def test_the_largest_differences_come_first() -> None:
+    ours = tick_calls.TickCalls("gateway", 10, {"a:1(f)": 4.0, "a:2(g)": 1.0})
+    theirs = tick_calls.TickCalls("floor", 10, {"a:1(f)": 1.0, "b:1(h)": 5.0})
+    assert tick_calls.differences(ours, theirs, 2) == [("b:1(h)", 0.0, 5.0), ("a:1(f)", 4.0, 1.0)]
+
+
+def test_a_brief_real_run_sends_once_per_client_per_tick_on_both_sides(tmp_path: Path) -> None:
+    # The design both sides share, seen in the counts: one socket send per client per tick, however
+    # many topics the tick has.
+    clients = 3
+    scenario = Scenario("custom", clients, 100.0, 4)
+    args = argparse.Namespace(seconds=1.0, warmup=0.5)
+
+    async def both() -> list[tick_calls.TickCalls]:
+        return [await tick_calls.profile_side(kind, "msgpack", scenario, args, tmp_path) for kind in tick_calls.SIDES]
+
+    sides = asyncio.run(both())
+    for side in sides:
+        assert side.ticks > 50  # about 100 in the window
+        assert side.calls_of(SOCKET_SEND) == pytest.approx(clients, abs=0.2), side.kind
+        assert math.isfinite(side.python_calls)
+        assert side.python_calls > 0
+        assert len(side.each_tick()) > 5
+    report = tick_calls.report("msgpack", scenario, sides, top=5)
+    assert "| gateway |" in report
+    assert "| bare-batched |" in report
+    assert report.count("\n  ") == 5
+
+
+def test_bad_transports_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        tick_calls.parse_args(["--transports", "rosbridge"])
+    assert "--transports: msgpack and/or ws" in capsys.readouterr().err
