@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import pstats
 import sys
+import sysconfig
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -79,15 +80,19 @@ class TickCalls:
         return self.per_tick.get(name, 0.0)
 
 
+#: Where the installed packages and the standard library live (the servers run this interpreter).
+_LIBRARY_ROOTS = tuple(Path(sysconfig.get_paths()[name]) for name in ("purelib", "platlib", "stdlib"))
+
+
 def _short(path: str) -> str:
-    """A profile's file name, relative to the repository or to the standard library's folder."""
+    """A profile's file name: relative to the installed packages, the standard library or the repository."""
     if path == BUILTIN:
         return path
-    parts = Path(path).parts
-    for anchor in ("gateway", "devices", "bench", "asyncio", "msgpack", "aiohttp"):
-        if anchor in parts:
-            return "/".join(parts[parts.index(anchor) :])
-    return Path(path).name
+    file = Path(path)
+    for root in (*_LIBRARY_ROOTS, REPO_ROOT):  # the packages first: the venv may lie in the repository
+        if file.is_relative_to(root):
+            return file.relative_to(root).as_posix()
+    return file.name
 
 
 def tick_calls(kind: ServerKind, profile: Path, ticks: float) -> TickCalls:

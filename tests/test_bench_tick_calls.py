@@ -38,7 +38,7 @@ def test_calls_are_counted_per_tick_and_split_into_python_and_built_in(tmp_path:
 
     counted = tick_calls.tick_calls("gateway", path, ticks=100)
 
-    here = "test_bench_tick_calls.py"
+    here = "tests/test_bench_tick_calls.py"  # relative to the repository
     once = next(name for name in counted.per_tick if here in name and "(_once_a_tick)" in name)
     other = next(name for name in counted.per_tick if here in name and "(_twice_every_other_tick)" in name)
     assert counted.calls_of(once) == pytest.approx(2.0)  # 1 a tick, and 2 every other tick
