@@ -78,5 +78,7 @@ async def test_sigterm_of_the_daemon_process_stops_the_robot(playground: Playgro
             await daemon.stop(signal.SIGKILL)
         if observer is not None:
             await observer.close()
-    safe_states = {line["device"]: line["safe_state"] for line in daemon.logs if "safe_state" in line}
-    assert (safe_states.get("drive"), safe_states.get("thymio")) == ("ok", "ok"), safe_states
+    safe = {line["device"]: line for line in daemon.logs if "safe_state" in line}
+    assert (safe["drive"]["safe_state"], safe["thymio"]["safe_state"]) == ("ok", "ok"), safe
+    # The shutdown's e-stop halted the binding: its log line shows no driving command as its outputs.
+    assert safe["drive"]["outputs"] == {}, safe["drive"]

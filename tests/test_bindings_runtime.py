@@ -99,6 +99,25 @@ async def test_the_safe_output_is_resent_until_the_device_confirms_it(rig: Refus
     assert device.unconfirmed_safe_state() is None
 
 
+async def test_its_outputs_are_the_last_command_sent_and_nothing_after_stop_all(rig: RefusingRig) -> None:
+    # What the shutdown log shows as the binding's outputs in its safe state: never a driving value
+    # that its safe output or its targets' e-stop has since replaced.
+    source, target, device = parts(rig)
+    source.send(0.5, True)
+    await until(lambda: target.received and target.received[-1][1:] == (250, 250), "driving")
+    assert device.outputs()["data"] == {"left": 250, "right": 250}
+    source.send(0.5, False)
+    await until(lambda: device.runtime.state == "idle", "the safe output confirmed")
+    assert (device.outputs()["device"], device.outputs()["data"]) == ("dst-0", {"left": 0, "right": 0})
+    source.send(0.5, True)
+    await until(lambda: device.outputs().get("data") == {"left": 250, "right": 250}, "driving again")
+    await device.estop()  # STOP ALL: the targets' own e-stop is the safe output
+    assert device.outputs() == {}
+    await device.close()
+    assert device.outputs() == {}
+    assert device.unconfirmed_safe_state() is None
+
+
 async def test_a_slow_device_gets_the_newest_value_never_a_backlog(rig: RefusingRig) -> None:
     source, target, device = parts(rig)
     source.send(0.1, True)

@@ -69,6 +69,8 @@ class Delivery:
         self._safe: dict[tuple[str, str], DeviceCommand] = {}
         self.sent = 0
         self.safe_sent = 0
+        #: The last command sent, driving or safe (None before the first).
+        self.last_sent: DeviceCommand | None = None
         self.refused = 0
         #: True once every safe output of the last `begin_safe` was confirmed (or yielded to another holder).
         self.safe_confirmed = True
@@ -90,6 +92,7 @@ class Delivery:
         if command.key in self._safe or self.busy(command.key):
             return False
         self.sent += 1
+        self.last_sent = command
         self._start(command, self._drive(command))
         return True
 
@@ -110,6 +113,7 @@ class Delivery:
         for key, command in list(self._safe.items()):
             if not self.busy(key):
                 self.safe_sent += 1
+                self.last_sent = command
                 self._start(command, self._send_safe(command))
 
     async def settle(self, deadline_s: float, period_s: float) -> bool:

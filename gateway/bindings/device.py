@@ -98,9 +98,17 @@ class BindingDevice(Adapter[BindingParts]):
         await self.runtime.finish()
 
     def outputs(self) -> Mapping[str, Any]:
-        """The last output sent."""
-        output = self.runtime.last_output
-        return {} if output is None else {"device": output.device, "type": output.type, "data": output.data}
+        """The command last sent to a target, driving or safe; nothing of its own once STOP ALL halted it.
+
+        STOP ALL (and the e-stop that starts a shutdown) halts a binding without a safe output of its
+        own: its targets' e-stop is their safe state, so what the binding sent before is not what
+        they output now, and the shutdown log must not show it as such.
+        """
+        runtime = self.runtime
+        output = runtime.delivery.last_sent
+        if output is None or runtime.stopped:
+            return {}
+        return {"device": output.device, "type": output.type, "data": output.data}
 
     def unconfirmed_safe_state(self) -> str | None:
         """Why the binding's safe output is unconfirmed (a device that never answered it), else None."""
