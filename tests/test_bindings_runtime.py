@@ -109,6 +109,7 @@ async def test_its_outputs_are_the_last_command_sent_and_nothing_after_stop_all(
     source.send(0.5, False)
     await until(lambda: device.runtime.state == "idle", "the safe output confirmed")
     assert (device.outputs()["device"], device.outputs()["data"]) == ("dst-0", {"left": 0, "right": 0})
+    assert device.runtime.status().values == (0.0, 0.0)  # the status's last output: the safe one
     source.send(0.5, True)
     await until(lambda: device.outputs().get("data") == {"left": 250, "right": 250}, "driving again")
     await device.estop()  # STOP ALL: the targets' own e-stop is the safe output

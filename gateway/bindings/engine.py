@@ -271,7 +271,10 @@ class BindingRuntime:
         """Owe the safe output if the binding drove; the slew limiters start from it next time."""
         if self._driving:
             self._driving = False
-            self.delivery.begin_safe(list(self.evaluator.safe_output()))
+            safe = list(self.evaluator.safe_output())
+            self.delivery.begin_safe(safe)
+            if safe:
+                self.last_output = safe[-1]  # the status's last output from now: no driving value stays shown
 
     def _on_sample(self, stream: str, message: Any) -> None:
         """A new source sample: its button actions go out now (not when halted or paused)."""

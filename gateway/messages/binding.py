@@ -20,7 +20,8 @@ class BindingStatus:
     `deadman_held`: the deadman input is held (true with `deadman = "none"`). `input_age_s`: age of
     the newest source sample in seconds (-1: none yet). `clamped`: an output was limited (range,
     saturation or slew) on the last tick. `source`: the device the newest sample came from.
-    `target`, `command`, `fields`, `values`: the last output sent (the command's numeric fields).
+    `target`, `command`, `fields`, `values`: the last output sent (the command's numeric fields), the
+    safe output once the binding stops driving (STOP ALL sends none: the last driven one stays).
     `priority`: the binding's arbitration priority. `outputs_sent`, `safe_outputs_sent`: counts.
     """
 
