@@ -126,3 +126,11 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {value}")
     return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a number above 0 (seconds, a rate in Hz)."""
+    value = float(text)
+    if not value > 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value

@@ -51,7 +51,14 @@ REPO_ROOT = BENCH_DIR.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench.common import hold_read_buffers_in_heap, spread, thread_seconds_between, thread_times_ns  # noqa: E402
+from bench.common import (  # noqa: E402
+    hold_read_buffers_in_heap,
+    positive_float,
+    positive_int,
+    spread,
+    thread_seconds_between,
+    thread_times_ns,
+)
 from bench.profile_breakdown import Breakdown, profile_breakdown  # noqa: E402 - after the path fix above
 from bench.profiled_gateway import START_SIGNAL, STOP_SIGNAL  # noqa: E402
 
@@ -1336,16 +1343,6 @@ def _scenarios(text: str) -> list[Scenario]:
     return [SCENARIOS[name] for name in dict.fromkeys(names)]
 
 
-def _positive(kind: type[int] | type[float]) -> Any:
-    def parse(text: str) -> int | float:
-        value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-        return value
-
-    return parse
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Fan-out of the gateway vs a bare server: scenarios of N clients x topics x R Hz, "
@@ -1357,15 +1354,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=list(SCENARIOS.values()),
         help="comma-separated: " + "; ".join(f"{name} ({s.describe()})" for name, s in SCENARIOS.items()),
     )
-    parser.add_argument("--clients", type=_positive(int), help="a custom scenario instead: connections")
-    parser.add_argument("--rate", type=_positive(float), help="... msg/s published per topic (default 1000)")
-    parser.add_argument("--topics", type=_positive(int), help="... topics published together (default 1)")
+    parser.add_argument("--clients", type=positive_int, help="a custom scenario instead: connections")
+    parser.add_argument("--rate", type=positive_float, help="... msg/s published per topic (default 1000)")
+    parser.add_argument("--topics", type=positive_int, help="... topics published together (default 1)")
     parser.add_argument(
         "--sides", type=_sides, default=list(SIDES), help="default gateway,multi,baseline,floor (also: typed)"
     )
-    parser.add_argument("--seconds", type=_positive(float), default=5.0, help="measurement window (default 5)")
+    parser.add_argument("--seconds", type=positive_float, default=5.0, help="measurement window (default 5)")
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds before the window (default 1)")
-    parser.add_argument("--repeats", type=_positive(int), default=3, help="interleaved repeats (default 3)")
+    parser.add_argument("--repeats", type=positive_int, default=3, help="interleaved repeats (default 3)")
     parser.add_argument(
         "--transports",
         type=_transports,

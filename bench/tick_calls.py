@@ -35,7 +35,7 @@ REPO_ROOT = BENCH_DIR.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench.common import positive_int  # noqa: E402 - after the path fix above
+from bench.common import positive_float, positive_int  # noqa: E402 - after the path fix above
 from bench.fanout import SCENARIOS, Scenario, ServerKind, Transport, run_budget, run_once, side_name  # noqa: E402
 
 #: cProfile's file name for built-in functions and methods.
@@ -160,8 +160,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     default = SCENARIOS["multi-topic"]
     parser.add_argument("--clients", type=positive_int, default=default.clients, help="connections (default 50)")
     parser.add_argument("--topics", type=positive_int, default=default.topics, help="topics a tick (default 4)")
-    parser.add_argument("--rate", type=float, default=default.rate, help="ticks per second (default 250)")
-    parser.add_argument("--seconds", type=float, default=4.0, help="profiled window (default 4)")
+    parser.add_argument("--rate", type=positive_float, default=default.rate, help="ticks per second (default 250)")
+    parser.add_argument("--seconds", type=positive_float, default=4.0, help="profiled window (default 4)")
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds before the window (default 1)")
     parser.add_argument("--transports", default="msgpack,ws", help="comma-separated: msgpack, ws")
     parser.add_argument("--top", type=positive_int, default=15, help="differences listed (default 15)")

@@ -101,3 +101,12 @@ def test_bad_transports_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         tick_calls.parse_args(["--transports", "rosbridge"])
     assert "--transports: msgpack and/or ws" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", [["--seconds", "0"], ["--rate", "-250"], ["--rate", "nan"], ["--clients", "0"]])
+def test_a_window_rate_or_count_that_is_not_positive_is_refused(
+    bad: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        tick_calls.parse_args(bad)
+    assert f"argument {bad[0]}: must be positive" in capsys.readouterr().err
