@@ -154,7 +154,18 @@ def test_no_input_crashes_the_decoder(data: bytes) -> None:
         return
     assert lwp.decode(lwp.encode(message)) == message
     if len(data) < 128:
-        assert lwp.encode(message) == data  # short messages have one encoding only
+        # Short messages have one encoding only, but for the hub id, which decoding ignores and
+        # encoding writes as 0x00.
+        assert lwp.encode(message) == data[:1] + b"\x00" + data[2:]
+
+
+@pytest.mark.parametrize("hub_id", [0x01, 0x7F, 0xFF])
+def test_a_hub_id_other_than_zero_is_read_past(hub_id: int) -> None:
+    # §3.1: the hub id is unused and 0x00; a message that sets it still means what its type and
+    # payload say (as other LWP3 implementations read it), and is answered with hub id 0x00.
+    data = bytes([0x04, hub_id, 0x02, 0x01])  # hub action: switch off
+    assert lwp.decode(data) == lwp.decode(bytes([0x04, 0x00, 0x02, 0x01]))
+    assert lwp.encode(lwp.decode(data))[1] == 0x00
 
 
 @given(st.integers(0, 255), st.binary(min_size=1, max_size=100))

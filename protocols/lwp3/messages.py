@@ -1,13 +1,14 @@
 """LWP 3.0 messages: one `decode` for whatever the characteristic carries, one `encode` back.
 
 Every message is the common header (§3.1: length, hub id, message type) then a payload whose layout
-the message type fixes. The length is one byte up to 127, else two (§3.2: bit 7 of the first byte
-set, 7 low bits there, the high bits in the second byte). A GATT write or notification carries exactly
-one message, so `decode` refuses a declared length that differs from the bytes given, any message
-longer than `MAX_MESSAGE_LENGTH`, an undefined message type, and every payload of the wrong size, each
-with a `ProtocolError` naming the rule. Port and mode information requests and replies are taken apart
-by `protocols.lwp3.modes`. Message types this codec does not take apart (firmware update, H/W network,
-combined input formats) come back whole as `OtherMessage`.
+the message type fixes. The length is one byte up to 127, else two (§3.2: bit 7 of the first byte set,
+7 low bits there, the high bits in the second byte). The hub id, unused and 0x00 by §3.1, is read past
+(a message that sets it means what its type and payload say) and written as 0x00. A GATT write or
+notification carries exactly one message, so `decode` refuses a declared length that differs from the
+bytes given, any message longer than `MAX_MESSAGE_LENGTH`, an undefined message type, and every
+payload of the wrong size, each with a `ProtocolError` naming the rule. Port and mode information
+requests and replies are taken apart by `protocols.lwp3.modes`. Message types this codec does not take
+apart (firmware update, H/W network, combined input formats) come back whole as `OtherMessage`.
 """
 
 from __future__ import annotations
