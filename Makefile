@@ -93,10 +93,11 @@ pytest: $(VENV)/.test
 	$(BIN)/python -m compileall -q gateway devices protocols hwgateway bench tests > /dev/null
 	scripts/loopback-only.sh $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
-# The fuzz targets only, each with HWGW_FUZZ_SCALE (default 50) times its `make test` budget.
+# The fuzz targets only, each with HWGW_FUZZ_SCALE (default 50) times its `make test` budget, and as
+# many times the per-test timeout (pyproject's 60 s: at scale 50 the slowest target needs about 75 s).
 HWGW_FUZZ_SCALE ?= 50
 fuzz: $(VENV)/.test
-	HWGW_FUZZ_SCALE=$(HWGW_FUZZ_SCALE) scripts/loopback-only.sh $(BIN)/python -m pytest -m fuzz -p no:cacheprovider $(PYTEST_ARGS)
+	HWGW_FUZZ_SCALE=$(HWGW_FUZZ_SCALE) scripts/loopback-only.sh $(BIN)/python -m pytest -m fuzz -p no:cacheprovider --timeout=$$((60 * $(HWGW_FUZZ_SCALE))) $(PYTEST_ARGS)
 
 # Install as a systemd service (root): /opt/hwgateway, /etc/hwgateway, the unit and the udev rules,
 # the user; EXTRAS (default gamepad,ble: every extra a device kind needs) picks the extras, EXTRAS= none.

@@ -45,6 +45,8 @@ class Capture:
     def __init__(self, encoding: Encoding = "json") -> None:
         self.encoding: Encoding = encoding
         self.frames: list[bytes] = []
+        #: The code and reason the session closed with, None while open.
+        self.closed: tuple[ErrorCode, str] | None = None
 
     def room(self) -> int:
         return -1  # every frame through `send`, one by one (a write would join a batch's frames)
@@ -59,7 +61,7 @@ class Capture:
         self.frames.extend(frames)
 
     async def close(self, code: ErrorCode, reason: str) -> None:
-        pass
+        self.closed = (code, reason)
 
     def abort(self) -> None:
         pass
