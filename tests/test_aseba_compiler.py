@@ -5,14 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gateway.cli import main
-from protocols.aseba.compiler import CompileError, EventSpec, compile_script, parse_aesl
+from protocols.aseba.compiler import CompiledScript, CompileError, EventSpec, compile_script, parse_aesl
 from protocols.aseba.compiler.description_file import load_description
 from protocols.aseba.compiler.lexer import tokenize
+from protocols.aseba.description import NodeDescription
 from protocols.aseba.natives import STANDARD_NATIVES
 from protocols.aseba.vm import AsebaVM
 from protocols.errors import ProtocolError
+from tests.fuzzing import fuzz_settings
 from tests.test_aseba_vm import VECTOR, playground_description
 
 CORPUS = Path(__file__).parent / "data" / "aseba_corpus"
@@ -250,3 +254,47 @@ def test_the_corpus_uses_every_construct() -> None:
     }
     assert required <= seen, required - seen
     assert len(scripts) >= 30
+
+
+#: Words of the language and a few that are not: joined at random they make mostly broken programs,
+#: some of them nested deeply, with numbers at and past the 16-bit bounds.
+ASEBA_WORDS = [
+    *("var", "const", "if", "then", "elseif", "else", "end", "when", "do", "while", "for", "in", "step"),
+    *("sub", "callsub", "onevent", "emit", "call", "return", "abs", "not", "and", "or"),
+    *("x", "y", "a", "ev", "timer", "leds.top", "motor.left.target", "event.args", "math.fill", "math.dot"),
+    *("[", "]", "(", ")", ",", ":", "=", "+", "-", "*", "/", "%", "<<", ">>", "|", "&", "^", "~"),
+    *("==", "!=", "<", ">", "<=", ">=", "++", "--", "+=", "%=", "<<=", "\n", "#", "#*", "*#"),
+    *("0", "1", "3", "32767", "32768", "-32768", "0x7fff", "0x10000", "0b102", "99999999999999999999"),
+    *("@", "$", "é", "\x00", "\t"),
+]
+ASEBA_PREFIXES = ["var x\n", "var y = 2\n", "var a[3]\n", "sub s\n", "onevent ev\n"]
+
+
+def _compile_or_refuse(source: str, description: NodeDescription) -> CompiledScript | CompileError:
+    try:
+        return compile_script(source, description, EVENTS, {"K": 3})
+    except CompileError as error:
+        return error
+
+
+@given(
+    st.lists(st.sampled_from(ASEBA_PREFIXES), max_size=3),
+    st.lists(st.sampled_from(ASEBA_WORDS), max_size=120) | st.text(max_size=200).map(lambda text: [text]),
+)
+@pytest.mark.fuzz
+@fuzz_settings(300)
+def test_no_source_crashes_the_compiler_or_the_vm(prefixes: list[str], words: list[str]) -> None:
+    source = "".join(prefixes) + " ".join(words)
+    description = playground_description()
+    compiled = _compile_or_refuse(source, description)
+    if isinstance(compiled, CompileError):
+        assert compiled.line >= 1, compiled
+        assert compiled.column >= 1, compiled
+        return
+    assert len(compiled.bytecode) <= description.bytecode_size
+    vm = AsebaVM(1, description, STANDARD_NATIVES)
+    vm.set_bytecode(0, compiled.bytecode)
+    vm.start()
+    vm.run(5000)  # a fault stops the VM with its report queued, never an exception
+    vm.user_event(0, 0, (7, -3))
+    vm.run(5000)
