@@ -94,7 +94,7 @@ pytest: $(VENV)/.test
 	scripts/loopback-only.sh $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The fuzz targets only, each with HWGW_FUZZ_SCALE (default 50) times its `make test` budget, and as
-# many times the per-test timeout (pyproject's 60 s: at scale 50 the slowest target needs about 75 s).
+# many times the per-test timeout (pyproject's 60 s: at scale 50 the slowest target took 62 s here).
 HWGW_FUZZ_SCALE ?= 50
 fuzz: $(VENV)/.test
 	HWGW_FUZZ_SCALE=$(HWGW_FUZZ_SCALE) scripts/loopback-only.sh $(BIN)/python -m pytest -m fuzz -p no:cacheprovider --timeout=$$((60 * $(HWGW_FUZZ_SCALE))) $(PYTEST_ARGS)

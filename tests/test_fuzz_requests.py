@@ -116,7 +116,7 @@ def test_any_msgpack_bytes_get_results_or_a_protocol_error(chunks: list[bytes]) 
             assert len(results) == handled
         else:
             # Past `refusal_burst` refused requests (65 zero bytes are 65 ints, each refused) the
-            # session closes instead of answering, and reads nothing more.
+            # session closes instead of answering, and answers nothing after.
             assert capture.closed[0] is ErrorCode.RATE_LIMITED, capture.closed
             assert session.client.admission.refused_out
             assert len(results) < handled
