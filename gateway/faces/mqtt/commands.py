@@ -206,10 +206,12 @@ class CommandService:
             try:
                 body = self._decode(request, allow_empty=True)
             except GatewayError as error:
-                self._answer(request, None, None, error=error)
                 if self._hub.credentials:
+                    self._answer(request, None, None, error=error)
                     return  # no readable token: refused
-                body = {}  # an emergency stop goes ahead even when its payload is unreadable
+                # An emergency stop goes ahead even when its payload is unreadable; its one answer
+                # is the stop's outcome (a request gets one answer, not a refusal and then a result).
+                body = {}
             transaction = body.get("transaction")
             try:
                 runner = await self._requester(request, body, urgent=True)
