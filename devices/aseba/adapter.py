@@ -34,7 +34,8 @@ Motors: setting `motor.left.target` / `motor.right.target` to non-zero takes a l
 commanding client (`motor_lease_ms`, renewed by each setting; one lease per motor, the core's
 `gateway.core.lease` rule); a motor's target returns to 0 when its lease runs out, when the client
 disconnects, on estop, when the link is lost and at shutdown. Estop stops every node's motors,
-leased or not.
+leased or not, and first the VM of a node running a script, whose handlers would set them again (a
+program a client leaves running is not stopped when it goes: `tdmclient run` starts one and exits).
 
 Programming from source (the TDM face uses these): `hwgateway/AsebaVMDescription`, `hwgateway/AsebaCompile`
 (Aseba source and global events, compiled against the live description; loaded like a script, left
@@ -311,14 +312,23 @@ class AsebaAdapter(Adapter[AsebaOptions]):
         return {"pressed": message.button, "for_s": message.pressed_s}
 
     async def estop(self) -> None:
-        """Stop the motors of every node on the link (leased or not)."""
+        """Stop the motors of every node on the link (leased or not), and the scripts that would restart them.
+
+        A node running a script (a client's program, or the LoadScript default) has its VM stopped
+        first: its event handlers (a timer's, a button's) would otherwise set the motor targets again
+        within milliseconds of their zeroing. The gateway's own Thymio program drives no motor by
+        itself and keeps running (it reports the robot's state).
+        """
         leased = set(self.leases.end_all(LeaseEnd.ESTOP))
         network = self.network
         if network is not None:
             for node_id in list(network.nodes):
+                scripted = node_id in self.scripts
+                if scripted:
+                    network.control(node_id, MessageType.STOP)
                 for name in MOTOR_VARIABLES:
-                    if (node_id, name) not in leased:
-                        self._zero_motor(node_id, name)
+                    if scripted or (node_id, name) not in leased:
+                        self._zero_motor(node_id, name)  # after the stop: nothing sets them again
             await network.drain()
 
     def release(self, client_id: str) -> None:
