@@ -235,6 +235,23 @@ async def test_serial_link_through_a_pty(client: Client) -> None:
     assert len(state["data"]["data"]) == 20
 
 
+async def test_an_estop_stops_a_program_that_drives_the_motors(client: Client) -> None:
+    # The real VM runs a script that sets both targets every 20 ms: zeroing them alone would not hold.
+    # (Last but one: the serial robot keeps this stopped script instead of the gateway's program.)
+    device = "thymio-serial"
+    source = "timer.period[0] = 20\nonevent timer0\nmotor.left.target = 300\nmotor.right.target = 300"
+    compiled = await command(client, "hwgateway/AsebaCompile", {"source": source, "load": True}, device)
+    assert compiled["ok"], compiled
+    await command(client, "hwgateway/AsebaVMControl", {"command": "run"}, device)
+    await eventually(client, "motor.left.target", [300], device)
+    await client.ok("estop")
+    await eventually(client, "motor.left.target", [0], device)
+    await eventually(client, "motor.right.target", [0], device)
+    await asyncio.sleep(0.5)  # 25 timer periods, had the script kept running
+    assert await variable(client, "motor.left.target", device) == [0]
+    assert await variable(client, "motor.right.target", device) == [0]
+
+
 async def test_playground_survived(playground: Playground) -> None:
     assert playground.process is not None
     assert playground.process.returncode is None, playground.log()
