@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 
@@ -65,3 +66,22 @@ class Capture:
 
     def abort(self) -> None:
         pass
+
+
+class LogRecords(logging.Handler):
+    """The messages `logger` logs at `level` and above while this is in a `with` block."""
+
+    def __init__(self, logger: str, level: int) -> None:
+        super().__init__(level)
+        self._logger = logging.getLogger(logger)
+        self.messages: list[str] = []
+
+    def __enter__(self) -> LogRecords:
+        self._logger.addHandler(self)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._logger.removeHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())

@@ -13,45 +13,28 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 import pytest_asyncio
 from tdmclient.thymio import ThymioFB
 
-from gateway.faces.tdm.nodes import node_id
 from gateway.faces.tdm.session import TdmSession
-from tests.harness import Client, connect, free_port, gateway_config
-from tests.inprocess import InProcessGateway, start_in_process
+from tests.harness import Client, connect
+from tests.inprocess import InProcessGateway
+from tests.tdm_thymio import NODE, message, motor_targets, start_thymio_with_tdm
 from tests.test_tdm_pings import TcpCapture
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]
 
-DEVICE = "thymio-sim"
-CONFIG = f'[devices.{DEVICE}]\nkind = "aseba"\nsimulate = true\n'
-NODE = node_id(DEVICE)
 #: Sets both motor targets every 20 ms, whatever they were set to in between.
 DRIVING = "timer.period[0] = 20\nonevent timer0\nmotor.left.target = 300\nmotor.right.target = 300"
 LOAD = 2  # CompileAndLoadCodeOnVM's option: load the program on the node
 RUN = 1  # SetVMExecutionState's Run
 
 
-def message(kind: int, *fields: Any) -> bytes:
-    encoded: Any = ThymioFB.create_message((kind, fields), ThymioFB.SCHEMA)
-    return bytes(encoded)
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[InProcessGateway]:
-    tmp_path: Path = tmp_path_factory.mktemp("estop-program")
-    tdm = f'[tdm]\nenabled = true\nhost = "127.0.0.1"\ntcp_port = {free_port()}\nws_port = {free_port()}\n'
-    running = await start_in_process(tmp_path, gateway_config(tmp_path, CONFIG, extra=tdm))
-    native = await connect(running, "ws")
-    async with asyncio.timeout(20):
-        while (await native.ok("list_devices"))["devices"][0]["status"] != "connected":  # noqa: ASYNC110 (polled)
-            await asyncio.sleep(0.05)
-    await native.close()
+    running = await start_thymio_with_tdm(tmp_path_factory.mktemp("estop-program"))
     yield running
     assert await running.stop() == 0
 
@@ -63,24 +46,13 @@ async def native(gateway: InProcessGateway) -> AsyncIterator[Client]:
     await client.close()
 
 
-async def motors(native: Client) -> tuple[int, int]:
-    """Both motor targets, read from the VM."""
-    words = []
-    for variable in ("motor.left.target", "motor.right.target"):
-        data = {"variable": variable}
-        words.append(
-            (await native.ok("command", device=DEVICE, type="asebaros_msgs/GetVariable", data=data))["data"][0]
-        )
-    return words[0], words[1]
-
-
 async def settles_at(native: Client, expected: tuple[int, int]) -> None:
     """The targets reach `expected` within 2 s, and are still there 0.3 s later (15 timer ticks)."""
     async with asyncio.timeout(2):
-        while await motors(native) != expected:  # noqa: ASYNC110 (the robot is polled)
+        while await motor_targets(native) != expected:  # noqa: ASYNC110 (the robot is polled)
             await asyncio.sleep(0.02)
     await asyncio.sleep(0.3)
-    assert await motors(native) == expected
+    assert await motor_targets(native) == expected
 
 
 async def driving_session(gateway: InProcessGateway) -> TdmSession:

@@ -21,7 +21,7 @@ from devices.registry import KINDS
 from gateway.core.config import DeviceConfig
 from gateway.faces.mqtt.commands import CLIENT_PROPERTY, PEER_PROPERTY, TOKEN_PROPERTY, CommandService, Request
 from gateway.faces.mqtt.topics import TopicMap
-from tests.fuzzing import fuzz_hub, fuzz_settings
+from tests.fuzzing import LogRecords, fuzz_hub, fuzz_settings
 from tests.test_leases import RecordingLink
 
 pytestmark = pytest.mark.fuzz
@@ -70,17 +70,6 @@ calls = st.tuples(
 )
 
 
-class _Warnings(logging.Handler):
-    """Keeps the service's warnings: with a link that never fails, "answer not sent" means a bug."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-
 @given(st.lists(calls, min_size=1, max_size=5))
 # An unreadable estop still stops (auth is off), and is answered once: it was answered bad_request, then ok.
 @example([("estop", "sim-1", Request(b"\x00", "test/replies", None, {}))])
@@ -90,10 +79,8 @@ def test_any_request_is_answered_without_internal_errors(batch: list[tuple[str, 
         devices = (DeviceConfig("sim-1", "sim", True, KINDS.options_class("sim")()),)
         link: Any = RecordingLink()
         service = CommandService(fuzz_hub(devices), TopicMap("hwgw", "lab-a"), link, MAX_PAYLOAD_BYTES)
-        warnings = _Warnings()
-        logger = logging.getLogger("gateway.faces.mqtt.commands")
-        logger.addHandler(warnings)
-        try:
+        # With a link that never fails, a warning ("answer not sent") means a bug.
+        with LogRecords("gateway.faces.mqtt.commands", logging.WARNING) as warnings:
             for kind, device, request in batch:
                 if kind == "set":
                     service.command(device, request)
@@ -103,9 +90,7 @@ def test_any_request_is_answered_without_internal_errors(batch: list[tuple[str, 
                     service.release(request)
             for _ in range(20):
                 await asyncio.sleep(0)
-        finally:
             service.close()
-            logger.removeHandler(warnings)
         assert not warnings.messages, warnings.messages
         answers = [orjson.loads(payload) for _, payload in link.published]
         assert all(answer["op"] == "result" for answer in answers), answers

@@ -22,28 +22,23 @@ import logging
 import os
 import random
 from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 import pytest_asyncio
 from tdmclient.thymio import ThymioFB
 
-from gateway.faces.tdm.nodes import node_id
 from gateway.faces.tdm.session import TdmSession
-from tests.harness import connect, free_port, gateway_config
-from tests.inprocess import InProcessGateway, start_in_process
+from tests.fuzzing import LogRecords
+from tests.harness import connect
+from tests.inprocess import InProcessGateway
+from tests.tdm_thymio import MOTORS, NODE, message, motor_targets, start_thymio_with_tdm
 from tests.test_aseba_compiler import ASEBA_WORDS
 from tests.test_tdm_pings import TcpCapture
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(300), pytest.mark.fuzz]
 
-DEVICE = "thymio-sim"
-CONFIG = f'[devices.{DEVICE}]\nkind = "aseba"\nsimulate = true\n'
-NODE = node_id(DEVICE)
 SCALE = max(1, int(os.environ.get("HWGW_FUZZ_SCALE", "1")))
 ROUNDS, REQUESTS_PER_ROUND = 3 * SCALE, 40
-MOTORS = ("motor.left.target", "motor.right.target")
 COMPILE = ThymioFB.MESSAGE_TYPE_COMPILE_AND_LOAD_CODE_ON_VM
 #: SetVMExecutionState's Stop (the real TDM's Stop also sets both motor targets to 0 first).
 STOP = 0
@@ -54,11 +49,6 @@ DRIVING = [
     "motor.left.target = 200\nmotor.right.target = -200",
     "timer.period[0] = 20\nonevent timer0\nmotor.left.target = 300\nmotor.right.target = 300",
 ]
-
-
-def message(kind: int, *fields: Any) -> bytes:
-    encoded: Any = ThymioFB.create_message((kind, fields), ThymioFB.SCHEMA)
-    return bytes(encoded)
 
 
 def _words(rng: random.Random) -> list[int]:
@@ -107,41 +97,17 @@ def _damaged(rng: random.Random, data: bytes) -> bytes:
     return bytes(damaged[: rng.randint(0, len(damaged))] if rng.random() < 0.3 else damaged)
 
 
-class _Errors(logging.Handler):
-    """What the TDM face logs at ERROR: a request that failed inside it."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def gateway(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[InProcessGateway]:
-    tmp_path: Path = tmp_path_factory.mktemp("tdm-fuzz")
-    tdm = f'[tdm]\nenabled = true\nhost = "127.0.0.1"\ntcp_port = {free_port()}\nws_port = {free_port()}\n'
-    running = await start_in_process(tmp_path, gateway_config(tmp_path, CONFIG, extra=tdm))
-    native = await connect(running, "ws")
-    async with asyncio.timeout(20):
-        while (await native.ok("list_devices"))["devices"][0]["status"] != "connected":  # noqa: ASYNC110 (polled)
-            await asyncio.sleep(0.05)
-    await native.close()
+    running = await start_thymio_with_tdm(tmp_path_factory.mktemp("tdm-fuzz"))
     yield running
     assert await running.stop() == 0
 
 
-async def _motors(gateway: InProcessGateway) -> tuple[int, ...]:
+async def _motors(gateway: InProcessGateway) -> tuple[int, int]:
     native = await connect(gateway, "ws")
     try:
-        words = []
-        for variable in MOTORS:
-            result = await native.ok(
-                "command", device=DEVICE, type="asebaros_msgs/GetVariable", data={"variable": variable}
-            )
-            words.append(result["data"][0])
-        return tuple(words)
+        return await motor_targets(native)
     finally:
         await native.close()
 
@@ -151,11 +117,9 @@ async def test_random_and_damaged_requests_are_answered_and_the_robot_stops_when
 ) -> None:
     face = gateway.gateway.tdm
     assert face is not None
-    errors = _Errors()
-    logging.getLogger("gateway.faces.tdm").addHandler(errors)
     rng = random.Random(7)
     drove = 0
-    try:
+    with LogRecords("gateway.faces.tdm", logging.ERROR) as errors:  # a request that failed inside the face
         for _ in range(ROUNDS):
             capture = TcpCapture()
             session = TdmSession(gateway.gateway.hub, capture, "127.0.0.1", 0, shared=face.shared)
@@ -185,6 +149,4 @@ async def test_random_and_damaged_requests_are_answered_and_the_robot_stops_when
                     await asyncio.sleep(0.05)
         assert not errors.messages, errors.messages
         assert (await _motors(gateway)) == (0, 0)
-    finally:
-        logging.getLogger("gateway.faces.tdm").removeHandler(errors)
     assert drove, "no round left the robot driving before its client went: the stop was not tested"
