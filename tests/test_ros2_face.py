@@ -421,8 +421,8 @@ async def test_rclpy_publishes_are_commands_and_its_publisher_leaving_ends_the_l
                 lambda o: o.get("rumble_low") == 0.0 and o.get("rumble_high") == 0.0, "the rumble stopped"
             )
             assert any("the last ROS publisher left /sim_1/cmd/rumble" in line["event"] for line in gateway.logs)
-            # Once in CI (kilted) the count read 1 again right after the 0 that ended the lease: a match
-            # of the destroyed writer reported late. It must settle at none.
+            # Once in CI (kilted) the count read 1 again right after the 0 that ended the lease (cause not
+            # found; a late match of the destroyed writer would read so). It must settle at none.
             async with asyncio.timeout(5):
                 while (await healthz(gateway))["ros2"]["command_publishers"] != {"/sim_1/cmd/led": 1}:  # noqa: ASYNC110
                     await asyncio.sleep(0.1)
