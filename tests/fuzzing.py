@@ -5,11 +5,14 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Sequence
+from typing import Any
 
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 
 from devices.registry import KINDS
 from gateway.bus import Bus
@@ -85,3 +88,23 @@ class LogRecords(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.messages.append(record.getMessage())
+
+
+#: Scalars of any JSON type: integers well past 64 bits, NaN and the infinities among them.
+SCALARS: st.SearchStrategy[Any] = (
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=20)
+)
+
+
+def nested(scalars: st.SearchStrategy[Any] = SCALARS) -> st.SearchStrategy[Any]:
+    """`scalars`, and lists and maps of them a few levels deep."""
+    return st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+        max_leaves=10,
+    )
+
+
+def json_bytes(value: object) -> bytes:
+    """`value` as Python's json writes it: integers past 64 bits, NaN and Infinity as they are (hostile JSON)."""
+    return json.dumps(value).encode()

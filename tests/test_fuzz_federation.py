@@ -10,7 +10,6 @@ imported after any of it.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import orjson
@@ -26,7 +25,7 @@ from gateway.core.config import ServerConfig, SupervisorConfig
 from gateway.faces.mqtt.federation import Importer
 from gateway.faces.mqtt.topics import TopicMap
 from gateway.supervisor import Supervisor
-from tests.fuzzing import fuzz_settings
+from tests.fuzzing import fuzz_settings, json_bytes, nested
 from tests.test_leases import RecordingLink
 
 pytestmark = pytest.mark.fuzz
@@ -34,12 +33,7 @@ pytestmark = pytest.mark.fuzz
 GOOD_STATE = orjson.dumps({"type": "hwgateway/SimOutputs", "data": {"leds": [[0.0, 1.0, 0.0]]}, "stamp": 1.5, "seq": 1})
 KINDS = ("status", "devices", "availability", "state", "reply")
 names = st.sampled_from(["lab-a", "lab-b", "lamp", "x" * 200, "", "a/b", "a:b", " ", "é"]) | st.text(max_size=12)
-scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=20)
-values = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
-    max_leaves=10,
-)
+values = nested()
 #: Documents shaped like what each topic carries, with any values where its fields go.
 documents = st.one_of(
     st.builds(lambda devices: {"devices": devices}, st.lists(values, max_size=3) | values),
@@ -55,8 +49,7 @@ documents = st.one_of(
     ),
     st.dictionaries(st.sampled_from(["ok", "data", "error"]), values),
 )
-#: Python's json writes integers past 64 bits and NaN or Infinity as they are: hostile JSON too.
-payloads = st.binary(max_size=200) | st.one_of(values, documents).map(lambda value: json.dumps(value).encode())
+payloads = st.binary(max_size=200) | st.one_of(values, documents).map(json_bytes)
 events = st.tuples(st.sampled_from(KINDS), names, names, st.sampled_from(["state", "outputs", "x/y", ""]), payloads)
 
 

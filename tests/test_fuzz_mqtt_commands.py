@@ -8,7 +8,6 @@ for `<device>/response`) gets exactly one answer there, and no answer is an `int
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import Any
 
@@ -21,7 +20,7 @@ from devices.registry import KINDS
 from gateway.core.config import DeviceConfig
 from gateway.faces.mqtt.commands import CLIENT_PROPERTY, PEER_PROPERTY, TOKEN_PROPERTY, CommandService, Request
 from gateway.faces.mqtt.topics import TopicMap
-from tests.fuzzing import LogRecords, fuzz_hub, fuzz_settings
+from tests.fuzzing import SCALARS, LogRecords, fuzz_hub, fuzz_settings, json_bytes, nested
 from tests.test_leases import RecordingLink
 
 pytestmark = pytest.mark.fuzz
@@ -29,26 +28,13 @@ pytestmark = pytest.mark.fuzz
 #: The largest payload the service takes (bytes): small, so that oversized ones are among the examples.
 MAX_PAYLOAD_BYTES = 512
 FIELDS = ["type", "data", "timeout_s", "transaction", "peer", "client", "token", "colour"]
-scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**70), 2**70)
-    | st.floats()
-    | st.text(max_size=20)
-    | st.sampled_from(["led", "sound", "rumble", "estop", "sim-1", "", "x" * 300])
-)
-values = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=10,
-)
-#: Python's json writes integers past 64 bits and NaN or Infinity as they are: hostile JSON too.
+values = nested(SCALARS | st.sampled_from(["led", "sound", "rumble", "estop", "sim-1", "", "x" * 300]))
 payloads = (
     st.binary(max_size=80)
-    | values.map(lambda value: json.dumps(value).encode())
-    | st.dictionaries(st.sampled_from(FIELDS), values, max_size=5).map(lambda body: json.dumps(body).encode())
+    | values.map(json_bytes)
+    | st.dictionaries(st.sampled_from(FIELDS), values, max_size=5).map(json_bytes)
     | st.builds(
-        lambda kind, data, transaction: json.dumps({"type": kind, "data": data, "transaction": transaction}).encode(),
+        lambda kind, data, transaction: json_bytes({"type": kind, "data": data, "transaction": transaction}),
         st.sampled_from(["led", "sound", "rumble", "nope"]),
         values,
         st.integers(0, 9) | st.text(max_size=4),
