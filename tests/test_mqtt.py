@@ -234,6 +234,8 @@ async def test_documented_topics_commands_bad_input_and_discovery(tmp_path: Path
         async with mqtt_client(mosquitto) as v5:
             await v5.subscribe("test/replies", qos=1)
 
+            answered: list[bytes | None] = []  # the correlation data of every answer read
+
             async def ask(topic: str, payload: bytes, correlation: bytes) -> dict[str, Any]:
                 properties = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
                 properties.ResponseTopic = "test/replies"
@@ -241,6 +243,7 @@ async def test_documented_topics_commands_bad_input_and_discovery(tmp_path: Path
                 await v5.publish(topic, payload, qos=1, properties=properties)
                 async with asyncio.timeout(5):
                     async for message in v5.messages:
+                        answered.append(message.properties.CorrelationData)  # type: ignore[union-attr]
                         if message.properties.CorrelationData == correlation:  # type: ignore[union-attr]
                             answer: dict[str, Any] = json.loads(message.payload)
                             return answer
@@ -284,8 +287,13 @@ async def test_documented_topics_commands_bad_input_and_discovery(tmp_path: Path
             estop = await ask("hwgw/lab-a/estop", b"", b"stop")
             assert estop["ok"]
             assert estop["data"]["devices"] == [{"device": "sim-1", "ok": True}]
+            # Without auth an unreadable estop stops too, and is answered once: with the stop's outcome.
+            garbled = await ask("hwgw/lab-a/estop", b"\x00not json", b"garbled")
+            assert garbled["ok"], garbled
+            assert garbled["data"]["devices"] == [{"device": "sim-1", "ok": True}]
             after = await ask("hwgw/lab-a/sim-1/set", b'{"type": "led", "data": {}}', b"after")
             assert after["ok"], "the bridge keeps working after bad input"
+            assert answered.count(b"garbled") == 1, answered[-5:]
         text = await metrics(a)
         for reason in (
             "bad_request",
